@@ -1,0 +1,105 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import * as v from 'valibot';
+import type { CommandAgentDefinition } from '../core/agents/command-agent';
+import { ID_PATTERN } from '../core/ids';
+import type { Workspace } from '../core/types';
+
+/** The daemon's config file (contract §8). Unknown keys are errors that name the key. */
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+const stringList = v.array(v.string());
+
+const AgentSchema = v.strictObject({
+  command: v.pipe(v.string(), v.minLength(1)),
+  args: stringList,
+  resumeArgs: v.optional(stringList),
+  sessionIdPattern: v.optional(
+    v.pipe(
+      v.string(),
+      v.check((p) => {
+        try {
+          new RegExp(p);
+          return true;
+        } catch {
+          return false;
+        }
+      }, 'is not a valid regular expression'),
+    ),
+  ),
+  kind: v.optional(v.picklist(['agent', 'utility'])),
+});
+
+const WorkspaceSchema = v.strictObject({
+  id: v.pipe(v.string(), v.regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)),
+  path: v.pipe(v.string(), v.minLength(1)),
+  tag: v.optional(v.string()),
+  agents: v.optional(stringList),
+  headlessAgent: v.optional(v.string()),
+  defaultAgent: v.optional(v.string()),
+  env: v.optional(v.record(v.string(), v.string())),
+});
+
+const ConfigSchema = v.strictObject({
+  maxConcurrentRuns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  defaultAgent: v.optional(v.string()),
+  publicHosts: v.optional(stringList),
+  agents: v.optional(v.record(v.pipe(v.string(), v.regex(NAME, `must match ${NAME.source}`)), AgentSchema)),
+  workspaces: v.optional(v.pipe(v.array(WorkspaceSchema), v.minLength(1))),
+});
+
+export interface DaemonConfig {
+  maxConcurrentRuns?: number;
+  defaultAgent?: string;
+  publicHosts?: string[];
+  agents: Record<string, CommandAgentDefinition>;
+  workspaces: Workspace[];
+}
+
+export class ConfigError extends Error {}
+
+function describe(issue: v.BaseIssue<unknown>): string {
+  const path = (issue.path ?? [])
+    .map((p) => (typeof p.key === 'number' ? `[${p.key}]` : `.${String(p.key)}`))
+    .join('')
+    .replace(/^\./, '');
+  if (issue.type === 'strict_object' && path) return `unknown key "${path}"`;
+  return `"${path || '(root)'}" ${issue.message}`;
+}
+
+/** The default workspace: the current directory, every registered agent enabled. */
+export function defaultWorkspace(cwd: string): Workspace {
+  return { id: 'default', path: cwd };
+}
+
+/** Reads `file`, or `headless.config.json` in `cwd` if present, else the defaults. */
+export function loadConfig(file: string | undefined, cwd: string): DaemonConfig {
+  const path = file === undefined ? resolve(cwd, 'headless.config.json') : resolve(cwd, file);
+  if (file === undefined && !existsSync(path)) return { agents: {}, workspaces: [defaultWorkspace(cwd)] };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(`cannot read config ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const result = v.safeParse(ConfigSchema, raw);
+  if (!result.success) throw new ConfigError(`config ${path}: ${describe(result.issues[0])}`);
+  const config = result.output;
+  const base = dirname(path);
+  const local = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  const agents: Record<string, CommandAgentDefinition> = {};
+  for (const [name, agent] of Object.entries(config.agents ?? {})) {
+    agents[name] = { ...agent, command: agent.command.includes('/') ? local(agent.command) : agent.command };
+  }
+  const workspaces = (config.workspaces ?? [defaultWorkspace(cwd)]).map((ws) => ({ ...ws, path: local(ws.path) }));
+  for (const ws of workspaces) {
+    if (!existsSync(ws.path)) throw new ConfigError(`config ${path}: workspace "${ws.id}" path ${ws.path} does not exist`);
+  }
+  return {
+    maxConcurrentRuns: config.maxConcurrentRuns,
+    defaultAgent: config.defaultAgent,
+    publicHosts: config.publicHosts,
+    agents,
+    workspaces,
+  };
+}

@@ -1,0 +1,39 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { InboxPushError, pushToInbox } from './inbox-client';
+
+/** `headless-inbox push --title T [--file F]`: how an agent pushes its report to the Inbox. */
+
+const USAGE = `Usage: headless-inbox push --title TITLE [--file FILE]
+
+Pushes a report to the Inbox of the workspace this run belongs to. The body is read from FILE,
+else from standard input. Uses HEADLESS_API_URL, HEADLESS_WORKSPACE_ID and HEADLESS_RUN_TOKEN,
+which every headless run has in its environment.`;
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command !== 'push') {
+    process.stderr.write(`${command === undefined ? '' : `unknown command "${command}"\n`}${USAGE}\n`);
+    return command === undefined || command === '--help' ? 0 : 2;
+  }
+  const { values } = parseArgs({ args: rest, options: { title: { type: 'string' }, file: { type: 'string' } }, strict: true });
+  if (!values.title) throw new InboxPushError('--title is required');
+  const body = values.file !== undefined ? readFileSync(values.file, 'utf8') : await readStdin();
+  const item = await pushToInbox({ title: values.title, body, env: process.env });
+  process.stdout.write(`pushed ${item.id}\n`);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`headless-inbox: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

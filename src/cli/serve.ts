@@ -1,0 +1,153 @@
+import type { Server } from 'node:http';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createNodeServer } from '../adapters/node';
+import { isLoopbackAddress } from '../core/auth';
+import { createHeadlessHandler } from '../core/handler';
+import { createSqliteKeyv } from '../core/store';
+import { ConfigError, loadConfig } from './config';
+
+/** `headless-run-webhook serve`: the drop-in daemon of contract §8. */
+
+const USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR]
+
+  --config FILE    config file (default: ./headless.config.json if present)
+  --port N         port (default 47331; when not given, the next 20 ports are tried)
+  --host H         address to bind (default 127.0.0.1)
+  --data-dir DIR   where runs, Sessions and the Inbox are stored (default ./.headless)
+
+The admin token for non-local callers is read from HEADLESS_ADMIN_TOKEN only.`;
+
+const DEFAULT_PORT = 47331;
+const PORT_TRIES = 20;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`headless-run-webhook: ${message}\n`);
+  process.exit(code);
+}
+
+function listen(server: Server, port: number, host: string): Promise<number> {
+  return new Promise((done, reject) => {
+    const onError = (error: Error) => {
+      server.off('listening', onListening);
+      reject(error);
+    };
+    const onListening = () => {
+      server.off('error', onError);
+      const address = server.address();
+      done(typeof address === 'object' && address ? address.port : port);
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port, host);
+  });
+}
+
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+async function serve(argv: string[]): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        config: { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string', default: '127.0.0.1' },
+        'data-dir': { type: 'string', default: '.headless' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    fail(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const cwd = process.cwd();
+  const host = values.host;
+  const explicitPort = values.port !== undefined;
+  const port = explicitPort ? Number(values.port) : DEFAULT_PORT;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be an integer from 0 to 65535, not "${values.port}"`);
+
+  const adminToken = process.env.HEADLESS_ADMIN_TOKEN || undefined;
+  const loopbackBind = host === 'localhost' || isLoopbackAddress(host);
+  if (!loopbackBind && adminToken === undefined) {
+    fail(`refusing to listen on non-loopback address ${host} without an admin token: set HEADLESS_ADMIN_TOKEN`, 1);
+  }
+
+  let config;
+  try {
+    config = loadConfig(values.config, cwd);
+  } catch (error) {
+    fail(error instanceof ConfigError ? error.message : String(error));
+  }
+
+  const env = { ...process.env };
+  delete env.HEADLESS_ADMIN_TOKEN;
+  const store = await createSqliteKeyv(resolve(cwd, values['data-dir']));
+  let apiUrl = '';
+  const handler = createHeadlessHandler({
+    workspaces: config.workspaces,
+    agents: config.agents,
+    store,
+    adminToken,
+    maxConcurrentRuns: config.maxConcurrentRuns,
+    defaultAgent: config.defaultAgent,
+    publicHosts: config.publicHosts,
+    env,
+    get apiUrl() {
+      return apiUrl;
+    },
+  });
+  await handler.ready;
+
+  const server = createNodeServer(handler);
+  let bound = port;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      bound = await listen(server, port + attempt, host);
+      break;
+    } catch (error) {
+      const inUse = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+      if (inUse && !explicitPort && attempt + 1 < PORT_TRIES && port + attempt < 65535) continue;
+      await handler.close();
+      fail(inUse ? `port ${port + attempt} is already in use` : `cannot listen on ${host}:${port + attempt}: ${(error as Error).message}`, 1);
+    }
+  }
+  // Agents run on this host: give them a loopback URL even when bound to every interface.
+  const agentHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  apiUrl = `http://${urlHost(agentHost)}:${bound}`;
+  process.stdout.write(`listening on http://${urlHost(host)}:${bound}\n`);
+
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    // A hard deadline: the contract gives shutdown 10 s.
+    setTimeout(() => process.exit(1), 9500).unref();
+    server.close();
+    void handler
+      .close()
+      .catch((error: unknown) => process.stderr.write(`headless-run-webhook: shutdown: ${String(error)}\n`))
+      .finally(() => {
+        server.closeAllConnections();
+        process.exit(0);
+      });
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+const [command, ...rest] = process.argv.slice(2);
+if (command === 'serve') {
+  serve(rest).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error), 1));
+} else if (command === undefined || command === '--help' || command === '-h') {
+  process.stdout.write(`${USAGE}\n`);
+} else {
+  fail(`unknown command "${command}"\n${USAGE}`);
+}

@@ -1,0 +1,93 @@
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { HttpProblem } from '../problem';
+import type { Workspace } from '../types';
+import { BUILTIN_AGENTS } from './builtins';
+import { type CommandAgentDefinition, createCommandAgent } from './command-agent';
+import type { AgentAdapter } from './types';
+
+/** Whether `command` resolves to an executable file, on `PATH` when it is a bare name. */
+export function findExecutable(command: string, path: string | undefined): string | undefined {
+  const isFile = (file: string) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes('/')) return isAbsolute(command) && isFile(command) ? command : undefined;
+  for (const dir of (path ?? '').split(delimiter)) {
+    if (dir && isFile(join(dir, command))) return join(dir, command);
+  }
+  return undefined;
+}
+
+export interface SelectionInput {
+  workspace: Workspace;
+  /** The `agent` named in the request. */
+  requested?: string;
+  /** The workspace's most recent headless agent. */
+  lastAgent?: string;
+  /** The installation default. */
+  defaultAgent?: string;
+  /** The PATH the agent would run with. */
+  path: string | undefined;
+}
+
+/** Every adapter the service knows: the built-ins in contract §9's order, then custom agents. */
+export class AgentRegistry {
+  private readonly adapters = new Map<string, AgentAdapter>();
+
+  constructor(custom: Record<string, CommandAgentDefinition | AgentAdapter> = {}) {
+    for (const adapter of BUILTIN_AGENTS) this.adapters.set(adapter.name, adapter);
+    for (const [name, definition] of Object.entries(custom)) {
+      if (this.adapters.has(name)) throw new Error(`agent "${name}" is already a built-in agent`);
+      this.adapters.set(name, 'invocation' in definition ? { ...definition, name } : createCommandAgent(name, definition));
+    }
+  }
+
+  get(name: string): AgentAdapter | undefined {
+    return this.adapters.get(name);
+  }
+
+  names(): string[] {
+    return [...this.adapters.keys()];
+  }
+
+  isEnabled(workspace: Workspace, name: string): boolean {
+    return workspace.agents === undefined || workspace.agents.includes(name);
+  }
+
+  /** The checks on a named agent, in the contract's order. */
+  check(workspace: Workspace, name: string): AgentAdapter {
+    const adapter = this.adapters.get(name);
+    if (!adapter) throw new HttpProblem('agent_unknown', `No agent is named "${name}".`);
+    if (adapter.kind !== 'agent') {
+      throw new HttpProblem('agent_not_headless', `"${name}" is ${adapter.kind === 'shell' ? 'the shell adapter' : 'a utility agent'}; it cannot run headless.`);
+    }
+    if (!this.isEnabled(workspace, name)) {
+      throw new HttpProblem('agent_disabled', `Agent "${name}" is not enabled on workspace "${workspace.id}".`);
+    }
+    return adapter;
+  }
+
+  /**
+   * Picks the agent of a run. A named agent passes the contract's checks (its executable is
+   * checked at spawn, which fails with 500 spawn_failed). Otherwise the seed's order: fixed
+   * headless agent, most recent, workspace default, installation default, then every adapter
+   * in registry order; a candidate is taken only if headless-capable, enabled and found.
+   */
+  select(input: SelectionInput): AgentAdapter {
+    if (input.requested !== undefined) return this.check(input.workspace, input.requested);
+    const { workspace } = input;
+    const candidates = [workspace.headlessAgent, input.lastAgent, workspace.defaultAgent, input.defaultAgent, ...this.adapters.keys()];
+    for (const name of candidates) {
+      if (name === undefined) continue;
+      const adapter = this.adapters.get(name);
+      if (!adapter || adapter.kind !== 'agent' || !this.isEnabled(workspace, name)) continue;
+      if (findExecutable(adapter.command, input.path)) return adapter;
+    }
+    throw new HttpProblem('no_headless_agent', `No headless-capable agent is enabled and installed for workspace "${workspace.id}".`);
+  }
+}

@@ -1,0 +1,41 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** Every id the API accepts: task ids, resume ids, workspace ids, inbox item ids. */
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+export function isValidId(value: string): boolean {
+  return ID_PATTERN.test(value);
+}
+
+let lastTime = 0;
+let counter = 0;
+
+/**
+ * A unique id that sorts in creation order as a plain string: base36 time (fixed width), a
+ * per-millisecond counter, then randomness. List cursors are these ids, so a page is a binary
+ * search, whatever the number of stored records.
+ */
+export function newSortableId(prefix: string): string {
+  const now = Math.max(Date.now(), lastTime);
+  counter = now === lastTime ? counter + 1 : 0;
+  lastTime = now;
+  const time = now.toString(36).padStart(9, '0');
+  const seq = counter.toString(36).padStart(4, '0');
+  return `${prefix}${time}${seq}${randomBytes(8).toString('hex')}`;
+}
+
+/** A fresh unguessable secret (256 bits). */
+export function newSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+export function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+/** Constant-time comparison that does not leak the length: both sides are hashed first. */
+export function secretsEqual(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(expected).digest();
+  return timingSafeEqual(a, b);
+}

@@ -1,0 +1,14 @@
+export { createHeadlessHandler } from './handler';
+export type { HeadlessHandler, HeadlessHandlerOptions, HeadlessServerContext, WorkspaceResolver } from './handler';
+export { createDefaultGate, isLoopbackAddress } from './auth';
+export type { AuthContext, Authorize, GateOptions } from './auth';
+export { HttpProblem, StorageError } from './problem';
+export type { ProblemCode } from './problem';
+export { createExecaSpawner, SpawnFailure } from './spawner';
+export type { ExecaSpawnerOptions, ProcessExit, SpawnedProcess, SpawnOptions, Spawner } from './spawner';
+export { createMemoryKeyv, createSqliteKeyv } from './store';
+export { BUILTIN_AGENTS } from './agents/builtins';
+export { createCommandAgent } from './agents/command-agent';
+export type { CommandAgentDefinition } from './agents/command-agent';
+export type { AgentAdapter, AgentInvocation, AgentOutputParser, AgentRunInput, AgentVerdict } from './agents/types';
+export type { InboxItem, RunError, RunRecord, RunStatus, SessionView, Workspace } from './types';

@@ -1,0 +1,84 @@
+/**
+ * In-memory index of ids per group (a workspace), each id in one bucket (a status, read/unread).
+ * Ids sort in creation order (see `newSortableId`), so a page is a binary search plus `limit`
+ * steps: its cost does not grow with the number of stored records. Built once at start-up.
+ */
+
+function lowerBound(ids: string[], id: string): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ids[mid]! < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function insert(ids: string[], id: string): void {
+  // Ids are mostly created in order, so the common case is an append.
+  if (ids.length === 0 || ids[ids.length - 1]! < id) ids.push(id);
+  else ids.splice(lowerBound(ids, id), 0, id);
+}
+
+function remove(ids: string[], id: string): void {
+  const at = lowerBound(ids, id);
+  if (ids[at] === id) ids.splice(at, 1);
+}
+
+interface Group<B extends string> {
+  all: string[];
+  buckets: Map<B, string[]>;
+}
+
+export interface Page {
+  ids: string[];
+  /** The id to pass back as cursor, or null on the last page. */
+  next: string | null;
+}
+
+export class OrderedIndex<B extends string> {
+  private readonly groups = new Map<string, Group<B>>();
+
+  private group(name: string): Group<B> {
+    let group = this.groups.get(name);
+    if (!group) {
+      group = { all: [], buckets: new Map() };
+      this.groups.set(name, group);
+    }
+    return group;
+  }
+
+  private bucket(group: Group<B>, bucket: B): string[] {
+    let ids = group.buckets.get(bucket);
+    if (!ids) {
+      ids = [];
+      group.buckets.set(bucket, ids);
+    }
+    return ids;
+  }
+
+  add(groupName: string, id: string, bucket: B): void {
+    const group = this.group(groupName);
+    insert(group.all, id);
+    insert(this.bucket(group, bucket), id);
+  }
+
+  move(groupName: string, id: string, from: B, to: B): void {
+    if (from === to) return;
+    const group = this.group(groupName);
+    remove(this.bucket(group, from), id);
+    insert(this.bucket(group, to), id);
+  }
+
+  /** Newest first, ids strictly older than `cursor`. */
+  page(groupName: string, bucket: B | undefined, limit: number, cursor?: string): Page {
+    const group = this.groups.get(groupName);
+    if (!group) return { ids: [], next: null };
+    const ids = bucket === undefined ? group.all : (group.buckets.get(bucket) ?? []);
+    const end = cursor === undefined ? ids.length : lowerBound(ids, cursor);
+    const start = Math.max(0, end - limit);
+    const page = ids.slice(start, end).reverse();
+    return { ids: page, next: start > 0 && page.length > 0 ? page[page.length - 1]! : null };
+  }
+}

@@ -1,0 +1,111 @@
+/** Every error the service can answer with, and the one place that turns errors into responses. */
+
+const STATUS = {
+  invalid_body: 400,
+  prompt_required: 400,
+  prompt_too_long: 400,
+  invalid_timeout: 400,
+  invalid_resume_id: 400,
+  agent_unknown: 400,
+  agent_not_headless: 400,
+  agent_disabled: 400,
+  no_headless_agent: 400,
+  resume_requires_async: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  workspace_not_found: 404,
+  run_not_found: 404,
+  session_not_found: 404,
+  inbox_item_not_found: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  session_other_workspace: 409,
+  session_busy: 409,
+  session_retired: 409,
+  session_not_resumable: 409,
+  run_not_running: 409,
+  body_too_large: 413,
+  unsupported_media_type: 415,
+  capacity_reached: 429,
+  spawn_failed: 500,
+  internal: 500,
+  storage_unavailable: 503,
+  shutting_down: 503,
+} as const;
+
+export type ProblemCode = keyof typeof STATUS;
+
+const TITLES: Partial<Record<ProblemCode, string>> = {
+  unauthorized: 'Unauthorized',
+  forbidden: 'Forbidden',
+  not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
+  body_too_large: 'Body too large',
+  unsupported_media_type: 'Unsupported media type',
+  capacity_reached: 'Capacity reached',
+  internal: 'Internal error',
+};
+
+export interface ProblemOptions {
+  headers?: Record<string, string>;
+  /** Extra members of the problem body (e.g. the `taskId` of a failed spawn). */
+  extra?: Record<string, unknown>;
+}
+
+/** An error that is an HTTP answer. Throw it anywhere; the handler turns it into problem JSON. */
+export class HttpProblem extends Error {
+  readonly code: ProblemCode;
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly extra: Record<string, unknown>;
+
+  constructor(code: ProblemCode, detail: string, options: ProblemOptions = {}) {
+    super(detail);
+    this.name = 'HttpProblem';
+    this.code = code;
+    this.status = STATUS[code];
+    this.headers = options.headers ?? {};
+    this.extra = options.extra ?? {};
+  }
+}
+
+/** Raised by a store that refused a write or read; answered as 503 storage_unavailable. */
+export class StorageError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StorageError';
+  }
+}
+
+function title(code: ProblemCode): string {
+  return TITLES[code] ?? code.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
+}
+
+export function problemResponse(problem: HttpProblem): Response {
+  const body = {
+    type: `https://headless-run-webhook.dev/problems/${problem.code}`,
+    title: title(problem.code),
+    status: problem.status,
+    detail: problem.message,
+    code: problem.code,
+    ...problem.extra,
+  };
+  return new Response(JSON.stringify(body), {
+    status: problem.status,
+    headers: { ...problem.headers, 'content-type': 'application/problem+json' },
+  });
+}
+
+/**
+ * Maps anything thrown while handling a request to a response. Unknown errors become a bare
+ * 500 `internal`: their message may carry paths, tokens or stack frames, so it is only logged.
+ */
+export function errorToResponse(error: unknown, log: (message: string, error: unknown) => void): Response {
+  if (error instanceof HttpProblem) return problemResponse(error);
+  if (error instanceof StorageError) {
+    log('storage failure', error);
+    return problemResponse(new HttpProblem('storage_unavailable', 'The store refused the operation; retry later.'));
+  }
+  log('unexpected error', error);
+  return problemResponse(new HttpProblem('internal', 'The request failed unexpectedly.'));
+}

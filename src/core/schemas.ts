@@ -1,0 +1,135 @@
+import * as v from 'valibot';
+import { ID_PATTERN } from './ids';
+import { HttpProblem, type ProblemCode } from './problem';
+import { RUN_STATUSES, type RunStatus } from './types';
+
+/**
+ * Request schemas. Each validator's message is the problem code it stands for, so the first
+ * issue (by the priority below) names both the code and the field.
+ */
+
+export const PROMPT_MAX = 16_000;
+export const TIMEOUT_DEFAULT = 300_000;
+export const TIMEOUT_CAP = 1_800_000;
+
+const CODE_PRIORITY: ProblemCode[] = ['invalid_body', 'prompt_required', 'prompt_too_long', 'invalid_timeout', 'invalid_resume_id'];
+
+function parse<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
+  const result = v.safeParse(schema, input, { abortEarly: false });
+  if (result.success) return result.output;
+  const issues = result.issues.map((issue) => ({
+    code: (CODE_PRIORITY.includes(issue.message as ProblemCode) ? issue.message : 'invalid_body') as ProblemCode,
+    field: issue.path?.map((p) => String(p.key)).join('.') ?? '',
+    issue,
+  }));
+  issues.sort((a, b) => CODE_PRIORITY.indexOf(a.code) - CODE_PRIORITY.indexOf(b.code));
+  const first = issues[0]!;
+  const unknown = first.issue.type === 'strict_object' && first.field !== '';
+  const detail = unknown
+    ? `Unknown field "${first.field}".`
+    : first.field
+      ? `Field "${first.field}" is invalid: ${DETAILS[first.code] ?? `expected ${first.issue.expected ?? 'another value'}`}.`
+      : 'The body has the wrong shape.';
+  throw new HttpProblem(first.code, detail);
+}
+
+const DETAILS: Partial<Record<ProblemCode, string>> = {
+  prompt_required: 'a non-blank prompt is required',
+  prompt_too_long: `at most ${PROMPT_MAX} characters`,
+  invalid_timeout: `a positive integer number of milliseconds (at most ${TIMEOUT_CAP}; larger values are clamped)`,
+  invalid_resume_id: `a string matching ${ID_PATTERN.source}`,
+};
+
+const StartBody = v.strictObject(
+  {
+    prompt: v.pipe(
+      v.unknown(),
+      v.check((p) => p !== undefined, 'prompt_required'),
+      v.string('invalid_body'),
+      v.check((p) => p.trim() !== '', 'prompt_required'),
+      v.maxLength(PROMPT_MAX, 'prompt_too_long'),
+    ),
+    agent: v.optional(v.string('invalid_body')),
+    resumeId: v.optional(v.pipe(v.string('invalid_resume_id'), v.regex(ID_PATTERN, 'invalid_resume_id'))),
+    timeoutMs: v.optional(
+      v.pipe(
+        v.number('invalid_timeout'),
+        v.integer('invalid_timeout'),
+        v.minValue(1, 'invalid_timeout'),
+        v.transform((ms) => Math.min(ms, TIMEOUT_CAP)),
+      ),
+      TIMEOUT_DEFAULT,
+    ),
+    wait: v.optional(v.boolean('invalid_body'), false),
+  },
+  'invalid_body',
+);
+
+export type StartRequest = v.InferOutput<typeof StartBody>;
+
+export function parseStartBody(body: Record<string, unknown>): StartRequest {
+  const parsed = parse(StartBody, body);
+  if (parsed.resumeId !== undefined && parsed.wait) {
+    throw new HttpProblem('resume_requires_async', 'resumeId needs async mode: drop "wait": true.');
+  }
+  return parsed;
+}
+
+const cursorSchema = v.optional(v.pipe(v.string(), v.regex(ID_PATTERN)));
+const limitSchema = v.optional(
+  v.pipe(v.string(), v.regex(/^[1-9]\d{0,2}$/), v.transform(Number), v.maxValue(500)),
+  '50',
+);
+
+const ListQuery = v.strictObject(
+  {
+    wsId: v.pipe(v.string(), v.minLength(1)),
+    status: v.optional(v.picklist(RUN_STATUSES)),
+    limit: limitSchema,
+    cursor: cursorSchema,
+  },
+  'invalid_body',
+);
+
+function queryObject(url: URL): Record<string, string> {
+  const query: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [key, value] of url.searchParams) {
+    if (key in query) throw new HttpProblem('invalid_body', `Query parameter "${key}" is repeated.`);
+    query[key] = value;
+  }
+  return { ...query };
+}
+
+export function parseListQuery(url: URL): { wsId: string; status?: RunStatus; limit: number; cursor?: string } {
+  const q = parse(ListQuery, queryObject(url));
+  return { wsId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor };
+}
+
+const InboxQuery = v.strictObject(
+  {
+    unread: v.optional(v.picklist(['true', 'false'])),
+    limit: limitSchema,
+    cursor: cursorSchema,
+  },
+  'invalid_body',
+);
+
+export function parseInboxQuery(url: URL): { unread: boolean; limit: number; cursor?: string } {
+  const q = parse(InboxQuery, queryObject(url));
+  return { unread: q.unread === 'true', limit: Number(q.limit), cursor: q.cursor };
+}
+
+export const INBOX_TITLE_MAX = 200;
+export const INBOX_BODY_MAX = 64_000;
+
+const InboxPush = v.strictObject(
+  {
+    title: v.pipe(v.string(), v.check((t) => t.trim() !== ''), v.maxLength(INBOX_TITLE_MAX)),
+    body: v.optional(v.pipe(v.string(), v.maxLength(INBOX_BODY_MAX)), ''),
+  },
+  'invalid_body',
+);
+
+export function parseInboxPush(body: Record<string, unknown>): { title: string; body: string } {
+  return parse(InboxPush, body);
+}

@@ -1,0 +1,151 @@
+import { execa } from 'execa';
+import { LineSplitter, TailBuffer } from './output';
+import { MARKER_VARIABLE, killMarkedProcesses, processStartTime, signalGroup } from './process-tree';
+
+export interface SpawnOptions {
+  /** Executable name (looked up on `env.PATH`) or path. Never run through a shell. */
+  command: string;
+  args: string[];
+  cwd: string;
+  /** The complete environment: nothing else is inherited. */
+  env: Record<string, string>;
+  /** Written to the child's stdin, which is then closed. Absent: stdin is closed from the start. */
+  stdin?: string;
+  /** Called with each stdout line, for the agent's output parser. */
+  onStdoutLine?: (line: string) => void;
+}
+
+export interface ProcessExit {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+}
+
+export interface SpawnedProcess {
+  pid: number;
+  /** From /proc, so crash recovery never signals a reused pid. */
+  startTime?: string;
+  /** Settles once the process has exited and its output is drained (at most `drainMs` more). */
+  exit: Promise<ProcessExit>;
+  /** Signals the whole process group. */
+  kill(signal: NodeJS.Signals): void;
+}
+
+/** Starts a process or rejects with `SpawnFailure`. Replaceable through the handler's `spawner` option. */
+export type Spawner = (options: SpawnOptions) => Promise<SpawnedProcess>;
+
+export class SpawnFailure extends Error {
+  constructor(
+    message: string,
+    readonly reason: string,
+  ) {
+    super(message);
+    this.name = 'SpawnFailure';
+  }
+}
+
+export interface ExecaSpawnerOptions {
+  /** Bytes of each stream kept for the sync answer. @default 65536 */
+  tailBytes?: number;
+  /** How long output is still read after the process exits. @default 2000 */
+  drainMs?: number;
+  /** Longest stdout line handed to the parser; longer lines are skipped. @default 4 MiB */
+  maxLineBytes?: number;
+}
+
+/**
+ * The default spawner (execa): argv only, own process group (detached), stdin closed or fed
+ * then closed, environment given whole. The run ends when the process exits: output is drained
+ * for at most `drainMs` more, then whatever is left of the group (and any process carrying the
+ * run's marker) is killed, so a grandchild holding the pipe can neither keep the run open nor
+ * outlive it.
+ */
+export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
+  const tailBytes = options.tailBytes ?? 64 * 1024;
+  const drainMs = options.drainMs ?? 2000;
+  const maxLineBytes = options.maxLineBytes ?? 4 * 1024 * 1024;
+
+  return (spawn) =>
+    new Promise<SpawnedProcess>((resolve, reject) => {
+      const child = execa(spawn.command, spawn.args, {
+        cwd: spawn.cwd,
+        env: spawn.env,
+        extendEnv: false,
+        detached: true,
+        cleanup: false,
+        stdin: spawn.stdin === undefined ? 'ignore' : 'pipe',
+        ...(spawn.stdin === undefined ? {} : { input: spawn.stdin }),
+        stdout: 'pipe',
+        stderr: 'pipe',
+        buffer: false,
+        reject: false,
+        encoding: 'buffer',
+        stripFinalNewline: false,
+        windowsHide: true,
+      });
+
+      let spawned = false;
+      child.then(
+        (result) => {
+          if (!spawned) {
+            const reason = (result as { code?: string }).code ?? 'spawn_error';
+            reject(new SpawnFailure(`cannot start ${spawn.command}: ${reason}`, reason));
+          }
+        },
+        () => undefined,
+      );
+
+      child.once('spawn', () => {
+        spawned = true;
+        const pid = child.pid!;
+        const stdout = new TailBuffer(tailBytes);
+        const stderr = new TailBuffer(tailBytes);
+        const lines = spawn.onStdoutLine ? new LineSplitter(maxLineBytes, spawn.onStdoutLine) : undefined;
+        const streams = [child.stdout!, child.stderr!];
+        child.stdout!.on('data', (chunk: Buffer) => {
+          stdout.push(chunk);
+          lines?.push(chunk);
+        });
+        child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
+        for (const stream of streams) stream.on('error', () => undefined);
+        child.stdin?.on('error', () => undefined);
+
+        const ended = Promise.all(
+          streams.map((s) => new Promise<void>((done) => (s.readableEnded || s.destroyed ? done() : s.once('close', done)))),
+        );
+
+        const exit = new Promise<ProcessExit>((settle) => {
+          child.once('exit', (code, signal) => {
+            let timer: NodeJS.Timeout | undefined;
+            const drained = new Promise<void>((done) => {
+              timer = setTimeout(done, drainMs);
+            });
+            void Promise.race([ended, drained]).then(() => {
+              clearTimeout(timer);
+              signalGroup(pid, 'SIGKILL');
+              const marker = spawn.env[MARKER_VARIABLE];
+              if (marker) killMarkedProcesses(new Set([marker]));
+              for (const stream of streams) stream.destroy();
+              lines?.end();
+              settle({
+                exitCode: code,
+                signal,
+                stdout: stdout.text(),
+                stderr: stderr.text(),
+                truncated: stdout.truncated || stderr.truncated,
+              });
+            });
+          });
+        });
+
+        resolve({
+          pid,
+          startTime: processStartTime(pid),
+          exit,
+          kill: (signal) => signalGroup(pid, signal),
+        });
+      });
+    });
+}

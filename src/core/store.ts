@@ -1,0 +1,135 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Keyv from 'keyv';
+import { StorageError } from './problem';
+
+/**
+ * The persistence the service needs, over any Keyv instance. Keys are `kind:id`.
+ * Every failure surfaces as a thrown `StorageError` (answered 503), never a silent `false`.
+ */
+export interface HeadlessStore {
+  get<T>(key: string): Promise<T | undefined>;
+  getMany<T>(keys: string[]): Promise<(T | undefined)[]>;
+  set(key: string, value: unknown): Promise<void>;
+  /** Every entry whose key starts with `prefix`, in one pass. Used once, at start-up. */
+  scan<T>(prefix: string): AsyncIterable<[key: string, value: T]>;
+  close(): Promise<void>;
+}
+
+interface SqliteLikeStore {
+  query(sql: string, ...params: unknown[]): Promise<Array<{ key: string; value: string }>>;
+  opts: { table: string };
+}
+
+function isSqliteStore(store: unknown): store is SqliteLikeStore {
+  const s = store as Partial<SqliteLikeStore> | undefined;
+  return typeof s?.query === 'function' && typeof s.opts?.table === 'string';
+}
+
+const SCAN_BATCH = 1000;
+
+function fail(operation: string, error: unknown): never {
+  const reason = error instanceof Error ? error.message : String(error);
+  throw new StorageError(`store ${operation} failed: ${reason}`, { cause: error });
+}
+
+/** Wraps a Keyv instance. `throwOnErrors` is switched on: keyv's default swallows write errors. */
+export function keyvStore(keyv: Keyv): HeadlessStore {
+  keyv.throwOnErrors = true;
+  const prefixOf = () => (keyv.namespace ? `${keyv.namespace}:` : '');
+
+  // @keyv/sqlite's own iterator pages with LIMIT/OFFSET recursively: quadratic over a large
+  // table. Walk the primary key instead.
+  async function* scanSqlite<T>(store: SqliteLikeStore, prefix: string): AsyncIterable<[string, T]> {
+    const table = store.opts.table;
+    const full = prefixOf() + prefix;
+    let after = full;
+    for (;;) {
+      let rows: Array<{ key: string; value: string }>;
+      try {
+        rows = await store.query(
+          `SELECT key, value FROM ${table} WHERE key > ? AND key < ? ORDER BY key LIMIT ${SCAN_BATCH}`,
+          after,
+          `${full}\uffff`,
+        );
+      } catch (error) {
+        fail('scan', error);
+      }
+      for (const row of rows) {
+        const data = (await keyv.deserialize?.(row.value)) as { value?: T } | undefined;
+        if (data?.value !== undefined) yield [row.key.slice(prefixOf().length), data.value];
+      }
+      if (rows.length < SCAN_BATCH) return;
+      after = rows[rows.length - 1]!.key;
+    }
+  }
+
+  async function* scanGeneric<T>(prefix: string): AsyncIterable<[string, T]> {
+    const iterator = keyv.iterator;
+    if (!iterator) throw new StorageError('this Keyv store cannot be iterated; use an iterable store');
+    try {
+      for await (const [key, value] of iterator.call(keyv, keyv.namespace)) {
+        if (typeof key === 'string' && key.startsWith(prefix)) yield [key, value as T];
+      }
+    } catch (error) {
+      fail('scan', error);
+    }
+  }
+
+  return {
+    async get<T>(key: string) {
+      try {
+        return (await keyv.get<T>(key)) ?? undefined;
+      } catch (error) {
+        fail('read', error);
+      }
+    },
+    async getMany<T>(keys: string[]) {
+      if (keys.length === 0) return [];
+      try {
+        return (await keyv.getMany<T>(keys)).map((v) => v ?? undefined);
+      } catch (error) {
+        fail('read', error);
+      }
+    },
+    async set(key, value) {
+      let ok: boolean;
+      try {
+        ok = await keyv.set(key, value);
+      } catch (error) {
+        fail('write', error);
+      }
+      if (!ok) fail('write', 'the store reported the write as not done');
+    },
+    scan<T>(prefix: string) {
+      return isSqliteStore(keyv.store) ? scanSqlite<T>(keyv.store, prefix) : scanGeneric<T>(prefix);
+    },
+    async close() {
+      await keyv.disconnect();
+    },
+  };
+}
+
+/** The embedded default: in memory, gone when the process ends. */
+export function createMemoryKeyv(): Keyv {
+  return new Keyv({ namespace: 'hrw', throwOnErrors: true });
+}
+
+/**
+ * The daemon's store: a SQLite file under `dataDir`, durable across a crash (WAL journal,
+ * `synchronous=FULL`: every commit is fsynced) and waiting up to 5 s on a lock before failing.
+ */
+export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const { default: KeyvSqlite } = await import('@keyv/sqlite');
+  const file = join(dataDir, 'headless.sqlite');
+  const sqlite = new KeyvSqlite({ uri: `sqlite://${file}`, table: 'headless', busyTimeout: 5000 });
+  try {
+    await sqlite.query('PRAGMA journal_mode=WAL');
+    await sqlite.query('PRAGMA synchronous=FULL');
+  } catch (error) {
+    await sqlite.close().catch(() => undefined);
+    throw new StorageError(`cannot open ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return new Keyv({ store: sqlite, namespace: 'hrw', throwOnErrors: true });
+}

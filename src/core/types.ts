@@ -1,0 +1,89 @@
+/** The records the service stores and shows. */
+
+export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export interface RunError {
+  code: string;
+  message: string;
+}
+
+/** The run record of contract §3: process status only, never the prompt, output or a token. */
+export interface RunRecord {
+  taskId: string;
+  resumeId: string;
+  workspaceId: string;
+  agent: string;
+  mode: 'async' | 'sync';
+  status: RunStatus;
+  createdAt: string;
+  endedAt: string | null;
+  durationMs: number | null;
+  timeoutMs: number;
+  exitCode: number | null;
+  signal: string | null;
+  error?: RunError;
+}
+
+/** What is stored for a run: the record plus what crash recovery needs to find its processes. */
+export interface StoredRun extends RunRecord {
+  process?: {
+    pid: number;
+    /** Process start time from /proc, so a reused pid is never signalled. */
+    startTime?: string;
+  };
+  /** Id of the service boot that started the run. */
+  bootId: string;
+}
+
+export interface SessionState {
+  resumeId: string;
+  workspaceId: string;
+  agent: string;
+  /** The agent's own session id; never shown by the API. */
+  agentSessionId?: string;
+  retired: boolean;
+  createdAt: string;
+  lastRunAt: string;
+  runCount: number;
+}
+
+export interface SessionView {
+  resumeId: string;
+  workspaceId: string;
+  agent: string;
+  status: 'idle' | 'busy' | 'retired';
+  createdAt: string;
+  lastRunAt: string;
+  runCount: number;
+  resumable: boolean;
+}
+
+export interface InboxItem {
+  id: string;
+  workspaceId: string;
+  taskId: string | null;
+  resumeId: string | null;
+  title: string;
+  body: string;
+  createdAt: string;
+  readAt: string | null;
+}
+
+/** A workspace the service can run agents in. */
+export interface Workspace {
+  /** Matches `^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`. */
+  id: string;
+  /** Absolute path: the run's working directory. */
+  path: string;
+  /** Display tag; never used to address the workspace. */
+  tag?: string;
+  /** Enabled agents. Absent: every registered agent. */
+  agents?: string[];
+  /** The fixed headless agent. */
+  headlessAgent?: string;
+  /** The legacy workspace default agent. */
+  defaultAgent?: string;
+  /** Added to every run's environment. */
+  env?: Record<string, string>;
+}
