@@ -17,14 +17,16 @@ const CODE_PRIORITY: ProblemCode[] = ['invalid_body', 'prompt_required', 'prompt
 function parse<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOutput<S> {
   const result = v.safeParse(schema, input, { abortEarly: false });
   if (result.success) return result.output;
-  const issues = result.issues.map((issue) => ({
-    code: (CODE_PRIORITY.includes(issue.message as ProblemCode) ? issue.message : 'invalid_body') as ProblemCode,
-    field: issue.path?.map((p) => String(p.key)).join('.') ?? '',
-    issue,
-  }));
+  const issues = result.issues.map((issue) => {
+    const field = issue.path?.map((p) => String(p.key)).join('.') ?? '';
+    // A missing required key is reported with the object's message; the prompt has its own code.
+    const missingPrompt = field === 'prompt' && issue.input === undefined;
+    const code = missingPrompt ? 'prompt_required' : CODE_PRIORITY.includes(issue.message as ProblemCode) ? issue.message : 'invalid_body';
+    return { code: code as ProblemCode, field, issue };
+  });
   issues.sort((a, b) => CODE_PRIORITY.indexOf(a.code) - CODE_PRIORITY.indexOf(b.code));
   const first = issues[0]!;
-  const unknown = first.issue.type === 'strict_object' && first.field !== '';
+  const unknown = first.issue.type === 'strict_object' && first.issue.expected === 'never';
   const detail = unknown
     ? `Unknown field "${first.field}".`
     : first.field
@@ -43,8 +45,6 @@ const DETAILS: Partial<Record<ProblemCode, string>> = {
 const StartBody = v.strictObject(
   {
     prompt: v.pipe(
-      v.unknown(),
-      v.check((p) => p !== undefined, 'prompt_required'),
       v.string('invalid_body'),
       v.check((p) => p.trim() !== '', 'prompt_required'),
       v.maxLength(PROMPT_MAX, 'prompt_too_long'),

@@ -1,0 +1,116 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { FAKE_AGENT } from './harness';
+
+export const CLI = resolve(__dirname, '../../dist/cli.js');
+
+export interface Daemon {
+  url: string;
+  port: number;
+  dir: string;
+  child: ChildProcess;
+  output(): string;
+  /** Sends a signal and waits for the exit code (bounded). */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+const running = new Set<ChildProcess>();
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'hrw-daemon-'));
+}
+
+/** A config with workspace `ws` (the fake agent enabled) in `dir`. */
+export function writeConfig(dir: string, extra: Record<string, unknown> = {}): string {
+  const file = join(dir, 'headless.config.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      agents: { fake: { command: process.execPath, args: [FAKE_AGENT, '{prompt}'], resumeArgs: [FAKE_AGENT, '{prompt}'], sessionIdPattern: 'session=([A-Za-z0-9-]+)' } },
+      workspaces: [{ id: 'ws', path: '.', agents: ['fake'] }],
+      ...extra,
+    }),
+  );
+  return file;
+}
+
+/** Runs the CLI without waiting for it to listen; resolves with its exit code and output. */
+export function runCli(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 10_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      running.delete(child);
+      done({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Starts `serve` in `dir` and waits for its `listening on` line. */
+export function startDaemon(dir: string, args: string[] = ['--port', '0'], env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    let out = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      fail(new Error(`daemon did not listen within 15 s:\n${out}`));
+    }, 15_000);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /listening on (http:\/\/\S+:(\d+))\n/.exec(out);
+      if (!match) return;
+      clearTimeout(timer);
+      child.stdout!.off('data', onData);
+      child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+      done({
+        url: match[1]!,
+        port: Number(match[2]),
+        dir,
+        child,
+        output: () => out,
+        stop: (signal = 'SIGTERM') =>
+          new Promise((stopped) => {
+            if (child.exitCode !== null || child.signalCode !== null) return stopped(child.exitCode);
+            const kill = setTimeout(() => child.kill('SIGKILL'), 15_000);
+            child.once('exit', (code) => {
+              clearTimeout(kill);
+              running.delete(child);
+              stopped(code);
+            });
+            child.kill(signal);
+          }),
+      });
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      running.delete(child);
+      fail(new Error(`daemon exited (${code}) before listening:\n${out}`));
+    });
+  });
+}
+
+/** Kills every daemon a test file started and removes `dirs`. */
+export function cleanupDaemons(dirs: string[] = []): void {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+export async function api(daemon: Daemon, method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${daemon.url}${path}`, {
+    method,
+    headers: json === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  });
+}
