@@ -7,8 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const bin = (name) => join('node_modules', '.bin', name);
-const build = spawnSync(bin('tsup'), ['--silent'], { stdio: 'inherit' });
-if (build.status !== 0) process.exit(build.status ?? 1);
+for (const [tool, args] of [['tsc', ['--noEmit']], ['tsup', ['--silent']]]) {
+  const step = spawnSync(bin(tool), args, { stdio: 'inherit' });
+  if (step.status !== 0) {
+    console.log(`0 passed, 1 failed (${tool} failed)`);
+    process.exit(1);
+  }
+}
 
 const dir = mkdtempSync(join(tmpdir(), 'hrw-test-'));
 const report = join(dir, 'report.json');

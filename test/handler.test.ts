@@ -60,13 +60,13 @@ describe('start a run', () => {
   it('a caller that disconnects from a sync run leaves the run going and readable', async () => {
     const host = await createTestHost();
     const abort = new AbortController();
-    const pending = host.handler
-      .fetch(
+    const pending = Promise.resolve(
+      host.handler.fetch(
         'http://localhost:47331/api/workspaces/ws/headless',
         { method: 'POST', headers: { host: 'localhost', 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'sleep 300; echo done', agent: 'fake', wait: true }), signal: abort.signal },
         { remoteAddress: '127.0.0.1' },
-      )
-      .catch(() => undefined);
+      ),
+    ).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 100));
     abort.abort();
     await pending;
