@@ -98,7 +98,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   const resolveWorkspace = workspaceList ? (id: string) => workspaceList.get(id) : (options.workspaces as WorkspaceResolver);
   const store: HeadlessStore = keyvStore(options.store ?? createMemoryKeyv());
   const tokens = new RunTokens();
-  const sessions = new SessionBook(store);
+  const sessions = new SessionBook(store, (agent) => registry.get(agent)?.supportsResume ?? false);
   const inbox = new Inbox(store);
   const runs = new RunService({
     store,
@@ -164,11 +164,8 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
       case 'runs.cancel':
         await readEmptyBody(request);
         return json(await runs.cancel(p.taskId!), 202);
-      case 'sessions.get': {
-        const session = sessions.require(p.resumeId!);
-        const adapter = registry.get(session.agent);
-        return json(sessions.view(session, !session.retired && !!adapter?.supportsResume && session.agentSessionId !== undefined));
-      }
+      case 'sessions.get':
+        return json(sessions.view(sessions.require(p.resumeId!)));
       case 'sessions.retire':
         await readEmptyBody(request);
         return json(await sessions.retire(p.resumeId!));

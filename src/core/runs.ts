@@ -131,10 +131,11 @@ export class RunService {
         throw new HttpProblem('session_not_resumable', `Session "${session.resumeId}" belongs to agent "${session.agent}".`);
       }
       adapter ??= registry.check(workspace, session.agent);
-      if (!adapter.supportsResume || session.agentSessionId === undefined) {
+      // Busy first: the agent's session id of a run in flight is only known once it has printed it.
+      if (sessions.isBusy(session.resumeId)) throw new HttpProblem('session_busy', `Session "${session.resumeId}" has a run in progress.`);
+      if (!sessions.isResumable(session)) {
         throw new HttpProblem('session_not_resumable', `Session "${session.resumeId}" cannot be resumed.`);
       }
-      if (sessions.isBusy(session.resumeId)) throw new HttpProblem('session_busy', `Session "${session.resumeId}" has a run in progress.`);
     }
     adapter ??= registry.select({
       workspace,

@@ -20,7 +20,11 @@ export class SessionBook {
   private readonly sessions = new Map<string, SessionState>();
   private readonly busy = new Map<string, string>();
 
-  constructor(private readonly store: HeadlessStore) {}
+  constructor(
+    private readonly store: HeadlessStore,
+    /** Whether the Session's agent can resume at all. */
+    private readonly agentResumes: (agent: string) => boolean,
+  ) {}
 
   async load(): Promise<void> {
     for await (const [, session] of this.store.scan<SessionState>('session:')) {
@@ -56,13 +60,18 @@ export class SessionBook {
     this.sessions.set(session.resumeId, session);
   }
 
+  /** Not retired, its agent resumes, and the agent's own session id was captured. */
+  isResumable(session: SessionState): boolean {
+    return !session.retired && this.agentResumes(session.agent) && session.agentSessionId !== undefined;
+  }
+
   async retire(resumeId: string): Promise<SessionView> {
     const session = this.require(resumeId);
     if (!session.retired) await this.save({ ...session, retired: true });
     return this.view(this.require(resumeId));
   }
 
-  view(session: SessionState, resumable?: boolean): SessionView {
+  view(session: SessionState): SessionView {
     return {
       resumeId: session.resumeId,
       workspaceId: session.workspaceId,
@@ -71,7 +80,7 @@ export class SessionBook {
       createdAt: session.createdAt,
       lastRunAt: session.lastRunAt,
       runCount: session.runCount,
-      resumable: resumable ?? session.agentSessionId !== undefined,
+      resumable: this.isResumable(session),
     };
   }
 }
