@@ -157,8 +157,8 @@ export class RunService {
 
     let admitted = false;
     try {
-      const nextSession: SessionState = session
-        ? { ...session, lastRunAt: now.toISOString(), runCount: session.runCount + 1 }
+      const sessionState: SessionState = session
+        ? await sessions.update(resumeId, { lastRunAt: now.toISOString(), runCount: session.runCount + 1 })
         : {
             resumeId,
             workspaceId: workspace.id,
@@ -168,6 +168,7 @@ export class RunService {
             lastRunAt: now.toISOString(),
             runCount: 1,
           };
+      if (!session) await sessions.create(sessionState);
       const record: StoredRun = {
         taskId,
         resumeId,
@@ -183,11 +184,10 @@ export class RunService {
         signal: null,
         bootId: this.bootId,
       };
-      await sessions.save(nextSession);
       await this.o.store.set(runKey(taskId), record);
       this.index.add(workspace.id, taskId, 'running');
       admitted = true;
-      const run = this.launch(workspace, adapter, record, request, apiUrl, nextSession);
+      const run = this.launch(workspace, adapter, record, request, apiUrl, sessionState);
       await this.rememberAgent(workspace.id, adapter.name);
       return run;
     } finally {
@@ -196,6 +196,18 @@ export class RunService {
         sessions.release(resumeId, taskId);
       }
     }
+  }
+
+  /**
+   * Records the agent's own session id on the Session (once it is known and safe to put back on
+   * a command line). Returns whether there was one to record.
+   */
+  private saveAgentSessionId(resumeId: string, captured: string | undefined): boolean {
+    if (captured === undefined || !isSafeAgentSessionId(captured)) return false;
+    if (this.o.sessions.get(resumeId)?.agentSessionId !== captured) {
+      this.o.sessions.update(resumeId, { agentSessionId: captured }).catch((e: unknown) => this.o.log('could not store the agent session id', e));
+    }
+    return true;
   }
 
   private async rememberAgent(workspaceId: string, agent: string): Promise<void> {
@@ -230,6 +242,7 @@ export class RunService {
     this.live.set(record.taskId, live);
 
     const token = this.o.tokens.issue({ taskId: record.taskId, workspaceId: workspace.id, resumeId: record.resumeId });
+    let sessionIdSaved = false;
     let process: SpawnedProcess;
     try {
       const invocation = adapter.invocation(input);
@@ -251,7 +264,10 @@ export class RunService {
             HEADLESS_RUN_TOKEN: token,
           },
         }),
-        onStdoutLine: (line) => parser.line(line),
+        onStdoutLine: (line) => {
+          parser.line(line);
+          if (!sessionIdSaved) sessionIdSaved = this.saveAgentSessionId(record.resumeId, parser.sessionId());
+        },
       });
     } catch (error) {
       const message = error instanceof SpawnFailure ? error.message : 'the agent process could not be started';
@@ -335,11 +351,7 @@ export class RunService {
 
     this.o.tokens.revoke(record.taskId);
     this.active -= 1;
-    const session = this.o.sessions.get(record.resumeId);
-    const captured = verdict.agentSessionId;
-    if (session && captured !== undefined && captured !== session.agentSessionId && isSafeAgentSessionId(captured)) {
-      await this.o.sessions.save({ ...session, agentSessionId: captured }).catch((e: unknown) => this.o.log('could not store the agent session id', e));
-    }
+    this.saveAgentSessionId(record.resumeId, verdict.agentSessionId);
     this.o.sessions.release(record.resumeId, record.taskId);
 
     await this.persistFinal(final);

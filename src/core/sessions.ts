@@ -55,9 +55,27 @@ export class SessionBook {
     if (this.busy.get(resumeId) === taskId) this.busy.delete(resumeId);
   }
 
-  async save(session: SessionState): Promise<void> {
+  /** Stores a new Session; it exists in memory only once it is durable. */
+  async create(session: SessionState): Promise<void> {
     await this.store.set(key(session.resumeId), session);
     this.sessions.set(session.resumeId, session);
+  }
+
+  /**
+   * Applies `patch` to the latest state at once (so concurrent updates never lose each other),
+   * then persists it; a refused write puts the previous state back.
+   */
+  async update(resumeId: string, patch: Partial<Omit<SessionState, 'resumeId'>>): Promise<SessionState> {
+    const current = this.require(resumeId);
+    const next = { ...current, ...patch };
+    this.sessions.set(resumeId, next);
+    try {
+      await this.store.set(key(resumeId), next);
+    } catch (error) {
+      if (this.sessions.get(resumeId) === next) this.sessions.set(resumeId, current);
+      throw error;
+    }
+    return next;
   }
 
   /** Not retired, its agent resumes, and the agent's own session id was captured. */
@@ -67,8 +85,7 @@ export class SessionBook {
 
   async retire(resumeId: string): Promise<SessionView> {
     const session = this.require(resumeId);
-    if (!session.retired) await this.save({ ...session, retired: true });
-    return this.view(this.require(resumeId));
+    return this.view(session.retired ? session : await this.update(resumeId, { retired: true }));
   }
 
   view(session: SessionState): SessionView {

@@ -34,6 +34,7 @@ function jsonLinesParser(
         const event = parseJson(line);
         if (event) onEvent(event, state);
       },
+      sessionId: () => state.sessionId,
       finish(exitCode) {
         const verdict: AgentVerdict = { agentSessionId: state.sessionId };
         if (state.final?.error) verdict.error = state.final.error;
@@ -251,10 +252,8 @@ const goose: AgentAdapter = {
       if (event.type === 'error') state.final = { error: `agent reported failure: ${str(event.error) ?? 'error'}` };
       else if (event.type === 'complete' && !state.final?.error) state.final = {};
     }, 'goose printed no complete event')();
-    return {
-      line: inner.line,
-      finish: (exitCode) => ({ ...inner.finish(exitCode), agentSessionId: input.agentSessionId ?? `headless-${input.resumeId}` }),
-    };
+    const name = input.agentSessionId ?? `headless-${input.resumeId}`;
+    return { line: inner.line, sessionId: () => name, finish: (exitCode) => ({ ...inner.finish(exitCode), agentSessionId: name }) };
   },
 };
 
@@ -267,7 +266,7 @@ const shell: AgentAdapter = {
   invocation: () => {
     throw new Error('the shell adapter never runs headless');
   },
-  parser: () => ({ line: () => undefined, finish: () => ({}) }),
+  parser: () => ({ line: () => undefined, sessionId: () => undefined, finish: () => ({}) }),
 };
 
 /** In contract §9's order, which is also the last step of agent selection. */

@@ -48,6 +48,7 @@ export function createCommandAgent(name: string, definition: CommandAgentDefinit
           const match = pattern.exec(line);
           if (match?.[1]) agentSessionId = match[1];
         },
+        sessionId: () => agentSessionId ?? input.agentSessionId,
         finish() {
           return { agentSessionId: agentSessionId ?? input.agentSessionId };
         },

@@ -28,6 +28,8 @@ export interface AgentVerdict {
 /** Reads one run's stdout, line by line, then judges it together with the exit code. */
 export interface AgentOutputParser {
   line(line: string): void;
+  /** The agent's session id as soon as it is known, so a run cut short by a crash stays resumable. */
+  sessionId(): string | undefined;
   finish(exitCode: number | null): AgentVerdict;
 }
 
