@@ -5,6 +5,8 @@ export default defineConfig([
     entry: {
       index: 'src/core/index.ts',
       node: 'src/adapters/node.ts',
+      express: 'src/adapters/express.ts',
+      deno: 'src/adapters/deno.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Keyv from 'keyv';
+import { Keyv } from 'keyv';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { OrderedIndex } from '../src/core/ordered-index';
 import { StorageError } from '../src/core/problem';
@@ -153,5 +153,17 @@ describe('ordered index', () => {
     expect(index.page('g', 'a', 10)).toEqual({ ids: ['id5', 'id4', 'id2', 'id1'], next: null });
     expect(index.page('g', 'b', 10)).toEqual({ ids: ['id3'], next: null });
     expect(index.page('nope', undefined, 10)).toEqual({ ids: [], next: null });
+  });
+});
+
+describe('the CommonJS build', () => {
+  it('opens the SQLite store through require()', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-cjs-'));
+    dirs.push(dir);
+    const script = `const { createSqliteKeyv } = require('./dist/index.cjs');
+      (async () => { const kv = await createSqliteKeyv(${JSON.stringify(dir)}); await kv.set('a', 1); console.log(await kv.get('a')); await kv.disconnect(); })();`;
+    const r = spawnSync(process.execPath, ['-e', script], { cwd: join(__dirname, '..'), encoding: 'utf8' });
+    expect(`${r.stdout}${r.stderr}`.trim()).toBe('1');
   });
 });

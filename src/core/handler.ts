@@ -1,5 +1,5 @@
 import { type ServerAdapter, type ServerAdapterBaseObject, createServerAdapter } from '@whatwg-node/server';
-import type Keyv from 'keyv';
+import type { Keyv } from 'keyv';
 import { AgentRegistry } from './agents/registry';
 import type { CommandAgentDefinition } from './agents/command-agent';
 import type { AgentAdapter } from './agents/types';

@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import Keyv from 'keyv';
+import { Keyv } from 'keyv';
 import { StorageError } from './problem';
 
 /**
@@ -121,7 +121,7 @@ export function createMemoryKeyv(): Keyv {
  */
 export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const { default: KeyvSqlite } = await import('@keyv/sqlite');
+  const { KeyvSqlite } = await import('@keyv/sqlite');
   const file = join(dataDir, 'headless.sqlite');
   const sqlite = new KeyvSqlite({ uri: `sqlite://${file}`, table: 'headless', busyTimeout: 5000 });
   try {

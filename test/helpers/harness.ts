@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type Keyv from 'keyv';
+import type { Keyv } from 'keyv';
 import {
   type CommandAgentDefinition,
   type HeadlessHandler,
