@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const ROOT = resolve(__dirname, '..');
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 let consumer: string;
+let tarball: string;
 
 function sh(command: string, args: string[], cwd: string) {
   const r = spawnSync(command, args, { cwd, encoding: 'utf8', timeout: 180_000 });
@@ -17,9 +18,10 @@ function sh(command: string, args: string[], cwd: string) {
 
 beforeAll(() => {
   consumer = mkdtempSync(join(tmpdir(), 'hrw-consumer-'));
-  const pack = sh('npm', ['pack', '--pack-destination', consumer], ROOT);
+  // npm test has just built dist/; `prepare` must not rebuild it under the other test files.
+  const pack = sh('npm', ['pack', '--ignore-scripts', '--pack-destination', consumer], ROOT);
   expect(pack.code, pack.out).toBe(0);
-  const tarball = readdirSync(consumer).find((f) => f.endsWith('.tgz'))!;
+  tarball = readdirSync(consumer).find((f) => f.endsWith('.tgz'))!;
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
   // Scripts are skipped: loading the library never needs sqlite3, which the daemon loads lazily.
   const install = sh('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', `./${tarball}`], consumer);
@@ -66,7 +68,7 @@ describe('packaging', () => {
   });
 
   it('@arethetypeswrong/cli reports nothing', () => {
-    const r = sh(bin('attw'), ['--pack', '.'], ROOT);
+    const r = sh(bin('attw'), [join(consumer, tarball)], ROOT);
     expect(r.code, r.out).toBe(0);
     expect(r.out).toContain('No problems found');
   }, 120_000);

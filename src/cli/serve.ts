@@ -130,11 +130,12 @@ async function serve(argv: string[]): Promise<void> {
     stopping = true;
     // A hard deadline: the contract gives shutdown 10 s.
     setTimeout(() => process.exit(1), 9500).unref();
-    server.close();
+    // Keep listening while runs stop, so new starts get 503 shutting_down and reads still answer.
     void handler
       .close()
       .catch((error: unknown) => process.stderr.write(`headless-run-webhook: shutdown: ${String(error)}\n`))
       .finally(() => {
+        server.close();
         server.closeAllConnections();
         process.exit(0);
       });
