@@ -191,7 +191,9 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   async function handle(request: Request, ctx: HeadlessServerContext = {}): Promise<Response> {
     try {
       await ready;
-      const url = new URL(request.url);
+      const url = URL.canParse(request.url) ? new URL(request.url) : undefined;
+      // Adapters build the URL from the Host header: only a malformed Host makes it unparseable.
+      if (!url) throw new HttpProblem('forbidden', 'The Host header is not one this service answers to.');
       const mountPath = ctx.mountPath ?? options.basePath ?? '';
       const match = matchRoute(request.method, url.pathname, mountPath);
       const routeMatch = 'name' in match ? match : undefined;

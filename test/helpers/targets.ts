@@ -30,7 +30,7 @@ const reply = (status: number, headers: Record<string, string | undefined>, text
 });
 
 /** Raw HTTP over a real socket, so Host and every other header are exactly what the test says. */
-function rawSend(base: string): Target['send'] {
+export function rawSender(base: string): Target['send'] {
   const url = new URL(base);
   return (method, path, options = {}) =>
     new Promise((done, fail) => {
@@ -42,6 +42,8 @@ function rawSend(base: string): Target['send'] {
           method,
           path: `${url.pathname.replace(/\/$/, '')}${path}`,
           headers: { host: url.host, ...(body === undefined ? {} : { 'content-length': String(Buffer.byteLength(body)) }), ...options.headers },
+          // Send the Host header exactly as given, even empty: node would otherwise fill it in.
+          setHost: false,
         },
         (res) => {
           let text = '';
@@ -82,7 +84,7 @@ export const nodeHttp: TargetFactory = async (options) => {
   const base = `http://127.0.0.1:${await listen(server)}`;
   return {
     base,
-    send: rawSend(base),
+    send: rawSender(base),
     close: async () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
@@ -101,7 +103,7 @@ export const expressMounted: TargetFactory = async (options) => {
   const base = `http://127.0.0.1:${await listen(server)}/agents`;
   return {
     base,
-    send: rawSend(base),
+    send: rawSender(base),
     close: async () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
@@ -136,7 +138,7 @@ export const deno: TargetFactory = (options) =>
       const base = match[1]!;
       done({
         base,
-        send: rawSend(base),
+        send: rawSender(base),
         close: () =>
           new Promise((closed) => {
             const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
