@@ -6,15 +6,14 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { HeadlessHandler } from '../core/handler';
+import { handleNodeRequest } from './node';
 
 export function toExpressMiddleware(handler: HeadlessHandler): (req: Request, res: Response, next: NextFunction) => void {
   return (req, res, next) => {
-    handler
-      .handle(req, res, {
-        remoteAddress: req.socket.remoteAddress,
-        localAddress: req.socket.localAddress,
-        mountPath: req.baseUrl,
-      })
-      .catch(next);
+    handleNodeRequest(handler, req, res, {
+      remoteAddress: req.socket.remoteAddress,
+      localAddress: req.socket.localAddress,
+      mountPath: req.baseUrl,
+    }).catch(next);
   };
 }

@@ -1,3 +1,5 @@
+// whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
+import { Response } from '@whatwg-node/fetch';
 import { type ServerAdapter, type ServerAdapterBaseObject, createServerAdapter } from '@whatwg-node/server';
 import type { Keyv } from 'keyv';
 import { AgentRegistry } from './agents/registry';

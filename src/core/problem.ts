@@ -1,5 +1,8 @@
 /** Every error the service can answer with, and the one place that turns errors into responses. */
 
+// whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
+import { Response } from '@whatwg-node/fetch';
+
 const STATUS = {
   invalid_body: 400,
   prompt_required: 400,

@@ -1,0 +1,227 @@
+#!/usr/bin/env node
+// `npm run bench`: each figure is measured against a baseline taken in the same run (these
+// machines are noisy), through the real daemon (dist/cli.js, i.e. the node adapter) and the fake
+// agent from the tests. Absolute values are printed beside the ratios; nothing is asserted.
+// BENCH_PROFILE=1 runs the daemons under `node --cpu-prof` (profiles land in bench/results/).
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import autocannon from 'autocannon';
+import { createSqliteKeyv } from '../dist/index.js';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const AGENT = join(ROOT, 'test/fixtures/fake-agent.mjs');
+const RESULTS = join(ROOT, 'bench/results');
+const PROFILE = process.env.BENCH_PROFILE === '1';
+const DURATION = Number(process.env.BENCH_SECONDS ?? 5);
+const temps = [];
+const children = new Set();
+const rows = [];
+
+function tempDir() {
+  const dir = mkdtempSync(join(tmpdir(), 'hrw-bench-'));
+  temps.push(dir);
+  return dir;
+}
+
+function cleanup() {
+  for (const child of children) child.kill('SIGKILL');
+  for (const dir of temps) rmSync(dir, { recursive: true, force: true });
+}
+process.on('exit', cleanup);
+
+/** Starts the daemon in `dir` with `config`; resolves with its base URL and process. */
+async function daemon(config, dir = tempDir()) {
+  writeFileSync(join(dir, 'headless.config.json'), JSON.stringify(config));
+  const flags = PROFILE ? [`--cpu-prof`, `--cpu-prof-dir=${RESULTS}`] : [];
+  if (PROFILE) mkdirSync(RESULTS, { recursive: true });
+  const child = spawn(process.execPath, [...flags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.add(child);
+  const url = await new Promise((done, fail) => {
+    let out = '';
+    child.stdout.on('data', (c) => {
+      out += c;
+      const m = /listening on (\S+)\n/.exec(out);
+      if (m) done(m[1]);
+    });
+    child.once('exit', (code) => fail(new Error(`daemon exited ${code}`)));
+  });
+  return {
+    url,
+    pid: child.pid,
+    dir,
+    stop: () =>
+      new Promise((done) => {
+        child.once('exit', () => {
+          children.delete(child);
+          done();
+        });
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+const post = (url, body) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const fakeConfig = (extra = {}) => ({ agents: { fake: { command: process.execPath, args: [AGENT, '{prompt}'] } }, workspaces: [{ id: 'ws', path: '.', agents: ['fake'] }], ...extra });
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const load = (url, connections = 10, duration = DURATION) => autocannon({ url, connections, duration });
+
+function row(figure, measured, baseline, ratio, target, met) {
+  rows.push({ figure, measured, baseline, ratio, target, met: met ? 'yes' : 'NO' });
+  console.error(`  ${figure}: ${measured} vs ${baseline} → ${ratio} (target ${target})`);
+}
+
+// 1. GET /api/headless/:taskId requests/s vs a bare node:http server answering the same JSON from a Map.
+async function getThroughput() {
+  const d = await daemon(fakeConfig());
+  const started = await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'echo x', wait: true })).json();
+  const body = await (await fetch(`${d.url}/api/headless/${started.taskId}`)).text();
+  const map = new Map([[started.taskId, body]]);
+  const bare = createServer((req, res) => {
+    const id = req.url.slice('/api/headless/'.length);
+    const json = map.get(id);
+    res.writeHead(json ? 200 : 404, { 'content-type': 'application/json' });
+    res.end(json ?? '{}');
+  });
+  await new Promise((r) => bare.listen(0, '127.0.0.1', r));
+  const bareUrl = `http://127.0.0.1:${bare.address().port}/api/headless/${started.taskId}`;
+  await load(bareUrl, 10, 1);
+  await load(`${d.url}/api/headless/${started.taskId}`, 10, 1);
+  const base = await load(bareUrl);
+  const ours = await load(`${d.url}/api/headless/${started.taskId}`);
+  bare.close();
+  await d.stop();
+  const ratio = ours.requests.average / base.requests.average;
+  row('GET /api/headless/:taskId req/s (node adapter)', `${Math.round(ours.requests.average)} req/s`, `${Math.round(base.requests.average)} req/s (bare node:http + Map)`, ratio.toFixed(2), '≥ 0.8', ratio >= 0.8);
+}
+
+// 2. Async start → 202 latency p50 vs a bare spawn of the same agent plus one durable write to the same store.
+async function startLatency() {
+  const N = Number(process.env.BENCH_STARTS ?? 150);
+  const d = await daemon(fakeConfig({ maxConcurrentRuns: 64 }));
+  const ours = [];
+  for (let i = 0; i < N + 10; i++) {
+    const t = performance.now();
+    const res = await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'echo x' });
+    await res.arrayBuffer();
+    if (res.status !== 202) throw new Error(`start answered ${res.status}`);
+    if (i >= 10) ours.push(performance.now() - t);
+  }
+  await d.stop();
+  const base = await new Promise((done, fail) => {
+    const child = spawn(process.execPath, [join(ROOT, 'bench/start-baseline.mjs'), AGENT, d.dir, tempDir(), String(N + 10)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    child.once('exit', (code) => (code === 0 ? done(JSON.parse(out).slice(10)) : fail(new Error(`baseline exited ${code}`))));
+  });
+  const ratio = median(ours) / median(base);
+  row('async start → 202, p50', `${median(ours).toFixed(1)} ms`, `${median(base).toFixed(1)} ms (spawn + 1 durable write)`, `${ratio.toFixed(2)}×`, '≤ 1.3×', ratio <= 1.3);
+}
+
+// 3. 500 concurrent running runs vs the daemon idle: RSS growth and GET p99 meanwhile.
+async function manyRuns() {
+  const N = 500;
+  // A light agent for this figure: 500 Node processes would measure the machine, not the daemon.
+  const d = await daemon({ maxConcurrentRuns: N, agents: { sleeper: { command: 'sleep', args: ['{prompt}'] } }, workspaces: [{ id: 'ws', path: '.', agents: ['sleeper'] }] });
+  const first = await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: '0', wait: true })).json();
+  const getUrl = `${d.url}/api/headless/${first.taskId}`;
+  await load(getUrl, 10, 1);
+  const idleRss = rssMb(d.pid);
+  const idle = await load(getUrl, 10, 2);
+  const ids = [];
+  for (let i = 0; i < N; i += 50) {
+    const batch = await Promise.all(Array.from({ length: 50 }, () => post(`${d.url}/api/workspaces/ws/headless`, { prompt: '120' }).then((r) => r.json())));
+    for (const b of batch) if (!b.taskId) throw new Error(`start failed: ${JSON.stringify(b)}`);
+    ids.push(...batch.map((b) => b.taskId));
+  }
+  const busy = await load(getUrl, 10, DURATION);
+  const peak = rssMb(d.pid);
+  const list = await (await fetch(`${d.url}/api/headless?wsId=ws&status=running&limit=500`)).json();
+  await d.stop();
+  const growth = peak - idleRss;
+  row(`${N} concurrent running runs: RSS growth`, `${growth.toFixed(1)} MB (${list.runs.length} running)`, `${idleRss.toFixed(1)} MB idle`, `+${growth.toFixed(1)} MB`, '≤ 100 MB', growth <= 100);
+  row(`${N} concurrent running runs: GET p99`, `${busy.latency.p99} ms`, `${idle.latency.p99} ms idle`, `${busy.latency.p99} ms`, '≤ 20 ms', busy.latency.p99 <= 20);
+}
+
+/** Writes `count` finished run records for workspace `ws` straight into the daemon's SQLite file. */
+async function seed(dir, count) {
+  const keyv = await createSqliteKeyv(join(dir, '.headless'));
+  const sqlite = keyv.store;
+  const t0 = Date.now() - count * 1000;
+  await sqlite.query('BEGIN');
+  for (let i = 0; i < count; i++) {
+    const created = new Date(t0 + i * 1000).toISOString();
+    const taskId = `run_${(t0 + i * 1000).toString(36).padStart(9, '0')}0000${String(i).padStart(16, '0')}`;
+    const record = { taskId, resumeId: `ses_${i}`, workspaceId: 'ws', agent: 'fake', mode: 'async', status: i % 10 === 0 ? 'failed' : 'succeeded', createdAt: created, endedAt: created, durationMs: 1000, timeoutMs: 300000, exitCode: 0, signal: null, bootId: 'boot_seed' };
+    await sqlite.query('INSERT INTO headless (key, value) VALUES (?, ?)', `hrw:run:${taskId}`, JSON.stringify({ value: record }));
+  }
+  await sqlite.query('COMMIT');
+  await keyv.disconnect();
+}
+
+// 4. List first page with 100k runs in the store vs the same with 1k.
+async function listScaling() {
+  const measure = async (count) => {
+    const dir = tempDir();
+    await seed(dir, count);
+    const t = performance.now();
+    const d = await daemon(fakeConfig(), dir);
+    const boot = performance.now() - t;
+    const url = `${d.url}/api/headless?wsId=ws&limit=50`;
+    await load(url, 10, 1);
+    const result = await load(url, 10, DURATION);
+    const failed = await (await fetch(`${d.url}/api/headless?wsId=ws&status=failed&limit=50`)).json();
+    if (failed.runs.length !== 50) throw new Error('status filter page is short');
+    await d.stop();
+    return { p50: result.latency.p50, mean: result.latency.mean, rps: result.requests.average, boot };
+  };
+  const small = await measure(1_000);
+  const large = await measure(100_000);
+  const ratio = small.rps / large.rps;
+  row('list first page, 100k runs in the store', `${Math.round(large.rps)} req/s, mean ${large.mean.toFixed(2)} ms (boot ${(large.boot / 1000).toFixed(1)} s)`, `${Math.round(small.rps)} req/s, mean ${small.mean.toFixed(2)} ms with 1k`, `${ratio.toFixed(2)}× (time per page)`, '≤ 1.5×', ratio <= 1.5);
+}
+
+// 5. 4 concurrent 1 GB stdout floods vs the daemon idle: RSS growth and GET p99 meanwhile.
+async function floods() {
+  const d = await daemon(fakeConfig({ maxConcurrentRuns: 8 }));
+  const first = await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'echo x', wait: true })).json();
+  const getUrl = `${d.url}/api/headless/${first.taskId}`;
+  await load(getUrl, 10, 1);
+  const idleRss = rssMb(d.pid);
+  const idle = await load(getUrl, 10, 2);
+  let peak = idleRss;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMb(d.pid));
+  }, 50);
+  const t = performance.now();
+  const runs = Promise.all(Array.from({ length: 4 }, () => post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'flood 1024', wait: true }).then((r) => r.json())));
+  const during = await load(getUrl, 10, 3);
+  const results = await runs;
+  const seconds = (performance.now() - t) / 1000;
+  clearInterval(sampler);
+  await d.stop();
+  if (results.some((r) => r.status !== 'succeeded')) throw new Error('a flood run failed');
+  const growth = peak - idleRss;
+  row('4 × 1 GB stdout floods: RSS growth', `${growth.toFixed(1)} MB (4 GB in ${seconds.toFixed(1)} s)`, `${idleRss.toFixed(1)} MB idle`, `+${growth.toFixed(1)} MB`, '≤ 64 MB', growth <= 64);
+  row('4 × 1 GB stdout floods: GET p99', `${during.latency.p99} ms`, `${idle.latency.p99} ms idle`, `${during.latency.p99} ms`, '≤ 100 ms', during.latency.p99 <= 100);
+}
+
+const started = Date.now();
+for (const [name, fn] of [
+  ['GET throughput', getThroughput],
+  ['start latency', startLatency],
+  ['500 concurrent runs', manyRuns],
+  ['list scaling', listScaling],
+  ['stdout floods', floods],
+]) {
+  console.error(`bench: ${name}…`);
+  await fn();
+}
+console.log(`\nheadless-run-webhook bench — node ${process.version}, ${new Date().toISOString()}, ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+console.log('| Figure | Measured | Baseline (same run) | Ratio / result | Target | Met |');
+console.log('|---|---|---|---|---|---|');
+for (const r of rows) console.log(`| ${r.figure} | ${r.measured} | ${r.baseline} | ${r.ratio} | ${r.target} | ${r.met} |`);
+cleanup();
