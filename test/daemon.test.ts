@@ -104,6 +104,13 @@ describe('the daemon', () => {
     writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', agnets: [] }] });
     const nested = await runCli(['serve', '--port', '0'], { cwd });
     expect(nested.stderr).toContain('unknown key "workspaces[0].agnets"');
+    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', agents: ['fake', 'cluade'] }] });
+    const misspelt = await runCli(['serve', '--port', '0'], { cwd });
+    expect(misspelt.code).not.toBe(0);
+    expect(misspelt.stderr).toContain('"workspaces[0].agents" names unknown agent "cluade"');
+    writeConfig(cwd, { agents: { claude: { command: 'x', args: [] } } });
+    const clash = await runCli(['serve', '--port', '0'], { cwd });
+    expect(clash.stderr).toContain('agent "claude" is a built-in agent');
     const flag = await runCli(['serve', '--prot', '1'], { cwd });
     expect(flag.code).not.toBe(0);
     expect(flag.stderr).toContain('--prot');

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import * as v from 'valibot';
+import { BUILTIN_AGENTS } from '../core/agents/builtins';
 import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../core/ids';
 import type { Workspace } from '../core/types';
@@ -91,7 +92,21 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
   for (const [name, agent] of Object.entries(config.agents ?? {})) {
     agents[name] = { ...agent, command: agent.command.includes('/') ? local(agent.command) : agent.command };
   }
+  const known = new Set([...BUILTIN_AGENTS.map((a) => a.name), ...Object.keys(agents)]);
+  for (const name of Object.keys(agents)) {
+    if (BUILTIN_AGENTS.some((a) => a.name === name)) throw new ConfigError(`config ${path}: agent "${name}" is a built-in agent; pick another name`);
+  }
+  // A misspelt agent name would silently disable it: name it instead.
+  const unknownAgent = (name: string | undefined, where: string) => {
+    if (name !== undefined && !known.has(name)) throw new ConfigError(`config ${path}: ${where} names unknown agent "${name}"`);
+  };
+  unknownAgent(config.defaultAgent, '"defaultAgent"');
   const workspaces = (config.workspaces ?? [defaultWorkspace(cwd)]).map((ws) => ({ ...ws, path: local(ws.path) }));
+  for (const [i, ws] of workspaces.entries()) {
+    for (const name of ws.agents ?? []) unknownAgent(name, `"workspaces[${i}].agents"`);
+    unknownAgent(ws.headlessAgent, `"workspaces[${i}].headlessAgent"`);
+    unknownAgent(ws.defaultAgent, `"workspaces[${i}].defaultAgent"`);
+  }
   for (const ws of workspaces) {
     if (!existsSync(ws.path)) throw new ConfigError(`config ${path}: workspace "${ws.id}" path ${ws.path} does not exist`);
   }

@@ -11,7 +11,7 @@ import { isValidId } from './ids';
 import { Inbox } from './inbox';
 import { HttpProblem, errorToResponse } from './problem';
 import { type RouteMatch, matchRoute } from './routes';
-import { RunTokens } from './run-tokens';
+import { type RunTokenGrant, RunTokens } from './run-tokens';
 import { RunService } from './runs';
 import { parseInboxPush, parseInboxQuery, parseListQuery, parseStartBody } from './schemas';
 import { SessionBook } from './sessions';
@@ -128,9 +128,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     return ws;
   }
 
-  async function authorize(request: Request, route: RouteMatch | undefined, ctx: HeadlessServerContext): Promise<void> {
-    const token = bearerToken(request);
-    const grant = token ? tokens.lookup(token) : undefined;
+  async function authorize(request: Request, route: RouteMatch | undefined, ctx: HeadlessServerContext, grant: RunTokenGrant | undefined): Promise<void> {
     const context: AuthContext = {
       remoteAddress: ctx.remoteAddress,
       localAddress: ctx.localAddress,
@@ -145,7 +143,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     if (!(await gate(request, context))) throw unauthorized();
   }
 
-  async function route(request: Request, match: RouteMatch, apiUrl: string): Promise<Response> {
+  async function route(request: Request, match: RouteMatch, apiUrl: string, grant: RunTokenGrant | undefined): Promise<Response> {
     const p = match.params;
     switch (match.name) {
       case 'runs.start': {
@@ -174,8 +172,6 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
       case 'inbox.push': {
         const item = parseInboxPush(await readJsonObject(request));
         await workspace(p.workspaceId!);
-        const token = bearerToken(request);
-        const grant = token ? tokens.lookup(token) : undefined;
         return json(await inbox.push(p.workspaceId!, item, grant), 201);
       }
       case 'inbox.list': {
@@ -199,10 +195,12 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
       const mountPath = ctx.mountPath ?? options.basePath ?? '';
       const match = matchRoute(request.method, url.pathname, mountPath);
       const routeMatch = 'name' in match ? match : undefined;
-      await authorize(request, routeMatch, ctx);
+      const token = bearerToken(request);
+      const grant = token ? tokens.lookup(token) : undefined;
+      await authorize(request, routeMatch, ctx, grant);
       if (!routeMatch) throw (match as { problem: HttpProblem }).problem;
       const apiUrl = options.apiUrl ?? `${url.origin}${mountPath.replace(/\/+$/, '')}`;
-      return await route(request, routeMatch, apiUrl);
+      return await route(request, routeMatch, apiUrl, grant);
     } catch (error) {
       return errorToResponse(error, log);
     }

@@ -106,10 +106,6 @@ export class RunService {
     }
   }
 
-  get activeRuns(): number {
-    return this.active;
-  }
-
   /** Admits and starts a run. Everything up to the reservations is synchronous: no await. */
   async start(
     workspace: Workspace,
@@ -187,9 +183,8 @@ export class RunService {
       await this.o.store.set(runKey(taskId), record);
       this.index.add(workspace.id, taskId, 'running');
       admitted = true;
-      const run = this.launch(workspace, adapter, record, request, apiUrl, sessionState);
-      await this.rememberAgent(workspace.id, adapter.name);
-      return run;
+      void this.rememberAgent(workspace.id, adapter.name);
+      return await this.launch(workspace, adapter, record, request, apiUrl, sessionState);
     } finally {
       if (!admitted) {
         this.active -= 1;
@@ -210,6 +205,7 @@ export class RunService {
     return true;
   }
 
+  /** Updates the workspace's most recent headless agent; a failed write is logged, never thrown. */
   private async rememberAgent(workspaceId: string, agent: string): Promise<void> {
     if (this.lastAgent.get(workspaceId) === agent) return;
     this.lastAgent.set(workspaceId, agent);
@@ -243,10 +239,10 @@ export class RunService {
 
     const token = this.o.tokens.issue({ taskId: record.taskId, workspaceId: workspace.id, resumeId: record.resumeId });
     let sessionIdSaved = false;
-    let process: SpawnedProcess;
+    let child: SpawnedProcess;
     try {
       const invocation = adapter.invocation(input);
-      process = await this.o.spawner({
+      child = await this.o.spawner({
         command: invocation.command,
         args: invocation.args,
         cwd: workspace.path,
@@ -276,17 +272,19 @@ export class RunService {
       throw new HttpProblem('spawn_failed', message, { extra: { taskId: failed.taskId } });
     }
 
-    live.process = process;
+    live.process = child;
     live.timers.push(setTimeout(() => this.stop(live, 'timeout', KILL_GRACE_MS), record.timeoutMs));
-    void process.exit.then((exit) =>
-      this.finalize(live, undefined, exit.exitCode, exit.signal, parser, {
-        stdout: exit.stdout,
-        stderr: exit.stderr,
-        truncated: exit.truncated,
-      }),
-    );
+    child.exit
+      .then((exit) =>
+        this.finalize(live, undefined, exit.exitCode, exit.signal, parser, {
+          stdout: exit.stdout,
+          stderr: exit.stderr,
+          truncated: exit.truncated,
+        }),
+      )
+      .catch((error: unknown) => this.o.log(`could not finalise ${record.taskId}`, error));
 
-    const withProcess: StoredRun = { ...live.record, process: { pid: process.pid, startTime: process.startTime } };
+    const withProcess: StoredRun = { ...live.record, process: { pid: child.pid, startTime: child.startTime } };
     try {
       await this.o.store.set(runKey(record.taskId), withProcess);
     } catch (error) {

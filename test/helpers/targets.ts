@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
+import { type RequestListener, createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import express from 'express';
-import { createNodeServer } from '../../src/adapters/node';
+import { toNodeListener } from '../../src/adapters/node';
 import { toExpressMiddleware } from '../../src/adapters/express';
-import { type HeadlessHandlerOptions, createHeadlessHandler } from '../../src/core/index';
+import { type HeadlessHandler, type HeadlessHandlerOptions, createHeadlessHandler } from '../../src/core/index';
 
 /** A response read whole, the same shape from every target. */
 export interface Reply {
@@ -73,15 +73,14 @@ export const inProcess: TargetFactory = async (options) => {
   };
 };
 
-function listen(server: import('node:http').Server): Promise<number> {
+function listen(server: ReturnType<typeof createServer>): Promise<number> {
   return new Promise((done) => server.listen(0, '127.0.0.1', () => done((server.address() as AddressInfo).port)));
 }
 
-export const nodeHttp: TargetFactory = async (options) => {
-  const handler = createHeadlessHandler(options);
-  await handler.ready;
-  const server = createNodeServer(handler);
-  const base = `http://127.0.0.1:${await listen(server)}`;
+/** Serves `listener` on a loopback port; closing the target closes the server and the handler. */
+async function serve(handler: HeadlessHandler, listener: RequestListener, mountPath = ''): Promise<Target> {
+  const server = createServer(listener);
+  const base = `http://127.0.0.1:${await listen(server)}${mountPath}`;
   return {
     base,
     send: rawSender(base),
@@ -91,6 +90,12 @@ export const nodeHttp: TargetFactory = async (options) => {
       await handler.close();
     },
   };
+}
+
+export const nodeHttp: TargetFactory = async (options) => {
+  const handler = createHeadlessHandler(options);
+  await handler.ready;
+  return serve(handler, toNodeListener(handler));
 };
 
 export const expressMounted: TargetFactory = async (options) => {
@@ -99,17 +104,7 @@ export const expressMounted: TargetFactory = async (options) => {
   const app = express();
   app.get('/health', (_req, res) => void res.send('ok'));
   app.use('/agents', toExpressMiddleware(handler));
-  const server = (await import('node:http')).createServer(app);
-  const base = `http://127.0.0.1:${await listen(server)}/agents`;
-  return {
-    base,
-    send: rawSender(base),
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-      await handler.close();
-    },
-  };
+  return serve(handler, app, '/agents');
 };
 
 const DENO = resolve(__dirname, '../../node_modules/.bin/deno');
