@@ -224,6 +224,29 @@ describe('the daemon', () => {
   });
 });
 
+describe('a store locked by another process', () => {
+  it('waits the busy timeout, answers 503 storage_unavailable, and writes again once the lock is gone', async () => {
+    const cwd = dir();
+    writeConfig(cwd);
+    const daemon = await startDaemon(cwd);
+    expect((await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'before' })).status).toBe(201);
+    const sqlite3 = (await import('sqlite3')).default;
+    const db = new sqlite3.Database(join(cwd, '.headless', 'headless.sqlite'));
+    const run = (sql: string) => new Promise<void>((done, fail) => db.run(sql, (error: Error | null) => (error ? fail(error) : done())));
+    await run('BEGIN EXCLUSIVE');
+    try {
+      const refused = await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'while locked' });
+      expect(await refused.json()).toMatchObject({ status: 503, code: 'storage_unavailable' });
+      expect((await api(daemon, 'GET', '/api/headless?wsId=ws')).status).toBe(200);
+    } finally {
+      await run('ROLLBACK');
+      await new Promise((r) => db.close(r));
+    }
+    expect((await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'after' })).status).toBe(201);
+    expect(await daemon.stop()).toBe(0);
+  }, 30_000);
+});
+
 function canMount(): boolean {
   try {
     const d = tempDir();
