@@ -37,8 +37,12 @@ afterAll(async () => {
   cleanupDaemons(dirs);
 });
 
-/** Live agent processes started for a workspace, found by the variable every run carries. */
+/**
+ * Live agent processes this daemon started for a workspace, found by the variables every run
+ * carries (the API URL holds this daemon's own port, so other test files' agents never count).
+ */
 function agentsOf(workspaceId: string): number {
+  const has = (environ: string, entry: string) => environ.includes(`\0${entry}\0`) || environ.startsWith(`${entry}\0`);
   let count = 0;
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -46,7 +50,7 @@ function agentsOf(workspaceId: string): number {
       const environ = readFileSync(`/proc/${entry}/environ`, 'latin1');
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z') continue;
-      if (environ.includes(`\0HEADLESS_WORKSPACE_ID=${workspaceId}\0`) || environ.startsWith(`HEADLESS_WORKSPACE_ID=${workspaceId}\0`)) count += 1;
+      if (has(environ, `HEADLESS_WORKSPACE_ID=${workspaceId}`) && has(environ, `HEADLESS_API_URL=${daemon.url}`)) count += 1;
     } catch {
       // Gone meanwhile.
     }
