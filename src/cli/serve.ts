@@ -100,6 +100,7 @@ async function serve(argv: string[]): Promise<void> {
     defaultAgent: config.defaultAgent,
     publicHosts: config.publicHosts,
     env,
+    // Known only once the port is bound; read per request.
     get apiUrl() {
       return apiUrl;
     },
