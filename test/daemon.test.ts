@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -248,13 +248,15 @@ describe('a store locked by another process', () => {
 });
 
 function canMount(): boolean {
+  const d = tempDir();
   try {
-    const d = tempDir();
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', d], { stdio: 'ignore' });
     execFileSync('umount', [d], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
+  } finally {
+    rmSync(d, { recursive: true, force: true });
   }
 }
 
