@@ -53,7 +53,7 @@ describe('the daemon', () => {
     const shell = await api(daemon, 'POST', '/api/workspaces/default/headless', { prompt: 'x', agent: 'shell' });
     expect(((await shell.json()) as { code: string }).code).toBe('agent_not_headless');
     expect(readdirSync(join(cwd, '.headless'))).toContain('headless.sqlite');
-    expect(await daemon.stop()).toBe(0);
+    expect(await daemon.stop('SIGINT')).toBe(0);
   });
 
   it('port taken: without --port it binds the next free one; with --port it exits naming the port', async () => {

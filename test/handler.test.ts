@@ -196,6 +196,18 @@ describe('routes and errors', () => {
   });
 });
 
+describe('basePath', () => {
+  it('serves the API under the prefix only, and gives runs the prefixed URL', async () => {
+    const host = await createTestHost({ basePath: '/agents/' });
+    expect((await host.request('GET', '/agents/api/headless?wsId=ws')).status).toBe(200);
+    expect(await problem(await host.request('GET', '/api/headless?wsId=ws'))).toMatchObject({ status: 404, code: 'not_found' });
+    expect((await host.request('GET', '/agentsx/api/headless?wsId=ws')).status).toBe(404);
+    const res = await host.request('POST', '/agents/api/workspaces/ws/headless', { json: { prompt: 'dump-env', agent: 'fake', wait: true } });
+    const body = (await res.json()) as { output: { stdout: string } };
+    expect(JSON.parse(body.output.stdout).HEADLESS_API_URL).toBe('http://localhost:47331/agents');
+  });
+});
+
 describe('agent selection', () => {
   async function startWithout(host: TestHost) {
     const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', wait: true } });
