@@ -116,7 +116,6 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   });
   const gate = options.authorize ?? createDefaultGate({ adminToken: options.adminToken, publicHosts: options.publicHosts });
   const ready = (async () => {
-    await sessions.load();
     await inbox.load();
     await runs.load();
   })();
@@ -165,7 +164,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
         await readEmptyBody(request);
         return json(await runs.cancel(p.taskId!), 202);
       case 'sessions.get':
-        return json(sessions.view(sessions.require(p.resumeId!)));
+        return json(sessions.view(await sessions.require(p.resumeId!)));
       case 'sessions.retire':
         await readEmptyBody(request);
         return json(await sessions.retire(p.resumeId!));

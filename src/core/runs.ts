@@ -106,7 +106,10 @@ export class RunService {
     }
   }
 
-  /** Admits and starts a run. Everything up to the reservations is synchronous: no await. */
+  /**
+   * Admits and starts a run. After the Session is read, everything up to the reservations is
+   * synchronous: no await between the busy and capacity checks and taking the slots.
+   */
   async start(
     workspace: Workspace,
     request: StartRequest,
@@ -116,9 +119,9 @@ export class RunService {
     const { registry, sessions } = this.o;
 
     let adapter: AgentAdapter | undefined = request.agent === undefined ? undefined : registry.check(workspace, request.agent);
-    let session: SessionState | undefined;
-    if (request.resumeId !== undefined) {
-      session = sessions.require(request.resumeId);
+    const session = request.resumeId === undefined ? undefined : await sessions.require(request.resumeId);
+    if (this.shuttingDown) throw new HttpProblem('shutting_down', 'The service is shutting down.');
+    if (session) {
       if (session.workspaceId !== workspace.id) {
         throw new HttpProblem('session_other_workspace', `Session "${session.resumeId}" belongs to another workspace.`);
       }
@@ -154,7 +157,7 @@ export class RunService {
     let admitted = false;
     try {
       const sessionState: SessionState = session
-        ? await sessions.update(resumeId, { lastRunAt: now.toISOString(), runCount: session.runCount + 1 })
+        ? await sessions.update(resumeId, (s) => ({ lastRunAt: now.toISOString(), runCount: s.runCount + 1 }))
         : {
             resumeId,
             workspaceId: workspace.id,
@@ -199,9 +202,9 @@ export class RunService {
    */
   private saveAgentSessionId(resumeId: string, captured: string | undefined): boolean {
     if (captured === undefined || !isSafeAgentSessionId(captured)) return false;
-    if (this.o.sessions.get(resumeId)?.agentSessionId !== captured) {
-      this.o.sessions.update(resumeId, { agentSessionId: captured }).catch((e: unknown) => this.o.log('could not store the agent session id', e));
-    }
+    this.o.sessions
+      .update(resumeId, (s) => (s.agentSessionId === captured ? {} : { agentSessionId: captured }))
+      .catch((e: unknown) => this.o.log('could not store the agent session id', e));
     return true;
   }
 

@@ -11,14 +11,19 @@ export function isSafeAgentSessionId(id: string): boolean {
   return AGENT_SESSION_ID.test(id);
 }
 
+/** Sessions kept in memory at most; the rest are read from the store when asked for. */
+const CACHE_SIZE = 5000;
+
 /**
- * Product Sessions (contract §5). All Sessions are held in memory and written through to the
- * store; "busy" is in memory only, so it can be checked and taken with no await in between,
- * and a restart (which interrupts every run) frees every Session.
+ * Product Sessions (contract §5), stored in the store and read through a bounded cache. "Busy" is
+ * in memory only, so it can be checked and taken with no await in between, and a restart (which
+ * interrupts every run) frees every Session. Updates to one Session run one after another, each
+ * on the latest state, so concurrent changes never lose each other.
  */
 export class SessionBook {
-  private readonly sessions = new Map<string, SessionState>();
+  private readonly cache = new Map<string, SessionState>();
   private readonly busy = new Map<string, string>();
+  private readonly queues = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly store: HeadlessStore,
@@ -26,18 +31,25 @@ export class SessionBook {
     private readonly agentResumes: (agent: string) => boolean,
   ) {}
 
-  async load(): Promise<void> {
-    for await (const [, session] of this.store.scan<SessionState>('session:')) {
-      this.sessions.set(session.resumeId, session);
-    }
+  private remember(session: SessionState): void {
+    this.cache.delete(session.resumeId);
+    this.cache.set(session.resumeId, session);
+    if (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
   }
 
-  get(resumeId: string): SessionState | undefined {
-    return this.sessions.get(resumeId);
+  async get(resumeId: string): Promise<SessionState | undefined> {
+    const cached = this.cache.get(resumeId);
+    if (cached) return cached;
+    const stored = await this.store.get<SessionState>(key(resumeId));
+    // An update may have landed while the store was read: the cache then holds the newer state.
+    const fresher = this.cache.get(resumeId);
+    if (fresher) return fresher;
+    if (stored) this.remember(stored);
+    return stored;
   }
 
-  require(resumeId: string): SessionState {
-    const session = this.sessions.get(resumeId);
+  async require(resumeId: string): Promise<SessionState> {
+    const session = await this.get(resumeId);
     if (!session) throw new HttpProblem('session_not_found', `No Session "${resumeId}".`);
     return session;
   }
@@ -55,27 +67,34 @@ export class SessionBook {
     if (this.busy.get(resumeId) === taskId) this.busy.delete(resumeId);
   }
 
-  /** Stores a new Session; it exists in memory only once it is durable. */
+  /** Stores a new Session; it can be found only once it is durable. */
   async create(session: SessionState): Promise<void> {
     await this.store.set(key(session.resumeId), session);
-    this.sessions.set(session.resumeId, session);
+    this.remember(session);
   }
 
   /**
-   * Applies `patch` to the latest state at once (so concurrent updates never lose each other),
-   * then persists it; a refused write puts the previous state back.
+   * Applies `change` to the latest stored state and persists the result, after any earlier
+   * update of the same Session. An empty change writes nothing.
    */
-  async update(resumeId: string, patch: Partial<Omit<SessionState, 'resumeId'>>): Promise<SessionState> {
-    const current = this.require(resumeId);
-    const next = { ...current, ...patch };
-    this.sessions.set(resumeId, next);
-    try {
+  update(resumeId: string, change: (current: SessionState) => Partial<Omit<SessionState, 'resumeId'>>): Promise<SessionState> {
+    const apply = async () => {
+      const current = await this.require(resumeId);
+      const patch = change(current);
+      if (Object.keys(patch).length === 0) return current;
+      const next = { ...current, ...patch };
       await this.store.set(key(resumeId), next);
-    } catch (error) {
-      if (this.sessions.get(resumeId) === next) this.sessions.set(resumeId, current);
-      throw error;
-    }
-    return next;
+      this.remember(next);
+      return next;
+    };
+    const previous = this.queues.get(resumeId) ?? Promise.resolve();
+    const result = previous.then(apply, apply);
+    const settled = result.catch(() => undefined);
+    this.queues.set(resumeId, settled);
+    void settled.then(() => {
+      if (this.queues.get(resumeId) === settled) this.queues.delete(resumeId);
+    });
+    return result;
   }
 
   /** Not retired, its agent resumes, and the agent's own session id was captured. */
@@ -84,8 +103,8 @@ export class SessionBook {
   }
 
   async retire(resumeId: string): Promise<SessionView> {
-    const session = this.require(resumeId);
-    return this.view(session.retired ? session : await this.update(resumeId, { retired: true }));
+    await this.require(resumeId);
+    return this.view(await this.update(resumeId, (s) => (s.retired ? {} : { retired: true })));
   }
 
   view(session: SessionState): SessionView {
