@@ -196,6 +196,29 @@ describe('routes and errors', () => {
   });
 });
 
+describe('options', () => {
+  it('rejects invalid workspace lists at creation', async () => {
+    const { createHeadlessHandler } = await import('../src/core/index');
+    expect(() => createHeadlessHandler({ workspaces: [{ id: '../x', path: '/tmp' }] })).toThrow(/must match/);
+    expect(() => createHeadlessHandler({ workspaces: [{ id: 'a', path: '/tmp' }, { id: 'a', path: '/tmp' }] })).toThrow(/listed twice/);
+    expect(() => createHeadlessHandler({ workspaces: [{ id: 'a', path: 'relative/dir' }] })).toThrow(/absolute path/);
+  });
+
+  it('a workspace resolver is called only with valid ids', async () => {
+    const asked: string[] = [];
+    const host = await createTestHost({
+      workspaces: async (id) => {
+        asked.push(id);
+        return id === 'dyn' ? { id, path: '/tmp', agents: ['fake'] } : undefined;
+      },
+    });
+    expect((await host.request('GET', '/api/headless?wsId=dyn')).status).toBe(200);
+    expect(await problem(await host.request('GET', '/api/headless?wsId=nope'))).toMatchObject({ status: 404, code: 'workspace_not_found' });
+    expect(await problem(await host.request('POST', '/api/workspaces/..%2Fetc/headless', { json: { prompt: 'x' } }))).toMatchObject({ code: 'workspace_not_found' });
+    expect(asked).toEqual(['dyn', 'nope']);
+  });
+});
+
 describe('basePath', () => {
   it('serves the API under the prefix only, and gives runs the prefixed URL', async () => {
     const host = await createTestHost({ basePath: '/agents/' });

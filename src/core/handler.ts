@@ -1,5 +1,6 @@
 // whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
 import { Response } from '@whatwg-node/fetch';
+import { isAbsolute } from 'node:path';
 import { type ServerAdapter, type ServerAdapterBaseObject, createServerAdapter } from '@whatwg-node/server';
 import type { Keyv } from 'keyv';
 import { AgentRegistry } from './agents/registry';
@@ -79,6 +80,7 @@ function validateWorkspaces(list: Workspace[]): Map<string, Workspace> {
   for (const ws of list) {
     if (!isValidId(ws.id)) throw new Error(`workspace id "${ws.id}" must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`);
     if (map.has(ws.id)) throw new Error(`workspace id "${ws.id}" is listed twice`);
+    if (!isAbsolute(ws.path)) throw new Error(`workspace "${ws.id}" needs an absolute path, not "${ws.path}"`);
     map.set(ws.id, ws);
   }
   return map;
