@@ -144,7 +144,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     if (!(await gate(request, context))) throw unauthorized();
   }
 
-  async function route(request: Request, match: RouteMatch, apiUrl: string, grant: RunTokenGrant | undefined): Promise<Response> {
+  async function route(request: Request, url: URL, match: RouteMatch, apiUrl: string, grant: RunTokenGrant | undefined): Promise<Response> {
     const p = match.params;
     switch (match.name) {
       case 'runs.start': {
@@ -156,7 +156,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
         return json({ ...result.record, output: result.output });
       }
       case 'runs.list': {
-        const q = parseListQuery(new URL(request.url));
+        const q = parseListQuery(url);
         await workspace(q.wsId);
         return json(await runs.list(q.wsId, q.status, q.limit, q.cursor));
       }
@@ -177,7 +177,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
       }
       case 'inbox.list': {
         const ws = await workspace(p.workspaceId!);
-        const q = parseInboxQuery(new URL(request.url));
+        const q = parseInboxQuery(url);
         return json(await inbox.list(ws.id, q.unread, q.limit, q.cursor));
       }
       case 'inbox.read':
@@ -190,9 +190,13 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   async function handle(request: Request, ctx: HeadlessServerContext = {}): Promise<Response> {
     try {
       await ready;
-      const url = URL.canParse(request.url) ? new URL(request.url) : undefined;
-      // Adapters build the URL from the Host header: only a malformed Host makes it unparseable.
-      if (!url) throw new HttpProblem('forbidden', 'The Host header is not one this service answers to.');
+      let url: URL;
+      try {
+        url = new URL(request.url);
+      } catch {
+        // Adapters build the URL from the Host header: only a malformed Host makes it unparseable.
+        throw new HttpProblem('forbidden', 'The Host header is not one this service answers to.');
+      }
       const mountPath = ctx.mountPath ?? options.basePath ?? '';
       const match = matchRoute(request.method, url.pathname, mountPath);
       const routeMatch = 'name' in match ? match : undefined;
@@ -201,7 +205,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
       await authorize(request, routeMatch, ctx, grant);
       if (!routeMatch) throw (match as { problem: HttpProblem }).problem;
       const apiUrl = options.apiUrl ?? `${url.origin}${mountPath.replace(/\/+$/, '')}`;
-      return await route(request, routeMatch, apiUrl, grant);
+      return await route(request, url, routeMatch, apiUrl, grant);
     } catch (error) {
       return errorToResponse(error, log);
     }

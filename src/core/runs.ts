@@ -385,7 +385,8 @@ export class RunService {
     if (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
   }
 
-  private async load1(taskId: string): Promise<StoredRun | undefined> {
+  /** The live record of a running run, else the cached or stored one. */
+  private async findRun(taskId: string): Promise<StoredRun | undefined> {
     const live = this.live.get(taskId);
     if (live) return live.record;
     const cached = this.cache.get(taskId);
@@ -396,14 +397,14 @@ export class RunService {
   }
 
   async get(taskId: string): Promise<RunRecord> {
-    const stored = await this.load1(taskId);
+    const stored = await this.findRun(taskId);
     if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
     return publicRecord(stored);
   }
 
   async list(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<{ runs: RunRecord[]; nextCursor: string | null }> {
     const page = this.index.page(workspaceId, status, limit, cursor);
-    const runs = await Promise.all(page.ids.map((id) => this.load1(id)));
+    const runs = await Promise.all(page.ids.map((id) => this.findRun(id)));
     return { runs: runs.filter((r): r is StoredRun => r !== undefined).map(publicRecord), nextCursor: page.next };
   }
 
