@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fakeAgent } from './helpers/harness';
+import { waitEnded as waitEnded_ } from './helpers/wait';
 import { type Target, type TargetFactory, deno, expressMounted, inProcess, killTargets, nodeHttp } from './helpers/targets';
 
 /**
@@ -38,21 +39,17 @@ describe.each(targets)('conformance: %s', (_name, make) => {
   const start = (body: unknown, headers: Record<string, string> = {}) =>
     target.send('POST', '/api/workspaces/ws/headless', { headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) });
 
-  async function waitEnded(taskId: string) {
-    for (let i = 0; i < 400; i++) {
-      const record = (await target.send('GET', `/api/headless/${taskId}`)).json();
-      if (record.status !== 'running') return record;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error('still running');
-  }
+  const waitEnded = (taskId: string) => waitEnded_(async () => (await target.send('GET', `/api/headless/${taskId}`)).json());
 
   it('async start: 202 with Location, then a readable record that ends succeeded', async () => {
     const res = await start({ prompt: 'echo hi' });
     expect(res.status).toBe(202);
     const { taskId, resumeId, status } = res.json();
     expect(status).toBe('running');
-    expect(res.headers.location).toBe(`/api/headless/${taskId}`);
+    // Location names the record where this host serves it, mount path included.
+    const mountPath = new URL(target.base).pathname.replace(/\/$/, '');
+    expect(res.headers.location).toBe(`${mountPath}/api/headless/${taskId}`);
+    expect(new URL(res.headers.location!, target.base).href).toBe(`${target.base}/api/headless/${taskId}`);
     expect(await waitEnded(taskId)).toMatchObject({ taskId, resumeId, workspaceId: 'ws', agent: 'fake', status: 'succeeded', exitCode: 0 });
   });
 

@@ -3,34 +3,16 @@ import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findMarkedProcesses } from '../src/core/process-tree';
-import { api, cleanupDaemons, runCli, startDaemon, tempDir, writeConfig } from './helpers/daemon';
+import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from './helpers/daemon';
+import { markedCount, noneMarked } from './helpers/processes';
 
 const dirs: string[] = [];
 afterEach(() => cleanupDaemons(dirs));
-
-/** SIGKILL is delivered asynchronously: give killed processes up to 2 s to be gone. */
-async function noneMarked(ids: string[]): Promise<boolean> {
-  for (let i = 0; i < 40; i++) {
-    if (findMarkedProcesses(new Set(ids)).size === 0) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
-}
 
 function dir(): string {
   const d = tempDir();
   dirs.push(d);
   return d;
-}
-
-async function waitEnded(daemon: Awaited<ReturnType<typeof startDaemon>>, taskId: string) {
-  for (let i = 0; i < 400; i++) {
-    const record = (await (await api(daemon, 'GET', `/api/headless/${taskId}`)).json()) as { status: string };
-    if (record.status !== 'running') return record;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`${taskId} still running`);
 }
 
 function occupy(port: number): Promise<() => Promise<void>> {
@@ -138,7 +120,7 @@ describe('the daemon', () => {
     writeConfig(cwd);
     const first = await startDaemon(cwd);
     const started = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { prompt: 'session s-1; echo done' })).json()) as { taskId: string; resumeId: string };
-    const record = await waitEnded(first, started.taskId);
+    const record = await waitRun(first, started.taskId);
     const pushed = (await (await api(first, 'POST', '/api/workspaces/ws/inbox', { title: 'hello', body: 'world' })).json()) as { id: string };
     expect(await first.stop()).toBe(0);
     const second = await startDaemon(cwd);
@@ -181,10 +163,10 @@ describe('the daemon', () => {
       sessions.push(started.resumeId);
     }
     await new Promise((r) => setTimeout(r, 500));
-    expect(findMarkedProcesses(new Set(ids)).size).toBe(6);
+    expect(markedCount(ids)).toBe(6);
     expect(await daemon.stop('SIGKILL')).toBeNull();
     // Detached agents outlive a kill -9 of the daemon: recovery must find them.
-    expect(findMarkedProcesses(new Set(ids)).size).toBe(6);
+    expect(markedCount(ids)).toBe(6);
 
     const again = await startDaemon(cwd);
     const snapshot: string[] = [];

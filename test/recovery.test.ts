@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { processStartTime } from '../src/core/process-tree';
 import { createMemoryKeyv } from '../src/core/store';
 import type { StoredRun } from '../src/core/types';
 import { closeAllHosts, createTestHost } from './helpers/harness';
+import { isAlive, isDead } from './helpers/processes';
 import { createNodeServer } from '../src/adapters/node';
 
 afterEach(closeAllHosts);
@@ -13,16 +13,6 @@ const children: ChildProcess[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) child.kill('SIGKILL');
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** A process standing in for something unrelated (or for an orphaned agent), in its own group. */
 function sleeper(): Promise<ChildProcess> {
@@ -60,7 +50,7 @@ describe('crash recovery reaper', () => {
     const host = await createTestHost({ store });
     expect(await (await host.request('GET', '/api/headless/run_reused')).json()).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
     await new Promise((r) => setTimeout(r, 200));
-    expect(alive(unrelated.pid!)).toBe(true);
+    expect(isAlive(unrelated.pid!)).toBe(true);
   });
 
   it('kills the recorded process group when it is provably the same process', async () => {
@@ -69,12 +59,7 @@ describe('crash recovery reaper', () => {
     await store.set('run:run_same', orphanRecord('run_same', orphan.pid!, processStartTime(orphan.pid!)));
     const host = await createTestHost({ store });
     expect(await (await host.request('GET', '/api/headless/run_same')).json()).toMatchObject({ status: 'interrupted' });
-    let dead = false;
-    for (let i = 0; i < 40 && !dead; i++) {
-      dead = !alive(orphan.pid!);
-      if (!dead) await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(dead).toBe(true);
+    expect(await isDead(orphan.pid!)).toBe(true);
   });
 
   it('frees the Session of an interrupted run, and is idempotent', async () => {

@@ -1,9 +1,9 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findMarkedProcesses } from '../src/core/process-tree';
 import { ADMIN_TOKEN, START, rows } from './helpers/bad-inputs';
-import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, writeConfig } from './helpers/daemon';
+import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from './helpers/daemon';
 import { fakeAgent } from './helpers/harness';
+import { markedCount, noneMarked } from './helpers/processes';
 import { type Reply, type Target, rawSender } from './helpers/targets';
 
 /**
@@ -62,15 +62,7 @@ function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]);
 }
 
-async function waitEnded(taskId: string, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const record = (await (await api(daemon, 'GET', `/api/headless/${taskId}`)).json()) as Record<string, any>;
-    if (record.status !== 'running') return record;
-    if (Date.now() > deadline) throw new Error(`${taskId} still running`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const waitEnded = (taskId: string) => waitRun(daemon, taskId);
 
 describe('hostile input against the daemon', () => {
   const socketRows = rows.filter((row) => row.options.remote === undefined);
@@ -157,11 +149,10 @@ describe('process faults', () => {
     const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'ignore-term; grandchild 60000; sleep 60000', agent: 'fake', timeoutMs: 2000 });
     const { taskId } = (await res.json()) as { taskId: string };
     await new Promise((r) => setTimeout(r, 500));
-    expect(findMarkedProcesses(new Set([taskId])).size).toBe(2);
+    expect(markedCount([taskId])).toBe(2);
     const record = await waitEnded(taskId);
     expect(record).toMatchObject({ status: 'timed_out', signal: 'SIGKILL' });
-    for (let i = 0; i < 40 && findMarkedProcesses(new Set([taskId])).size > 0; i++) await new Promise((r) => setTimeout(r, 50));
-    expect(findMarkedProcesses(new Set([taskId])).size).toBe(0);
+    expect(await noneMarked([taskId])).toBe(true);
     expect(Date.now() - started).toBeLessThan(2000 + 5000 + 2000 + 2000);
   }, 30_000);
 
@@ -169,8 +160,7 @@ describe('process faults', () => {
     const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'setsid-grandchild 60000; echo bye', agent: 'fake', wait: true });
     const body = (await res.json()) as { taskId: string; status: string; output: { stdout: string } };
     expect(body.status).toBe('succeeded');
-    for (let i = 0; i < 40 && findMarkedProcesses(new Set([body.taskId])).size > 0; i++) await new Promise((r) => setTimeout(r, 50));
-    expect(findMarkedProcesses(new Set([body.taskId])).size).toBe(0);
+    expect(await noneMarked([body.taskId])).toBe(true);
   });
 
   it('4 concurrent 1 GB stdout floods: daemon RSS growth stays under 100 MB and GETs keep answering', async () => {

@@ -16,7 +16,7 @@ const session = (resumeId: string): SessionState => ({
 describe('SessionBook', () => {
   it('concurrent updates of one Session all land, each on the latest state', async () => {
     const store = keyvStore(createMemoryKeyv());
-    const book = new SessionBook(store, () => true);
+    const book = new SessionBook(store, () => true, () => undefined);
     await book.create(session('s1'));
     await Promise.all([
       book.update('s1', () => ({ retired: true })),
@@ -24,13 +24,13 @@ describe('SessionBook', () => {
       book.update('s1', (s) => ({ runCount: s.runCount + 1 })),
       book.update('s1', (s) => ({ runCount: s.runCount + 1 })),
     ]);
-    const fresh = new SessionBook(store, () => true);
+    const fresh = new SessionBook(store, () => true, () => undefined);
     expect(await fresh.get('s1')).toMatchObject({ retired: true, agentSessionId: 'agent-1', runCount: 3 });
   });
 
   it('a refused write leaves the stored state and later updates still apply', async () => {
     const store = keyvStore(createMemoryKeyv());
-    const book = new SessionBook(store, () => true);
+    const book = new SessionBook(store, () => true, () => undefined);
     await book.create(session('s2'));
     await expect(book.update('s2', () => {
       throw new Error('boom');
@@ -40,14 +40,14 @@ describe('SessionBook', () => {
 
   it('reads Sessions beyond its cache from the store', async () => {
     const store = keyvStore(createMemoryKeyv());
-    const book = new SessionBook(store, () => true);
+    const book = new SessionBook(store, () => true, () => undefined);
     for (let i = 0; i < 5100; i++) await book.create(session(`s${i}`));
     expect(await book.get('s0')).toMatchObject({ resumeId: 's0' });
     await expect(book.require('nope')).rejects.toMatchObject({ code: 'session_not_found' });
   });
 
   it('busy is taken and released only by the run that holds it', () => {
-    const book = new SessionBook(keyvStore(createMemoryKeyv()), () => true);
+    const book = new SessionBook(keyvStore(createMemoryKeyv()), () => true, () => undefined);
     book.take('s', 'run_a');
     book.release('s', 'run_b');
     expect(book.isBusy('s')).toBe(true);

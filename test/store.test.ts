@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Keyv } from 'keyv';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { OrderedIndex } from '../src/core/ordered-index';
 import { StorageError } from '../src/core/problem';
 import { type HeadlessStore, createMemoryKeyv, createSqliteKeyv, keyvStore } from '../src/core/store';
 import { closeAllHosts, createTestHost, problem } from './helpers/harness';
+import { noneMarked } from './helpers/processes';
+import { refusingKeyv } from './helpers/stores';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -88,33 +89,6 @@ describe('sqlite durability settings', () => {
   });
 });
 
-/** A Keyv store that refuses writes (or reports them as not done) while `failing` is set. */
-function refusingKeyv(mode: 'throw' | 'false') {
-  const map = new Map<string, unknown>();
-  const state = { failing: false };
-  const store = {
-    // keyv only iterates stores whose dialect it knows.
-    opts: { dialect: 'sqlite', url: '' },
-    namespace: undefined as string | undefined,
-    get: async (key: string) => map.get(key),
-    set: async (key: string, value: unknown) => {
-      if (state.failing) {
-        if (mode === 'throw') throw new Error('SQLITE_FULL: database or disk is full');
-        return false;
-      }
-      map.set(key, value);
-      return true;
-    },
-    delete: async (key: string) => map.delete(key),
-    clear: async () => map.clear(),
-    iterator: async function* () {
-      yield* map.entries();
-    },
-    on: () => store,
-  };
-  return { keyv: new Keyv({ store: store as never, namespace: 'hrw' }), state };
-}
-
 describe('a store that refuses writes', () => {
   it.each(['throw', 'false'] as const)('keyvStore turns a refused write (%s) into StorageError', async (mode) => {
     const { keyv, state } = refusingKeyv(mode);
@@ -139,6 +113,24 @@ describe('a store that refuses writes', () => {
     // Capacity was not leaked by the refused starts.
     const list = (await (await host.request('GET', '/api/headless?wsId=ws')).json()) as { runs: unknown[] };
     expect(list.runs).toHaveLength(1);
+  });
+});
+
+describe('a store that refuses the record of a started process', () => {
+  it('answers 503, stops the process, and records the run failed with storage_unavailable, not interrupted', async () => {
+    const { keyv, state } = refusingKeyv('throw');
+    const host = await createTestHost({ store: keyv });
+    state.refuse = (key, value) => key.includes('run:') && String(value).includes('"process":');
+    const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'sleep 20000', agent: 'fake' } });
+    expect(await problem(res)).toMatchObject({ status: 503, code: 'storage_unavailable' });
+    expect(host.spawner.count).toBe(1);
+    state.refuse = undefined;
+    const { runs } = (await (await host.request('GET', '/api/headless?wsId=ws')).json()) as { runs: Array<Record<string, any>> };
+    expect(runs).toHaveLength(1);
+    const record = await host.waitEnded(runs[0]!.taskId);
+    expect(record).toMatchObject({ status: 'failed', signal: 'SIGKILL', error: { code: 'storage_unavailable' } });
+    expect((record.error as { message: string }).message).not.toMatch(/service stopped/i);
+    expect(await noneMarked([runs[0]!.taskId])).toBe(true);
   });
 });
 

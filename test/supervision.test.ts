@@ -1,20 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findMarkedProcesses } from '../src/core/process-tree';
 import { closeAllHosts, createTestHost, fakeAgent, problem } from './helpers/harness';
+import { isDead, markedCount, noneMarked } from './helpers/processes';
 
 afterEach(closeAllHosts);
-
-/** Alive and not a zombie (this sandbox's PID 1 does not reap orphans). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 async function syncRun(host: Awaited<ReturnType<typeof createTestHost>>, prompt: string, extra: Record<string, unknown> = {}) {
   const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt, agent: 'fake', wait: true, ...extra } });
@@ -23,16 +12,7 @@ async function syncRun(host: Awaited<ReturnType<typeof createTestHost>>, prompt:
 
 const grandchildPid = (stdout: string) => Number(/grandchild (\d+)/.exec(stdout)?.[1]);
 
-/** SIGKILL is delivered asynchronously: give a killed process up to 2 s to be gone. */
-async function gone(check: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 40; i++) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
-}
-const dead = (pid: number) => gone(() => !alive(pid));
-const noneMarked = (taskId: string) => gone(() => findMarkedProcesses(new Set([taskId])).size === 0);
+const dead = isDead;
 
 describe('process supervision (real processes)', () => {
   it('stdin is closed: an agent reading stdin to EOF completes', async () => {
@@ -57,7 +37,7 @@ describe('process supervision (real processes)', () => {
     const { body } = await syncRun(host, 'setsid-grandchild 60000; echo bye');
     expect(body.status).toBe('succeeded');
     expect(await dead(grandchildPid(body.output.stdout))).toBe(true);
-    expect(await noneMarked(body.taskId)).toBe(true);
+    expect(await noneMarked([body.taskId])).toBe(true);
   });
 
   it('an agent ignoring SIGTERM with a grandchild is timed_out, the whole tree dead within timeout + 5 s + 2 s', async () => {
@@ -67,17 +47,17 @@ describe('process supervision (real processes)', () => {
     expect(body).toMatchObject({ status: 'timed_out', signal: 'SIGKILL', exitCode: null, error: { code: 'timed_out' } });
     expect(Date.now() - started).toBeLessThan(2000 + 5000 + 2000 + 3000);
     expect(await dead(grandchildPid(body.output.stdout))).toBe(true);
-    expect(await noneMarked(body.taskId)).toBe(true);
+    expect(await noneMarked([body.taskId])).toBe(true);
   }, 30_000);
 
   it('cancel stops the whole process group', async () => {
     const host = await createTestHost();
     const { taskId } = await host.start('grandchild 60000; sleep 60000');
     await new Promise((r) => setTimeout(r, 300));
-    expect(findMarkedProcesses(new Set([taskId])).size).toBe(2);
+    expect(markedCount([taskId])).toBe(2);
     await host.request('POST', `/api/headless/${taskId}/cancel`);
     expect(await host.waitEnded(taskId)).toMatchObject({ status: 'cancelled' });
-    expect(await noneMarked(taskId)).toBe(true);
+    expect(await noneMarked([taskId])).toBe(true);
   });
 
   it('the environment: admin token and nesting breakers removed, workspace env and run variables added', async () => {
@@ -192,7 +172,7 @@ describe('capacity', () => {
       expect(refused.every((r) => Number(r.headers.get('retry-after')) > 0)).toBe(true);
       expect((await problem(refused[0]!)).code).toBe('capacity_reached');
       const ids = await Promise.all(admitted.map(async (r) => ((await r.json()) as { taskId: string }).taskId));
-      expect(findMarkedProcesses(new Set(ids)).size).toBeLessThanOrEqual(4);
+      expect(markedCount(ids)).toBeLessThanOrEqual(4);
       for (const id of ids) await host.request('POST', `/api/headless/${id}/cancel`);
       for (const id of ids) await host.waitEnded(id);
     }

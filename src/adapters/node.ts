@@ -22,7 +22,8 @@ export async function handleNodeRequest(handler: HeadlessHandler, req: IncomingM
 
 export function toNodeListener(handler: HeadlessHandler): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    handleNodeRequest(handler, req, res, { remoteAddress: req.socket.remoteAddress, localAddress: req.socket.localAddress }).catch(() => {
+    handleNodeRequest(handler, req, res, { remoteAddress: req.socket.remoteAddress, localAddress: req.socket.localAddress }).catch((error: unknown) => {
+      handler.log('could not answer a request', error);
       if (!res.headersSent) res.writeHead(500);
       res.end();
     });

@@ -6,7 +6,7 @@ import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../core/ids';
 import type { Workspace } from '../core/types';
 
-/** The daemon's config file (contract §8). Unknown keys are errors that name the key. */
+/** The daemon's config file (README: The daemon). Unknown keys are errors that name the key. */
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const stringList = v.array(v.string());

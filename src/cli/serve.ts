@@ -7,7 +7,7 @@ import { createHeadlessHandler } from '../core/handler';
 import { createSqliteKeyv } from '../core/store';
 import { ConfigError, loadConfig } from './config';
 
-/** `headless-run-webhook serve`: the drop-in daemon of contract §8. */
+/** `headless-run-webhook serve`: the drop-in daemon (README: The daemon). */
 
 const USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR]
 
@@ -129,7 +129,7 @@ async function serve(argv: string[]): Promise<void> {
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    // A hard deadline: the contract gives shutdown 10 s.
+    // A hard deadline: shutdown is promised within 10 s.
     setTimeout(() => process.exit(1), 9500).unref();
     // Keep listening while runs stop, so new starts get 503 shutting_down and reads still answer.
     void handler

@@ -1,6 +1,30 @@
 import { isIP } from 'node:net';
 import { secretsEqual } from './ids';
 import { HttpProblem } from './problem';
+import type { RunTokenGrant, RunTokens } from './run-tokens';
+
+/**
+ * The request's credential, read once from its `Authorization` header. A live run token is
+ * valid only for its own workspace's Inbox push: `inScope` is that rule, decided once.
+ */
+export type Credential =
+  | { kind: 'none' }
+  /** An `Authorization` header that is not `Bearer <token>`. */
+  | { kind: 'malformed' }
+  /** A Bearer token that is not a live run token: the admin token, or nothing valid. */
+  | { kind: 'bearer'; token: string }
+  | { kind: 'run'; grant: RunTokenGrant; inScope: boolean };
+
+export function readCredential(request: Request, tokens: RunTokens, route: string, workspaceId: string | undefined): Credential {
+  const header = request.headers.get('authorization');
+  if (header === null) return { kind: 'none' };
+  const match = /^Bearer +([^\s]+) *$/i.exec(header);
+  if (!match) return { kind: 'malformed' };
+  const token = match[1]!;
+  const grant = tokens.lookup(token);
+  if (!grant) return { kind: 'bearer', token };
+  return { kind: 'run', grant, inScope: route === 'inbox.push' && grant.workspaceId === workspaceId };
+}
 
 /** What the gate knows about a request beyond the request itself. */
 export interface AuthContext {
@@ -13,7 +37,9 @@ export interface AuthContext {
   /** The workspace the route addresses, if any. */
   workspaceId?: string;
   /** Set when the request's Bearer token is a live run token. */
-  runToken?: { taskId: string; workspaceId: string; resumeId: string };
+  runToken?: RunTokenGrant;
+  /** The request's credential, already read; a run token's scope already decided. */
+  credential: Credential;
 }
 
 /**
@@ -53,20 +79,13 @@ function boundName(address: string | undefined): string | undefined {
 
 const FORWARDING_HEADERS = ['forwarded', 'x-forwarded-for', 'x-real-ip'];
 
-export function bearerToken(request: Request): string | undefined | null {
-  const header = request.headers.get('authorization');
-  if (header === null) return undefined;
-  const match = /^Bearer +([^\s]+) *$/i.exec(header);
-  return match ? match[1]! : null;
-}
-
 /** 401; a wrong token and a missing one look the same. */
 export function unauthorized(): HttpProblem {
   return new HttpProblem('unauthorized', 'Valid credentials are required.', { headers: { 'www-authenticate': 'Bearer' } });
 }
 
 /**
- * The default gate of contract §6, in its order: Host allow-list (DNS rebinding), Origin and
+ * The default gate (README: Security model), in its order: Host allow-list (DNS rebinding), Origin and
  * Sec-Fetch-Site (browser pages), then credentials. Local means a loopback peer, no forwarding
  * header (a same-host proxy must not make the internet local) and a loopback Host.
  */
@@ -92,13 +111,10 @@ export function createDefaultGate(options: GateOptions): Authorize {
       throw new HttpProblem('forbidden', 'Cross-site requests are refused.');
     }
 
-    const token = bearerToken(request);
-    if (token === null) throw unauthorized();
-    if (token !== undefined) {
-      if (adminToken !== undefined && secretsEqual(token, adminToken)) return true;
-      if (context.runToken && context.route === 'inbox.push' && context.runToken.workspaceId === context.workspaceId) return true;
-      throw unauthorized();
-    }
+    const { credential } = context;
+    if (credential.kind === 'run' && credential.inScope) return true;
+    if (credential.kind === 'bearer' && adminToken !== undefined && secretsEqual(credential.token, adminToken)) return true;
+    if (credential.kind !== 'none') throw unauthorized();
 
     const local =
       isLoopbackAddress(context.remoteAddress) &&

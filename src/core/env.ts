@@ -1,4 +1,4 @@
-/** The environment of a run (contract §2 and §7). */
+/** The environment of a run (README: Start a run, The Inbox). */
 
 /** Variables that break nested agents or inject code into Node-based CLIs. */
 const STRIPPED = /^(CLAUDECODE|CLAUDE_CODE_.*|NODE_OPTIONS|HEADLESS_ADMIN_TOKEN|HEADLESS_(API_URL|WORKSPACE_ID|TASK_ID|RESUME_ID|RUN_TOKEN))$/;

@@ -1,20 +1,16 @@
-// whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
-import { Response } from '@whatwg-node/fetch';
 import { isAbsolute } from 'node:path';
 import { type ServerAdapter, type ServerAdapterBaseObject, createServerAdapter } from '@whatwg-node/server';
 import type { Keyv } from 'keyv';
 import { AgentRegistry } from './agents/registry';
 import type { CommandAgentDefinition } from './agents/command-agent';
 import type { AgentAdapter } from './agents/types';
-import { type AuthContext, type Authorize, bearerToken, createDefaultGate, unauthorized } from './auth';
-import { readEmptyBody, readJsonObject } from './body';
+import { type AuthContext, type Authorize, type Credential, createDefaultGate, readCredential, unauthorized } from './auth';
 import { isValidId } from './ids';
 import { Inbox } from './inbox';
 import { HttpProblem, errorToResponse } from './problem';
-import { type RouteMatch, matchRoute } from './routes';
-import { type RunTokenGrant, RunTokens } from './run-tokens';
+import { type RouteMatch, type RouteServices, matchRoute } from './routes';
+import { RunTokens } from './run-tokens';
 import { RunService } from './runs';
-import { parseInboxPush, parseInboxQuery, parseListQuery, parseStartBody } from './schemas';
 import { SessionBook } from './sessions';
 import { type Spawner, createExecaSpawner } from './spawner';
 import { type HeadlessStore, createMemoryKeyv, keyvStore } from './store';
@@ -31,7 +27,7 @@ export interface HeadlessHandlerOptions {
   store?: Keyv;
   /** Starts agent processes. @default createExecaSpawner() */
   spawner?: Spawner;
-  /** Replaces the default gate of contract §6. @default the loopback/admin-token gate */
+  /** Replaces the default gate (README: Security model). @default the loopback/admin-token gate */
   authorize?: Authorize;
   /** Admin token for non-local callers (default gate only). Never shown to runs. @default none */
   adminToken?: string;
@@ -66,10 +62,9 @@ export type HeadlessHandler = ServerAdapter<HeadlessServerContext, ServerAdapter
   ready: Promise<void>;
   /** Graceful shutdown: refuse new starts, stop running runs (recorded `interrupted`), close the store. */
   close(): Promise<void>;
+  /** Where the handler reports unexpected errors (the `log` option); adapters report theirs here too. */
+  log: (message: string, error?: unknown) => void;
 };
-
-const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(body), { status, headers: { ...headers, 'content-type': 'application/json' } });
 
 function defaultLog(message: string, error?: unknown) {
   console.error(`[headless-run-webhook] ${message}${error instanceof Error ? `: ${error.message}` : ''}`);
@@ -102,7 +97,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   const resolveWorkspace = workspaceList ? (id: string) => workspaceList.get(id) : (options.workspaces as WorkspaceResolver);
   const store: HeadlessStore = keyvStore(options.store ?? createMemoryKeyv());
   const tokens = new RunTokens();
-  const sessions = new SessionBook(store, (agent) => registry.get(agent)?.supportsResume ?? false);
+  const sessions = new SessionBook(store, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const inbox = new Inbox(store);
   const runs = new RunService({
     store,
@@ -123,68 +118,33 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   })();
   ready.catch(() => undefined);
 
-  async function workspace(id: string): Promise<Workspace> {
-    const ws = isValidId(id) ? await resolveWorkspace(id) : undefined;
-    if (!ws) throw new HttpProblem('workspace_not_found', `No workspace "${id}".`);
-    return ws;
-  }
+  const services: RouteServices = {
+    runs,
+    sessions,
+    inbox,
+    async workspace(id) {
+      const ws = isValidId(id) ? await resolveWorkspace(id) : undefined;
+      if (!ws) throw new HttpProblem('workspace_not_found', `No workspace "${id}".`);
+      return ws;
+    },
+  };
 
-  async function authorize(request: Request, route: RouteMatch | undefined, ctx: HeadlessServerContext, grant: RunTokenGrant | undefined): Promise<void> {
+  /** The gate, asked once per request; a run token's rule was decided with the credential. */
+  async function authorize(request: Request, match: RouteMatch | undefined, ctx: HeadlessServerContext, credential: Credential): Promise<void> {
     const context: AuthContext = {
       remoteAddress: ctx.remoteAddress,
       localAddress: ctx.localAddress,
-      route: route?.name ?? 'unknown',
-      workspaceId: route?.params.workspaceId,
-      runToken: grant,
+      route: match?.route.name ?? 'unknown',
+      workspaceId: match?.params.workspaceId,
+      runToken: credential.kind === 'run' ? credential.grant : undefined,
+      credential,
     };
-    if (options.authorize && grant) {
-      if (context.route === 'inbox.push' && grant.workspaceId === context.workspaceId) return;
+    // A custom hook is never asked about run tokens: the core's rule is the only one.
+    if (options.authorize && credential.kind === 'run') {
+      if (credential.inScope) return;
       throw unauthorized();
     }
     if (!(await gate(request, context))) throw unauthorized();
-  }
-
-  async function route(request: Request, url: URL, match: RouteMatch, apiUrl: string, grant: RunTokenGrant | undefined): Promise<Response> {
-    const p = match.params;
-    switch (match.name) {
-      case 'runs.start': {
-        const start = parseStartBody(await readJsonObject(request));
-        const ws = await workspace(p.workspaceId!);
-        const { record, done } = await runs.start(ws, start, apiUrl);
-        if (!start.wait) return json({ taskId: record.taskId, resumeId: record.resumeId, status: record.status }, 202, { location: `/api/headless/${record.taskId}` });
-        const result = await done;
-        return json({ ...result.record, output: result.output });
-      }
-      case 'runs.list': {
-        const q = parseListQuery(url);
-        await workspace(q.wsId);
-        return json(await runs.list(q.wsId, q.status, q.limit, q.cursor));
-      }
-      case 'runs.get':
-        return json(await runs.get(p.taskId!));
-      case 'runs.cancel':
-        await readEmptyBody(request);
-        return json(await runs.cancel(p.taskId!), 202);
-      case 'sessions.get':
-        return json(sessions.view(await sessions.require(p.resumeId!)));
-      case 'sessions.retire':
-        await readEmptyBody(request);
-        return json(await sessions.retire(p.resumeId!));
-      case 'inbox.push': {
-        const item = parseInboxPush(await readJsonObject(request));
-        await workspace(p.workspaceId!);
-        return json(await inbox.push(p.workspaceId!, item, grant), 201);
-      }
-      case 'inbox.list': {
-        const ws = await workspace(p.workspaceId!);
-        const q = parseInboxQuery(url);
-        return json(await inbox.list(ws.id, q.unread, q.limit, q.cursor));
-      }
-      case 'inbox.read':
-        await readEmptyBody(request);
-        await workspace(p.workspaceId!);
-        return json(await inbox.markRead(p.workspaceId!, p.itemId!));
-    }
   }
 
   async function handle(request: Request, ctx: HeadlessServerContext = {}): Promise<Response> {
@@ -197,15 +157,21 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
         // Adapters build the URL from the Host header: only a malformed Host makes it unparseable.
         throw new HttpProblem('forbidden', 'The Host header is not one this service answers to.');
       }
-      const mountPath = ctx.mountPath ?? options.basePath ?? '';
-      const match = matchRoute(request.method, url.pathname, mountPath);
-      const routeMatch = 'name' in match ? match : undefined;
-      const token = bearerToken(request);
-      const grant = token ? tokens.lookup(token) : undefined;
-      await authorize(request, routeMatch, ctx, grant);
-      if (!routeMatch) throw (match as { problem: HttpProblem }).problem;
-      const apiUrl = options.apiUrl ?? `${url.origin}${mountPath.replace(/\/+$/, '')}`;
-      return await route(request, url, routeMatch, apiUrl, grant);
+      const basePath = (ctx.mountPath ?? options.basePath ?? '').replace(/\/+$/, '');
+      const match = matchRoute(request.method, url.pathname, basePath);
+      const found = match instanceof HttpProblem ? undefined : match;
+      const credential = readCredential(request, tokens, found?.route.name ?? 'unknown', found?.params.workspaceId);
+      await authorize(request, found, ctx, credential);
+      if (!found) throw match;
+      return await found.route.handle({
+        request,
+        url,
+        params: found.params,
+        basePath,
+        apiUrl: options.apiUrl ?? `${url.origin}${basePath}`,
+        credential,
+        services,
+      });
     } catch (error) {
       return errorToResponse(error, log);
     }
@@ -215,6 +181,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   let closing: Promise<void> | undefined;
   return Object.assign(adapter, {
     ready,
+    log,
     close: () => {
       closing ??= (async () => {
         await ready.catch(() => undefined);

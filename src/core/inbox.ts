@@ -8,7 +8,7 @@ import type { InboxItem } from './types';
 const key = (id: string) => `inbox:${id}`;
 type Bucket = 'unread' | 'read';
 
-/** The Inbox (contract §7): the durable result channel agents push their reports to. */
+/** The Inbox (README: The Inbox): the durable result channel agents push their reports to. */
 export class Inbox {
   private readonly index = new OrderedIndex<Bucket>();
 

@@ -1,50 +1,119 @@
+// whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
+import { Response } from '@whatwg-node/fetch';
+import type { Credential } from './auth';
+import { readEmptyBody, readJsonObject } from './body';
+import type { Inbox } from './inbox';
 import { HttpProblem } from './problem';
+import type { RunService } from './runs';
+import { parseInboxPush, parseInboxQuery, parseListQuery, parseStartBody } from './schemas';
+import type { SessionBook } from './sessions';
+import type { Workspace } from './types';
 
-/** The HTTP routes of the API, matched on decoded path segments. */
+/** The HTTP routes of the API: each path, its method and its handler, in one table. */
 
-export type RouteName =
-  | 'runs.start'
-  | 'runs.list'
-  | 'runs.get'
-  | 'runs.cancel'
-  | 'sessions.get'
-  | 'sessions.retire'
-  | 'inbox.push'
-  | 'inbox.list'
-  | 'inbox.read';
-
-interface RouteDef {
-  name: RouteName;
-  method: 'GET' | 'POST';
-  path: string[];
+/** What a route's handler works with. */
+export interface RouteServices {
+  runs: RunService;
+  sessions: SessionBook;
+  inbox: Inbox;
+  /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
+  workspace(id: string): Promise<Workspace>;
 }
 
-const ROUTES: RouteDef[] = [
-  { name: 'runs.start', method: 'POST', path: ['api', 'workspaces', ':workspaceId', 'headless'] },
-  { name: 'runs.list', method: 'GET', path: ['api', 'headless'] },
-  { name: 'runs.get', method: 'GET', path: ['api', 'headless', ':taskId'] },
-  { name: 'runs.cancel', method: 'POST', path: ['api', 'headless', ':taskId', 'cancel'] },
-  { name: 'sessions.get', method: 'GET', path: ['api', 'sessions', ':resumeId'] },
-  { name: 'sessions.retire', method: 'POST', path: ['api', 'sessions', ':resumeId', 'retire'] },
-  { name: 'inbox.push', method: 'POST', path: ['api', 'workspaces', ':workspaceId', 'inbox'] },
-  { name: 'inbox.list', method: 'GET', path: ['api', 'workspaces', ':workspaceId', 'inbox'] },
-  { name: 'inbox.read', method: 'POST', path: ['api', 'workspaces', ':workspaceId', 'inbox', ':itemId', 'read'] },
+/** One request, as a handler sees it: `params` typed by the route's path. */
+export interface RouteContext<P> {
+  request: Request;
+  url: URL;
+  params: P;
+  /** The path the handler is mounted under, without a trailing slash (`""` at the root). */
+  basePath: string;
+  /** The base URL runs are given as `HEADLESS_API_URL`. */
+  apiUrl: string;
+  credential: Credential;
+  services: RouteServices;
+}
+
+/** `/a/:x/b/:y` → `"x" | "y"`. */
+type ParamNames<Path extends string> = Path extends `${string}:${infer Name}/${infer Rest}`
+  ? Name | ParamNames<`/${Rest}`>
+  : Path extends `${string}:${infer Name}`
+    ? Name
+    : never;
+
+export interface Route {
+  name: string;
+  method: 'GET' | 'POST';
+  segments: string[];
+  handle(context: RouteContext<Record<string, string>>): Promise<Response>;
+}
+
+function route<Path extends string>(
+  name: string,
+  method: Route['method'],
+  path: Path,
+  handle: (context: RouteContext<Record<ParamNames<Path>, string>>) => Promise<Response>,
+): Route {
+  return { name, method, segments: path.slice(1).split('/'), handle: handle as Route['handle'] };
+}
+
+const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { ...headers, 'content-type': 'application/json' } });
+
+export const ROUTES: Route[] = [
+  route('runs.start', 'POST', '/api/workspaces/:workspaceId/headless', async ({ request, params, services, apiUrl, basePath }) => {
+    const start = parseStartBody(await readJsonObject(request));
+    const workspace = await services.workspace(params.workspaceId);
+    const { record, done } = await services.runs.start(workspace, start, apiUrl);
+    if (!start.wait) {
+      const location = `${basePath}/api/headless/${encodeURIComponent(record.taskId)}`;
+      return json({ taskId: record.taskId, resumeId: record.resumeId, status: record.status }, 202, { location });
+    }
+    const result = await done;
+    return json({ ...result.record, output: result.output });
+  }),
+  route('runs.list', 'GET', '/api/headless', async ({ url, services }) => {
+    const query = parseListQuery(url);
+    await services.workspace(query.wsId);
+    return json(await services.runs.list(query.wsId, query.status, query.limit, query.cursor));
+  }),
+  route('runs.get', 'GET', '/api/headless/:taskId', async ({ params, services }) => json(await services.runs.get(params.taskId))),
+  route('runs.cancel', 'POST', '/api/headless/:taskId/cancel', async ({ request, params, services }) => {
+    await readEmptyBody(request);
+    return json(await services.runs.cancel(params.taskId), 202);
+  }),
+  route('sessions.get', 'GET', '/api/sessions/:resumeId', async ({ params, services }) =>
+    json(services.sessions.view(await services.sessions.require(params.resumeId))),
+  ),
+  route('sessions.retire', 'POST', '/api/sessions/:resumeId/retire', async ({ request, params, services }) => {
+    await readEmptyBody(request);
+    return json(await services.sessions.retire(params.resumeId));
+  }),
+  route('inbox.push', 'POST', '/api/workspaces/:workspaceId/inbox', async ({ request, params, services, credential }) => {
+    const item = parseInboxPush(await readJsonObject(request));
+    const workspace = await services.workspace(params.workspaceId);
+    const grant = credential.kind === 'run' ? credential.grant : undefined;
+    return json(await services.inbox.push(workspace.id, item, grant), 201);
+  }),
+  route('inbox.list', 'GET', '/api/workspaces/:workspaceId/inbox', async ({ url, params, services }) => {
+    const workspace = await services.workspace(params.workspaceId);
+    const query = parseInboxQuery(url);
+    return json(await services.inbox.list(workspace.id, query.unread, query.limit, query.cursor));
+  }),
+  route('inbox.read', 'POST', '/api/workspaces/:workspaceId/inbox/:itemId/read', async ({ request, params, services }) => {
+    await readEmptyBody(request);
+    const workspace = await services.workspace(params.workspaceId);
+    return json(await services.inbox.markRead(workspace.id, params.itemId));
+  }),
 ];
 
 export interface RouteMatch {
-  name: RouteName;
+  route: Route;
   params: Record<string, string>;
 }
 
-/** A path that matched no route, or a method the route does not take; answered after the gate. */
-export interface RouteMiss {
-  problem: HttpProblem;
-}
-
-function segmentsOf(pathname: string, mountPath: string): string[] | undefined {
-  const prefix = mountPath.replace(/\/+$/, '');
-  if (prefix && pathname !== prefix && !pathname.startsWith(`${prefix}/`)) return undefined;
-  const rest = pathname.slice(prefix.length);
+function segmentsOf(pathname: string, basePath: string): string[] | undefined {
+  if (basePath && pathname !== basePath && !pathname.startsWith(`${basePath}/`)) return undefined;
+  const rest = pathname.slice(basePath.length);
   if (!rest.startsWith('/')) return undefined;
   try {
     return rest.slice(1).split('/').map(decodeURIComponent);
@@ -53,30 +122,28 @@ function segmentsOf(pathname: string, mountPath: string): string[] | undefined {
   }
 }
 
-export function matchRoute(method: string, pathname: string, mountPath: string): RouteMatch | RouteMiss {
-  const segments = segmentsOf(pathname, mountPath);
+/**
+ * The route for a request, matched on decoded path segments below `basePath`; or the problem
+ * to answer (404 `not_found`, 405 `method_not_allowed`), which is answered after the gate.
+ */
+export function matchRoute(method: string, pathname: string, basePath: string): RouteMatch | HttpProblem {
+  const segments = segmentsOf(pathname, basePath);
   const allowed: string[] = [];
-  if (segments) {
-    for (const route of ROUTES) {
-      if (route.path.length !== segments.length) continue;
-      const params: Record<string, string> = {};
-      const fits = route.path.every((part, i) => {
-        const segment = segments[i]!;
-        if (part.startsWith(':')) {
-          params[part.slice(1)] = segment;
-          return segment !== '';
-        }
-        return part === segment;
-      });
-      if (!fits) continue;
-      if (route.method === method) return { name: route.name, params };
-      allowed.push(route.method);
-    }
+  for (const candidate of segments ? ROUTES : []) {
+    if (candidate.segments.length !== segments!.length) continue;
+    const params: Record<string, string> = {};
+    const fits = candidate.segments.every((part, i) => {
+      const segment = segments![i]!;
+      if (!part.startsWith(':')) return part === segment;
+      params[part.slice(1)] = segment;
+      return segment !== '';
+    });
+    if (!fits) continue;
+    if (candidate.method === method) return { route: candidate, params };
+    allowed.push(candidate.method);
   }
   if (allowed.length > 0) {
-    return {
-      problem: new HttpProblem('method_not_allowed', `Use ${allowed.join(' or ')} on this path.`, { headers: { allow: allowed.join(', ') } }),
-    };
+    return new HttpProblem('method_not_allowed', `Use ${allowed.join(' or ')} on this path.`, { headers: { allow: allowed.join(', ') } });
   }
-  return { problem: new HttpProblem('not_found', 'No such route.') };
+  return new HttpProblem('not_found', 'No such route.');
 }

@@ -1,28 +1,25 @@
 import type { AgentRegistry } from './agents/registry';
-import type { AgentAdapter, AgentOutputParser } from './agents/types';
+import type { AgentOutputParser } from './agents/types';
 import { buildRunEnv } from './env';
 import { newSortableId } from './ids';
-import { OrderedIndex } from './ordered-index';
-import { HttpProblem, StorageError } from './problem';
-import { reapEarlierRun } from './process-tree';
+import { HttpProblem } from './problem';
+import { Admission, type Reservation } from './run-admission';
+import { judgeOutcome } from './run-outcome';
+import { RunRecords, publicRecord } from './run-records';
+import { recoverRuns } from './run-recovery';
+import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './run-supervisor';
 import type { RunTokens } from './run-tokens';
 import type { StartRequest } from './schemas';
-import { type SessionBook, isSafeAgentSessionId } from './sessions';
-import { SpawnFailure, type SpawnedProcess, type Spawner } from './spawner';
+import type { SessionBook } from './sessions';
+import { SpawnFailure, type Spawner } from './spawner';
 import type { HeadlessStore } from './store';
 import type { RunError, RunRecord, RunStatus, SessionState, StoredRun, Workspace } from './types';
-
-const runKey = (taskId: string) => `run:${taskId}`;
-const metaKey = (workspaceId: string) => `workspace:${workspaceId}`;
 
 /** Grace between SIGTERM and SIGKILL for the watchdog and cancel. */
 const KILL_GRACE_MS = 5000;
 /** Shutdown must finish within the daemon's 10 s, so its grace is shorter. */
 const SHUTDOWN_GRACE_MS = 2000;
 const SHUTDOWN_WAIT_MS = 6000;
-const CACHE_SIZE = 2000;
-
-type StopReason = 'cancel' | 'timeout' | 'shutdown';
 
 export interface RunOutput {
   stdout: string;
@@ -30,18 +27,29 @@ export interface RunOutput {
   truncated: boolean;
 }
 
-interface LiveRun {
-  record: StoredRun;
-  process?: SpawnedProcess;
-  stopReason?: StopReason;
-  timers: NodeJS.Timeout[];
-  done: Promise<RunResult>;
-  resolve: (result: RunResult) => void;
-}
-
 export interface RunResult {
   record: RunRecord;
   output: RunOutput;
+}
+
+export interface StartedRun {
+  record: RunRecord;
+  /** Settles once, with the final record, when the run has ended and its record is stored. */
+  done: Promise<RunResult>;
+}
+
+/** A run between admission and its final record. */
+interface LiveRun {
+  record: StoredRun;
+  reservation: Reservation;
+  parser: AgentOutputParser;
+  process?: SupervisedProcess;
+  /** A stop asked for while the process was still being spawned; applied once it is. */
+  pendingStop?: ServiceStop;
+  /** The write of the record with its process, awaited before the final write so it cannot land after it. */
+  processSaved?: Promise<unknown>;
+  resolve: (result: RunResult) => void;
+  done: Promise<RunResult>;
 }
 
 export interface RunServiceOptions {
@@ -58,353 +66,215 @@ export interface RunServiceOptions {
   log: (message: string, error?: unknown) => void;
 }
 
-/** The public record: the stored one without what only crash recovery needs. */
-export function publicRecord(stored: StoredRun): RunRecord {
-  const { process: _process, bootId: _bootId, ...record } = stored;
-  return record;
-}
+/** The stops the service asks for by itself (the watchdog and a refused record are the supervisor's). */
+type ServiceStop = 'cancel' | 'shutdown';
 
-const retryDelays = [50, 200, 1000, 3000];
+const emptyOutput: RunOutput = { stdout: '', stderr: '', truncated: false };
 
 /**
- * The run lifecycle: admission (agent, Session, capacity), the durable record, the process,
- * the watchdog, cancel, finalisation, crash recovery and shutdown.
+ * The run lifecycle, composed: admission takes a slot and the Session, the record is made
+ * durable, the supervisor runs the process, and on its end the outcome is judged, the
+ * reservation released and the final record stored. Reads go to the live run first.
  */
 export class RunService {
-  private readonly index = new OrderedIndex<RunStatus>();
   private readonly live = new Map<string, LiveRun>();
-  private readonly cache = new Map<string, StoredRun>();
-  private readonly lastAgent = new Map<string, string>();
+  private readonly admission: Admission;
+  private readonly records: RunRecords;
   private readonly bootId = newSortableId('boot_');
-  private active = 0;
-  private shuttingDown = false;
 
-  constructor(private readonly o: RunServiceOptions) {}
+  constructor(private readonly o: RunServiceOptions) {
+    this.admission = new Admission({
+      registry: o.registry,
+      sessions: o.sessions,
+      store: o.store,
+      maxConcurrentRuns: o.maxConcurrentRuns,
+      defaultAgent: o.defaultAgent,
+      path: o.baseEnv.PATH,
+      log: o.log,
+    });
+    this.records = new RunRecords({ store: o.store, log: o.log });
+  }
 
-  /** Indexes every stored run and turns the `running` ones of earlier boots into `interrupted`. */
+  /** Loads what start-up needs and interrupts the runs an earlier boot left `running`. */
   async load(): Promise<void> {
-    const orphans: StoredRun[] = [];
-    for await (const [, run] of this.o.store.scan<StoredRun>('run:')) {
-      this.index.add(run.workspaceId, run.taskId, run.status);
-      if (run.status === 'running') orphans.push(run);
-    }
-    for await (const [, meta] of this.o.store.scan<{ workspaceId: string; lastAgent: string }>('workspace:')) {
-      this.lastAgent.set(meta.workspaceId, meta.lastAgent);
-    }
-    const now = new Date();
-    for (const run of orphans) {
-      reapEarlierRun(run.taskId, run.process?.pid, run.process?.startTime);
-      const interrupted: StoredRun = {
-        ...run,
-        status: 'interrupted',
-        endedAt: now.toISOString(),
-        durationMs: Math.max(0, now.getTime() - Date.parse(run.createdAt)),
-        error: { code: 'interrupted', message: 'The service stopped while the run was running; it was not re-run.' },
-      };
-      await this.o.store.set(runKey(run.taskId), interrupted);
-      this.index.move(run.workspaceId, run.taskId, 'running', 'interrupted');
-    }
+    await this.admission.loadLastAgents();
+    await recoverRuns(this.records);
   }
 
-  /**
-   * Admits and starts a run. After the Session is read, everything up to the reservations is
-   * synchronous: no await between the busy and capacity checks and taking the slots.
-   */
-  async start(
-    workspace: Workspace,
-    request: StartRequest,
-    apiUrl: string,
-  ): Promise<{ record: RunRecord; done: Promise<RunResult> }> {
-    if (this.shuttingDown) throw new HttpProblem('shutting_down', 'The service is shutting down.');
-    const { registry, sessions } = this.o;
-
-    let adapter: AgentAdapter | undefined = request.agent === undefined ? undefined : registry.check(workspace, request.agent);
-    const session = request.resumeId === undefined ? undefined : await sessions.require(request.resumeId);
-    if (this.shuttingDown) throw new HttpProblem('shutting_down', 'The service is shutting down.');
-    if (session) {
-      if (session.workspaceId !== workspace.id) {
-        throw new HttpProblem('session_other_workspace', `Session "${session.resumeId}" belongs to another workspace.`);
-      }
-      if (session.retired) throw new HttpProblem('session_retired', `Session "${session.resumeId}" is retired.`);
-      if (adapter && adapter.name !== session.agent) {
-        throw new HttpProblem('session_not_resumable', `Session "${session.resumeId}" belongs to agent "${session.agent}".`);
-      }
-      adapter ??= registry.check(workspace, session.agent);
-      // Busy first: the agent's session id of a run in flight is only known once it has printed it.
-      if (sessions.isBusy(session.resumeId)) throw new HttpProblem('session_busy', `Session "${session.resumeId}" has a run in progress.`);
-      if (!sessions.isResumable(session)) {
-        throw new HttpProblem('session_not_resumable', `Session "${session.resumeId}" cannot be resumed.`);
-      }
-    }
-    adapter ??= registry.select({
-      workspace,
-      lastAgent: this.lastAgent.get(workspace.id),
-      defaultAgent: this.o.defaultAgent,
-      path: workspace.env?.PATH ?? this.o.baseEnv.PATH,
-    });
-    if (this.active >= this.o.maxConcurrentRuns) {
-      throw new HttpProblem('capacity_reached', `All ${this.o.maxConcurrentRuns} run slots are busy; retry later.`, {
-        headers: { 'retry-after': '5' },
-      });
-    }
-
-    const now = new Date();
-    const taskId = newSortableId('run_');
-    const resumeId = session?.resumeId ?? newSortableId('ses_');
-    this.active += 1;
-    sessions.take(resumeId, taskId);
-
-    let admitted = false;
+  async start(workspace: Workspace, request: StartRequest, apiUrl: string): Promise<StartedRun> {
+    const reservation = await this.admission.admit(workspace, request);
+    let record: StoredRun;
+    let session: SessionState;
     try {
-      const sessionState: SessionState = session
-        ? await sessions.update(resumeId, (s) => ({ lastRunAt: now.toISOString(), runCount: s.runCount + 1 }))
-        : {
-            resumeId,
-            workspaceId: workspace.id,
-            agent: adapter.name,
-            retired: false,
-            createdAt: now.toISOString(),
-            lastRunAt: now.toISOString(),
-            runCount: 1,
-          };
-      if (!session) await sessions.create(sessionState);
-      const record: StoredRun = {
-        taskId,
-        resumeId,
-        workspaceId: workspace.id,
-        agent: adapter.name,
-        mode: request.wait ? 'sync' : 'async',
-        status: 'running',
-        createdAt: now.toISOString(),
-        endedAt: null,
-        durationMs: null,
-        timeoutMs: request.timeoutMs,
-        exitCode: null,
-        signal: null,
-        bootId: this.bootId,
-      };
-      await this.o.store.set(runKey(taskId), record);
-      this.index.add(workspace.id, taskId, 'running');
-      admitted = true;
-      void this.rememberAgent(workspace.id, adapter.name);
-      return await this.launch(workspace, adapter, record, request, apiUrl, sessionState);
-    } finally {
-      if (!admitted) {
-        this.active -= 1;
-        sessions.release(resumeId, taskId);
-      }
+      ({ record, session } = await this.admitRecord(workspace, request, reservation));
+    } catch (error) {
+      reservation.release();
+      throw error;
     }
+    this.admission.rememberAgent(workspace.id, reservation.adapter.name);
+    return this.launch({ workspace, request, apiUrl, reservation, record, session });
   }
 
-  /**
-   * Records the agent's own session id on the Session (once it is known and safe to put back on
-   * a command line). Returns whether there was one to record.
-   */
-  private saveAgentSessionId(resumeId: string, captured: string | undefined): boolean {
-    if (captured === undefined || !isSafeAgentSessionId(captured)) return false;
-    this.o.sessions
-      .update(resumeId, (s) => (s.agentSessionId === captured ? {} : { agentSessionId: captured }))
-      .catch((e: unknown) => this.o.log('could not store the agent session id', e));
-    return true;
+  /** Makes the Session and the `running` record durable; nothing is acknowledged before. */
+  private async admitRecord(workspace: Workspace, request: StartRequest, reservation: Reservation) {
+    const { sessions } = this.o;
+    const { adapter, resumeId, taskId } = reservation;
+    const now = new Date().toISOString();
+    let session: SessionState;
+    if (reservation.session) {
+      session = await sessions.update(resumeId, (s) => ({ lastRunAt: now, runCount: s.runCount + 1 }));
+    } else {
+      session = { resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: now, lastRunAt: now, runCount: 1 };
+      await sessions.create(session);
+    }
+    const record: StoredRun = {
+      taskId,
+      resumeId,
+      workspaceId: workspace.id,
+      agent: adapter.name,
+      mode: request.wait ? 'sync' : 'async',
+      status: 'running',
+      createdAt: now,
+      endedAt: null,
+      durationMs: null,
+      timeoutMs: request.timeoutMs,
+      exitCode: null,
+      signal: null,
+      bootId: this.bootId,
+    };
+    await this.records.create(record);
+    return { record, session };
   }
 
-  /** Updates the workspace's most recent headless agent; a failed write is logged, never thrown. */
-  private async rememberAgent(workspaceId: string, agent: string): Promise<void> {
-    if (this.lastAgent.get(workspaceId) === agent) return;
-    this.lastAgent.set(workspaceId, agent);
-    await this.o.store.set(metaKey(workspaceId), { workspaceId, lastAgent: agent }).catch((error: unknown) => {
-      this.o.log('could not record the most recent headless agent', error);
-    });
-  }
-
-  /** Spawns the process of an admitted run. From here on, finalisation releases the slot. */
-  private async launch(
-    workspace: Workspace,
-    adapter: AgentAdapter,
-    record: StoredRun,
-    request: StartRequest,
-    apiUrl: string,
-    session: SessionState,
-  ): Promise<{ record: RunRecord; done: Promise<RunResult> }> {
+  /** Starts the admitted run's process. From here on, finalisation releases the reservation. */
+  private async launch(a: {
+    workspace: Workspace;
+    request: StartRequest;
+    apiUrl: string;
+    reservation: Reservation;
+    record: StoredRun;
+    session: SessionState;
+  }): Promise<StartedRun> {
+    const { workspace, record, reservation } = a;
     const input = {
-      prompt: request.prompt,
+      prompt: a.request.prompt,
       workspacePath: workspace.path,
       resumeId: record.resumeId,
-      agentSessionId: request.resumeId === undefined ? undefined : session.agentSessionId,
+      agentSessionId: reservation.session ? a.session.agentSessionId : undefined,
     };
-    const parser: AgentOutputParser = adapter.parser(input);
+    const parser = reservation.adapter.parser(input);
     let resolve!: (result: RunResult) => void;
     const done = new Promise<RunResult>((r) => {
       resolve = r;
     });
-    const live: LiveRun = { record, timers: [], done, resolve };
+    const live: LiveRun = { record, reservation, parser, resolve, done };
     this.live.set(record.taskId, live);
 
     const token = this.o.tokens.issue({ taskId: record.taskId, workspaceId: workspace.id, resumeId: record.resumeId });
-    let sessionIdSaved = false;
-    let child: SpawnedProcess;
+    const invocation = reservation.adapter.invocation(input);
+    let sessionIdNoted = false;
     try {
-      const invocation = adapter.invocation(input);
-      child = await this.o.spawner({
-        command: invocation.command,
-        args: invocation.args,
-        cwd: workspace.path,
-        stdin: invocation.stdin,
-        env: buildRunEnv({
-          base: this.o.baseEnv,
-          adminToken: this.o.adminToken,
-          adapterEnv: invocation.env,
-          workspaceEnv: workspace.env,
-          run: {
-            HEADLESS_API_URL: apiUrl,
-            HEADLESS_WORKSPACE_ID: workspace.id,
-            HEADLESS_TASK_ID: record.taskId,
-            HEADLESS_RESUME_ID: record.resumeId,
-            HEADLESS_RUN_TOKEN: token,
+      live.process = await superviseProcess({
+        spawner: this.o.spawner,
+        timeoutMs: record.timeoutMs,
+        killGraceMs: KILL_GRACE_MS,
+        spawn: {
+          command: invocation.command,
+          args: invocation.args,
+          cwd: workspace.path,
+          stdin: invocation.stdin,
+          env: buildRunEnv({
+            base: this.o.baseEnv,
+            adminToken: this.o.adminToken,
+            adapterEnv: invocation.env,
+            workspaceEnv: workspace.env,
+            run: {
+              HEADLESS_API_URL: a.apiUrl,
+              HEADLESS_WORKSPACE_ID: workspace.id,
+              HEADLESS_TASK_ID: record.taskId,
+              HEADLESS_RESUME_ID: record.resumeId,
+              HEADLESS_RUN_TOKEN: token,
+            },
+          }),
+          onStdoutLine: (line) => {
+            parser.line(line);
+            if (!sessionIdNoted) sessionIdNoted = this.o.sessions.noteAgentSessionId(record.resumeId, parser.sessionId());
           },
-        }),
-        onStdoutLine: (line) => {
-          parser.line(line);
-          if (!sessionIdSaved) sessionIdSaved = this.saveAgentSessionId(record.resumeId, parser.sessionId());
         },
       });
     } catch (error) {
       const message = error instanceof SpawnFailure ? error.message : 'the agent process could not be started';
       if (!(error instanceof SpawnFailure)) this.o.log('spawn failed', error);
-      const failed = await this.finalize(live, { code: 'spawn_failed', message }, null, null, parser, emptyOutput);
+      const failed = await this.finalize(live, { ...emptyEnd, runtimeError: { code: 'spawn_failed', message } });
       throw new HttpProblem('spawn_failed', message, { extra: { taskId: failed.taskId } });
     }
 
-    live.process = child;
-    live.timers.push(setTimeout(() => this.stop(live, 'timeout', KILL_GRACE_MS), record.timeoutMs));
-    child.exit
-      .then((exit) =>
-        this.finalize(live, undefined, exit.exitCode, exit.signal, parser, {
-          stdout: exit.stdout,
-          stderr: exit.stderr,
-          truncated: exit.truncated,
-        }),
-      )
-      .catch((error: unknown) => this.o.log(`could not finalise ${record.taskId}`, error));
-
-    const withProcess: StoredRun = { ...live.record, process: { pid: child.pid, startTime: child.startTime } };
+    const proc = live.process;
+    if (live.pendingStop) this.stop(live, live.pendingStop);
+    const withProcess: StoredRun = { ...record, process: { pid: proc.pid, startTime: proc.startTime } };
+    live.processSaved = this.records.save(withProcess);
+    void proc.ended.then((end) => {
+      if (end.lost !== undefined) this.o.log(`lost track of the process of ${record.taskId}`, end.lost);
+      return this.finalize(live, processOutcome(end));
+    });
     try {
-      await this.o.store.set(runKey(record.taskId), withProcess);
+      await live.processSaved;
     } catch (error) {
-      // Without a durable record of the process, the run is not acknowledged: stop it.
-      this.stop(live, 'shutdown', 0);
+      // Without a durable record of its process, crash recovery could not find the run: stop it.
+      proc.stop('unrecorded', 0);
       throw error;
     }
     if (live.record.status === 'running') live.record = withProcess;
-    return { record: publicRecord(live.record), done: live.done };
+    return { record: publicRecord(live.record), done };
   }
 
-  /** Signals the run's process group; the first stop to act decides the final status. */
-  private stop(live: LiveRun, reason: StopReason, graceMs: number): void {
-    if (live.stopReason !== undefined || live.record.status !== 'running') return;
-    live.stopReason = reason;
-    live.process?.kill(graceMs === 0 ? 'SIGKILL' : 'SIGTERM');
-    if (graceMs > 0) live.timers.push(setTimeout(() => live.process?.kill('SIGKILL'), graceMs));
-  }
-
-  private async finalize(
-    live: LiveRun,
-    runtimeError: RunError | undefined,
-    exitCode: number | null,
-    signal: string | null,
-    parser: AgentOutputParser,
-    output: RunOutput,
-  ): Promise<RunRecord> {
-    for (const timer of live.timers) clearTimeout(timer);
-    const { record } = live;
-    const verdict = parser.finish(exitCode);
-    let status: RunStatus;
-    let error: RunError | undefined = runtimeError;
-    if (live.stopReason === 'cancel') status = 'cancelled';
-    else if (live.stopReason === 'timeout') {
-      status = 'timed_out';
-      error = { code: 'timed_out', message: `Stopped by the watchdog after ${record.timeoutMs} ms.` };
-    } else if (live.stopReason === 'shutdown') {
-      status = 'interrupted';
-      error = { code: 'interrupted', message: 'The service stopped while the run was running; it was not re-run.' };
-    } else if (runtimeError) status = 'failed';
-    else if (exitCode === 0 && !verdict.error) status = 'succeeded';
-    else {
-      status = 'failed';
-      error =
-        exitCode !== 0
-          ? exitCode === null
-            ? { code: 'signal', message: `The agent was killed by ${signal ?? 'a signal'}.` }
-            : { code: 'exit_code', message: `The agent exited with code ${exitCode}.` }
-          : { code: 'agent_error', message: verdict.error ?? 'The agent reported a failure.' };
-    }
+  /** Judges the outcome, releases the reservation and stores the final record. Runs once per run. */
+  private async finalize(live: LiveRun, end: EndInput): Promise<RunRecord> {
+    const { record, reservation } = live;
+    const verdict = live.parser.finish(end.exitCode);
+    const outcome = judgeOutcome({
+      exitCode: end.exitCode,
+      signal: end.signal,
+      stopReason: live.process?.stopReason,
+      runtimeError: end.runtimeError,
+      agentError: verdict.error,
+      timeoutMs: record.timeoutMs,
+    });
     const endedAt = new Date();
     const final: StoredRun = {
       ...record,
-      status,
+      status: outcome.status,
       endedAt: endedAt.toISOString(),
       durationMs: Math.max(0, endedAt.getTime() - Date.parse(record.createdAt)),
-      exitCode,
-      signal,
-      ...(error ? { error } : {}),
+      exitCode: end.exitCode,
+      signal: end.signal,
+      ...(outcome.error ? { error: outcome.error } : {}),
     };
     live.record = final;
-
     this.o.tokens.revoke(record.taskId);
-    this.active -= 1;
-    this.saveAgentSessionId(record.resumeId, verdict.agentSessionId);
-    this.o.sessions.release(record.resumeId, record.taskId);
+    this.o.sessions.noteAgentSessionId(record.resumeId, verdict.agentSessionId);
+    reservation.release();
 
-    await this.persistFinal(final);
-    this.index.move(record.workspaceId, record.taskId, 'running', status);
+    await live.processSaved?.catch(() => undefined);
+    await this.records.finish(final);
     this.live.delete(record.taskId);
-    this.remember(final);
-    live.resolve({ record: publicRecord(final), output });
+    live.resolve({ record: publicRecord(final), output: end.output });
     return publicRecord(final);
   }
 
-  /** A final status is written once; a refusing store is retried, the record kept in memory meanwhile. */
-  private async persistFinal(final: StoredRun): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.o.store.set(runKey(final.taskId), final);
-        return;
-      } catch (error) {
-        if (!(error instanceof StorageError) || attempt >= retryDelays.length) {
-          this.o.log(`could not store the final record of ${final.taskId}`, error);
-          return;
-        }
-        await new Promise((r) => setTimeout(r, retryDelays[attempt]));
-      }
-    }
-  }
-
-  private remember(record: StoredRun): void {
-    this.cache.delete(record.taskId);
-    this.cache.set(record.taskId, record);
-    if (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
-  }
-
-  /** The live record of a running run, else the cached or stored one. */
-  private async findRun(taskId: string): Promise<StoredRun | undefined> {
-    const live = this.live.get(taskId);
-    if (live) return live.record;
-    const cached = this.cache.get(taskId);
-    if (cached) return cached;
-    const stored = await this.o.store.get<StoredRun>(runKey(taskId));
-    if (stored && stored.status !== 'running') this.remember(stored);
-    return stored;
+  private async find(taskId: string): Promise<StoredRun | undefined> {
+    return this.live.get(taskId)?.record ?? (await this.records.find(taskId));
   }
 
   async get(taskId: string): Promise<RunRecord> {
-    const stored = await this.findRun(taskId);
+    const stored = await this.find(taskId);
     if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
     return publicRecord(stored);
   }
 
   async list(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<{ runs: RunRecord[]; nextCursor: string | null }> {
-    const page = this.index.page(workspaceId, status, limit, cursor);
-    const runs = await Promise.all(page.ids.map((id) => this.findRun(id)));
+    const page = this.records.page(workspaceId, status, limit, cursor);
+    const runs = await Promise.all(page.ids.map((id) => this.find(id)));
     return { runs: runs.filter((r): r is StoredRun => r !== undefined).map(publicRecord), nextCursor: page.next };
   }
 
@@ -414,18 +284,24 @@ export class RunService {
       await this.get(taskId);
       throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
     }
-    if (live.record.status !== 'running' || (live.stopReason !== undefined && live.stopReason !== 'cancel')) {
+    const stopReason = live.process?.stopReason ?? live.pendingStop;
+    if (live.record.status !== 'running' || (stopReason !== undefined && stopReason !== 'cancel')) {
       throw new HttpProblem('run_not_running', `Run "${taskId}" is already stopping.`);
     }
-    this.stop(live, 'cancel', KILL_GRACE_MS);
+    this.stop(live, 'cancel');
     return publicRecord(live.record);
+  }
+
+  private stop(live: LiveRun, reason: ServiceStop): void {
+    if (live.process) live.process.stop(reason, reason === 'shutdown' ? SHUTDOWN_GRACE_MS : KILL_GRACE_MS);
+    else live.pendingStop ??= reason;
   }
 
   /** Refuses new starts, stops every running run (recorded `interrupted`) and waits, bounded. */
   async shutdown(): Promise<void> {
-    this.shuttingDown = true;
+    this.admission.close();
     const runs = [...this.live.values()];
-    for (const live of runs) this.stop(live, 'shutdown', SHUTDOWN_GRACE_MS);
+    for (const live of runs) this.stop(live, 'shutdown');
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       Promise.all(runs.map((r) => r.done)),
@@ -434,7 +310,24 @@ export class RunService {
       }),
     ]);
     clearTimeout(timer);
+    await this.records.close();
   }
 }
 
-const emptyOutput: RunOutput = { stdout: '', stderr: '', truncated: false };
+interface EndInput {
+  exitCode: number | null;
+  signal: string | null;
+  output: RunOutput;
+  runtimeError?: RunError;
+}
+
+const emptyEnd: EndInput = { exitCode: null, signal: null, output: emptyOutput };
+
+function processOutcome(end: ProcessEnd): EndInput {
+  return {
+    exitCode: end.exitCode,
+    signal: end.signal,
+    output: { stdout: end.stdout, stderr: end.stderr, truncated: end.truncated },
+    ...(end.lost === undefined ? {} : { runtimeError: { code: 'process_lost', message: 'The service lost track of the agent process.' } }),
+  };
+}

@@ -1,3 +1,4 @@
+import { BoundedCache } from './bounded-cache';
 import { HttpProblem } from './problem';
 import type { HeadlessStore } from './store';
 import type { SessionState, SessionView } from './types';
@@ -15,13 +16,13 @@ export function isSafeAgentSessionId(id: string): boolean {
 const CACHE_SIZE = 5000;
 
 /**
- * Product Sessions (contract §5), stored in the store and read through a bounded cache. "Busy" is
+ * Product Sessions (README: Sessions), stored in the store and read through a bounded cache. "Busy" is
  * in memory only, so it can be checked and taken with no await in between, and a restart (which
  * interrupts every run) frees every Session. Updates to one Session run one after another, each
  * on the latest state, so concurrent changes never lose each other.
  */
 export class SessionBook {
-  private readonly cache = new Map<string, SessionState>();
+  private readonly cache = new BoundedCache<string, SessionState>(CACHE_SIZE);
   private readonly busy = new Map<string, string>();
   private readonly queues = new Map<string, Promise<unknown>>();
 
@@ -29,12 +30,11 @@ export class SessionBook {
     private readonly store: HeadlessStore,
     /** Whether the Session's agent can resume at all. */
     private readonly agentResumes: (agent: string) => boolean,
+    private readonly log: (message: string, error?: unknown) => void,
   ) {}
 
   private remember(session: SessionState): void {
-    this.cache.delete(session.resumeId);
     this.cache.set(session.resumeId, session);
-    if (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
   }
 
   async get(resumeId: string): Promise<SessionState | undefined> {
@@ -95,6 +95,18 @@ export class SessionBook {
       if (this.queues.get(resumeId) === settled) this.queues.delete(resumeId);
     });
     return result;
+  }
+
+  /**
+   * Records the agent's own session id, once it is known and safe to put back on a command line;
+   * a failed write is logged. Returns whether there was one to record.
+   */
+  noteAgentSessionId(resumeId: string, captured: string | undefined): boolean {
+    if (captured === undefined || !isSafeAgentSessionId(captured)) return false;
+    this.update(resumeId, (s) => (s.agentSessionId === captured ? {} : { agentSessionId: captured })).catch((e: unknown) =>
+      this.log('could not store the agent session id', e),
+    );
+    return true;
   }
 
   /** Not retired, its agent resumes, and the agent's own session id was captured. */

@@ -1,6 +1,6 @@
 import { execa } from 'execa';
 import { LineSplitter, TailBuffer } from './output';
-import { MARKER_VARIABLE, killMarkedProcesses, processStartTime, signalGroup } from './process-tree';
+import { processStartTime, signalGroup } from './process-tree';
 
 export interface SpawnOptions {
   /** Executable name (looked up on `env.PATH`) or path. Never run through a shell. */
@@ -29,11 +29,16 @@ export interface SpawnedProcess {
   startTime?: string;
   /** Settles once the process has exited and its output is drained (at most `drainMs` more). */
   exit: Promise<ProcessExit>;
-  /** Signals the whole process group. */
+  /** Signals everything the process started: its whole process group. Called again after exit. */
   kill(signal: NodeJS.Signals): void;
 }
 
-/** Starts a process or rejects with `SpawnFailure`. Replaceable through the handler's `spawner` option. */
+/**
+ * Starts a process or rejects with `SpawnFailure`. Replaceable through the handler's `spawner`
+ * option. The service does the rest whatever the spawner: the watchdog and cancel call `kill`,
+ * and after `exit` settles it calls `kill('SIGKILL')` and kills every process still carrying
+ * the run's `HEADLESS_TASK_ID`, so escaped descendants are reaped with a custom spawner too.
+ */
 export type Spawner = (options: SpawnOptions) => Promise<SpawnedProcess>;
 
 export class SpawnFailure extends Error {
@@ -57,10 +62,9 @@ export interface ExecaSpawnerOptions {
 
 /**
  * The default spawner (execa): argv only, own process group (detached), stdin closed or fed
- * then closed, environment given whole. The run ends when the process exits: output is drained
- * for at most `drainMs` more, then whatever is left of the group (and any process carrying the
- * run's marker) is killed, so a grandchild holding the pipe can neither keep the run open nor
- * outlive it.
+ * then closed, environment given whole. `exit` settles when the process exits and its output
+ * is drained, for at most `drainMs` more: a grandchild holding the pipe cannot keep the run
+ * open (the service then kills it with the group).
  */
 export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
   const tailBytes = options.tailBytes ?? 64 * 1024;
@@ -124,9 +128,6 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
             });
             void Promise.race([ended, drained]).then(() => {
               clearTimeout(timer);
-              signalGroup(pid, 'SIGKILL');
-              const marker = spawn.env[MARKER_VARIABLE];
-              if (marker) killMarkedProcesses(new Set([marker]));
               for (const stream of streams) stream.destroy();
               lines?.end();
               settle({

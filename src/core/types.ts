@@ -8,7 +8,7 @@ export interface RunError {
   message: string;
 }
 
-/** The run record of contract §3: process status only, never the prompt, output or a token. */
+/** The run record: process status only, never the prompt, output or a token. */
 export interface RunRecord {
   taskId: string;
   resumeId: string;

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { FAKE_AGENT } from './harness';
+import { waitEnded } from './wait';
 
 export const CLI = resolve(__dirname, '../../dist/cli.js');
 
@@ -114,3 +115,7 @@ export async function api(daemon: Daemon, method: string, path: string, json?: u
     body: json === undefined ? undefined : JSON.stringify(json),
   });
 }
+
+/** Polls a run on the daemon until it has ended, and returns its record. */
+export const waitRun = (daemon: Daemon, taskId: string, timeoutMs = 20_000) =>
+  waitEnded(async () => (await (await api(daemon, 'GET', `/api/headless/${taskId}`)).json()) as Record<string, any>, timeoutMs);

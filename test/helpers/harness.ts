@@ -10,6 +10,7 @@ import {
   createExecaSpawner,
   createHeadlessHandler,
 } from '../../src/core/index';
+import { waitEnded } from './wait';
 
 export const FAKE_AGENT = resolve(__dirname, '../fixtures/fake-agent.mjs');
 
@@ -93,15 +94,8 @@ export async function createTestHost(options: Partial<HeadlessHandlerOptions> & 
       if (res.status !== 202) throw new Error(`start failed: ${res.status} ${await res.text()}`);
       return (await res.json()) as { taskId: string; resumeId: string };
     },
-    async waitEnded(taskId, timeoutMs = 15_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const record = (await (await request('GET', `/api/headless/${taskId}`)).json()) as Record<string, unknown>;
-        if (record.status !== 'running') return record;
-        if (Date.now() > deadline) throw new Error(`run ${taskId} still running after ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
+    waitEnded: (taskId, timeoutMs) =>
+      waitEnded(async () => (await (await request('GET', `/api/headless/${taskId}`)).json()) as Record<string, unknown>, timeoutMs),
     async close() {
       hosts.delete(host);
       await handler.close();

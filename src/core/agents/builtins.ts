@@ -1,9 +1,8 @@
 import type { AgentAdapter, AgentOutputParser, AgentRunInput, AgentVerdict } from './types';
 
 /**
- * The built-in adapters (contract §9), one per real CLI, each with the flags that keep it from
- * ever waiting for a human and its machine-readable output. Facts per CLI:
- * `shared/reference/agent-clis.md`. The prompt never lands where it could be read as an option:
+ * The built-in adapters, one per real CLI, each with the flags that keep it from ever waiting
+ * for a human and its machine-readable output; the README's agent table says what each does. The prompt never lands where it could be read as an option:
  * it goes on stdin, or glued to its option (`--prompt=<text>`), which parsers take whole.
  */
 
@@ -269,5 +268,5 @@ const shell: AgentAdapter = {
   parser: () => ({ line: () => undefined, sessionId: () => undefined, finish: () => ({}) }),
 };
 
-/** In contract §9's order, which is also the last step of agent selection. */
+/** In the README's order, which is also the last step of agent selection. */
 export const BUILTIN_AGENTS: readonly AgentAdapter[] = [claude, codex, gemini, qwen, opencode, cursor, amp, copilot, goose, shell];

@@ -1,6 +1,6 @@
 import type { AgentAdapter, AgentRunInput } from './types';
 
-/** A custom agent defined in the config file (contract §8). */
+/** A custom agent defined in the config file (README: Custom command agents). */
 export interface CommandAgentDefinition {
   command: string;
   /** Placeholders: {prompt} {resumeId} {agentSessionId} {workspacePath}. */

@@ -35,7 +35,7 @@ export interface SelectionInput {
   path: string | undefined;
 }
 
-/** Every adapter the service knows: the built-ins in contract §9's order, then custom agents. */
+/** Every adapter the service knows: the built-ins in the README's order, then custom agents. */
 export class AgentRegistry {
   private readonly adapters = new Map<string, AgentAdapter>();
 
@@ -59,7 +59,7 @@ export class AgentRegistry {
     return workspace.agents === undefined || workspace.agents.includes(name);
   }
 
-  /** The checks on a named agent, in the contract's order. */
+  /** The checks on a named agent, in the documented order (README: Errors). */
   check(workspace: Workspace, name: string): AgentAdapter {
     const adapter = this.adapters.get(name);
     if (!adapter) throw new HttpProblem('agent_unknown', `No agent is named "${name}".`);
@@ -73,7 +73,7 @@ export class AgentRegistry {
   }
 
   /**
-   * Picks the agent of a run. A named agent passes the contract's checks (its executable is
+   * Picks the agent of a run. A named agent passes those checks (its executable is
    * checked at spawn, which fails with 500 spawn_failed). Otherwise the seed's order: fixed
    * headless agent, most recent, workspace default, installation default, then every adapter
    * in registry order; a candidate is taken only if headless-capable, enabled and found.
