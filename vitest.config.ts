@@ -1,10 +1,19 @@
+import { delimiter } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// npm puts node_modules/.bin on the PATH, and the real agent CLIs (dev dependencies) live there:
+// tests see only the agents they put on a PATH themselves.
+const PATH = (process.env.PATH ?? '')
+  .split(delimiter)
+  .filter((dir) => !dir.endsWith('node_modules/.bin'))
+  .join(delimiter);
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    env: { PATH },
     // Real processes and sockets: two cores, so keep files from starving each other.
     maxWorkers: 2,
     fileParallelism: true,

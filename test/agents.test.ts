@@ -22,7 +22,7 @@ describe('built-in adapters build their CLI’s real headless command line', () 
     ['claude', 'claude', ['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions'], ['--resume', 'S1']],
     ['codex', 'codex', ['exec', '--json', '--skip-git-repo-check', '--sandbox', 'workspace-write', '--color', 'never', '-'], undefined],
     ['gemini', 'gemini', [`--prompt=${PROMPT}`, '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust'], ['--resume', 'S1']],
-    ['qwen', 'qwen', [`--prompt=${PROMPT}`, '--output-format', 'stream-json', '--approval-mode', 'yolo'], ['--resume', 'S1']],
+    ['qwen', 'qwen', ['--output-format', 'stream-json', '--approval-mode', 'yolo'], ['--resume', 'S1']],
     ['opencode', 'opencode', ['run', '--format', 'json'], ['--session', 'S1']],
     ['cursor', 'cursor-agent', ['-p', '--output-format', 'stream-json', '--force', '--trust'], ['--resume', 'S1']],
     ['amp', 'amp', ['--execute', '--stream-json', '--dangerously-allow-all'], undefined],
@@ -66,42 +66,6 @@ describe('built-in adapters build their CLI’s real headless command line', () 
   });
 });
 
-describe('parsers read the session id and judge success from exit code and final event', () => {
-  const feed = (name: string, lines: unknown[], exitCode: number | null) => {
-    const parser = adapter(name).parser(input());
-    for (const line of lines) parser.line(typeof line === 'string' ? line : JSON.stringify(line));
-    return parser.finish(exitCode);
-  };
-
-  it('claude: session_id; exit 0 with is_error true is a failure', () => {
-    const init = { type: 'system', subtype: 'init', session_id: 'c-1' };
-    expect(feed('claude', ['banner text', init, { type: 'result', subtype: 'success', is_error: false, session_id: 'c-1' }], 0)).toEqual({ agentSessionId: 'c-1' });
-    expect(feed('claude', [init, { type: 'result', subtype: 'success', is_error: true, result: 'API Error: 429' }], 0).error).toContain('API Error: 429');
-    expect(feed('claude', [init, { type: 'result', subtype: 'error_max_turns', is_error: false }], 0).error).toContain('error_max_turns');
-    expect(feed('claude', [init], 0).error).toContain('no final result');
-  });
-
-  it('codex: thread.started.thread_id; turn.failed is a failure', () => {
-    expect(feed('codex', [{ type: 'thread.started', thread_id: 'th-1' }, { type: 'turn.completed' }], 0)).toEqual({ agentSessionId: 'th-1' });
-    expect(feed('codex', [{ type: 'thread.started', thread_id: 'th-1' }, { type: 'turn.failed', error: { message: 'nope' } }], 1).error).toContain('nope');
-  });
-
-  it('gemini: init session_id; result status error is a failure', () => {
-    expect(feed('gemini', [{ type: 'init', session_id: 'g-1' }, { type: 'result', status: 'success' }], 0)).toEqual({ agentSessionId: 'g-1' });
-    expect(feed('gemini', [{ type: 'init', session_id: 'g-1' }, { type: 'result', status: 'error', error: { message: 'x' } }], 1).error).toBeDefined();
-  });
-
-  it('opencode: sessionID on every event; error event is a failure', () => {
-    expect(feed('opencode', [{ type: 'step_start', sessionID: 'ses_o' }, { type: 'text', sessionID: 'ses_o' }], 0)).toEqual({ agentSessionId: 'ses_o' });
-    expect(feed('opencode', [{ type: 'error', sessionID: 'ses_o', error: { name: 'E', data: { message: 'bad key' } } }], 0).error).toContain('bad key');
-  });
-
-  it('copilot: sessionId in the final result; result exitCode non-zero is a failure', () => {
-    expect(feed('copilot', [{ type: 'assistant.message', data: {} }, { type: 'result', sessionId: 'cp-1', exitCode: 0 }], 0)).toEqual({ agentSessionId: 'cp-1' });
-    expect(feed('copilot', [{ type: 'result', sessionId: 'cp-1', exitCode: 1 }], 0).error).toBeDefined();
-  });
-});
-
 describe('fake CLIs check their flags as the real ones do', () => {
   it.each(['claude', 'codex', 'gemini', 'qwen', 'opencode', 'cursor-agent', 'amp', 'copilot', 'goose'])('%s rejects an unknown flag', async (cli) => {
     const { spawnSync } = await import('node:child_process');
@@ -120,7 +84,7 @@ async function cliHost(agents?: string[]): Promise<{ host: TestHost; log: string
   writeFileSync(log, '');
   const host = await createTestHost({
     workspaces: [
-      { id: 'ws', path: state, agents, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state, FAKE_CLI_LOG: log } },
+      { id: 'ws', path: state, agents, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state, FAKE_CLI_LOG: log, AMP_API_KEY: 'fake-key' } },
       { id: 'other', path: state, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state } },
     ],
     agents: { fake: fakeAgent },
@@ -166,7 +130,8 @@ describe('every built-in agent through the HTTP API, with its fake CLI', () => {
     expect(failed.body).toMatchObject({ status: 'failed' });
   });
 
-  it.each(['claude', 'qwen', 'amp', 'copilot'])('%s: a run the agent reports as failed after exit 0 is failed', async (agent) => {
+  // Of the real CLIs only qwen reports a failed model call with exit 0 (recorded); amp's fake by its docs.
+  it.each(['qwen', 'amp'])('%s: a run the agent reports as failed after exit 0 is failed', async (agent) => {
     const { host } = await cliHost();
     const { body } = await startRun(host, { prompt: 'FAIL_EXIT0', agent, wait: true });
     expect(body).toMatchObject({ status: 'failed', exitCode: 0, error: { code: 'agent_error' } });
@@ -272,5 +237,54 @@ describe('live registered adapter order', () => {
     const next = await startRun(host, { prompt: 'hello', wait: true });
     // The most recent headless agent (gemini) now comes before the registry order.
     expect(next.body.agent).toBe('gemini');
+  });
+});
+
+describe('an executable is not proof that it is the agent', () => {
+  /** A folder whose `goose` is the database-migration tool of the same name (npm `goose-cli`). */
+  function impostorGoose(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-goose-'));
+    dirs.push(dir);
+    const file = join(dir, 'goose');
+    writeFileSync(file, '#!/bin/sh\necho "Usage: goose [OPTIONS] DRIVER DBSTRING <command>"\necho "Drivers: postgres mysql sqlite3"\nexit 0\n', { mode: 0o755 });
+    return dir;
+  }
+
+  it('selection skips a goose that is not the agent; naming it fails at spawn, saying what it is', async () => {
+    const dir = impostorGoose();
+    const PATH = `${dir}${delimiter}/usr/bin${delimiter}/bin`;
+    const host = await createTestHost({ workspaces: [{ id: 'ws', path: dir, agents: ['goose'], env: { PATH } }], agents: {} });
+    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x' } }))).toMatchObject({ status: 400, code: 'no_headless_agent' });
+    const named = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'goose' } });
+    const body = (await named.json()) as { code: string; detail: string; taskId: string };
+    expect(named.status).toBe(500);
+    expect(body.code).toBe('spawn_failed');
+    expect(body.detail).toMatch(/is not the goose agent CLI/);
+    expect(await host.waitEnded(body.taskId)).toMatchObject({ status: 'failed', error: { code: 'spawn_failed' } });
+  });
+
+  it('the real goose (its fake answers --help as Block’s does) is selected', async () => {
+    const { host } = await cliHost(['goose']);
+    const { body } = await startRun(host, { prompt: 'hello', wait: true });
+    expect(body).toMatchObject({ agent: 'goose', status: 'succeeded' });
+  });
+});
+
+describe('amp without credentials', () => {
+  it('fails at once with spawn_failed naming what to set, instead of waiting at its login prompt', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'hrw-amp-'));
+    dirs.push(state);
+    const host = await createTestHost({
+      workspaces: [{ id: 'ws', path: state, agents: ['amp'], env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state, HOME: state } }],
+      agents: {},
+    });
+    const started = Date.now();
+    const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'amp', wait: true, timeoutMs: 20_000 } });
+    const body = (await res.json()) as { code: string; detail: string };
+    expect(res.status).toBe(500);
+    expect(body).toMatchObject({ code: 'spawn_failed' });
+    expect(body.detail).toMatch(/no credentials.*AMP_API_KEY/);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(host.spawner.count).toBe(0);
   });
 });

@@ -14,7 +14,7 @@ async function setup(maxConcurrentRuns = 2) {
   const store = keyvStore(createMemoryKeyv());
   const registry = new AgentRegistry({ fake: fakeAgent, other: fakeAgent });
   const sessions = new SessionBook(store, () => true, () => undefined);
-  const admission = new Admission({ registry, sessions, store, maxConcurrentRuns, path: process.env.PATH, log: () => undefined });
+  const admission = new Admission({ registry, sessions, store, maxConcurrentRuns, baseEnv: process.env, log: () => undefined });
   const session = async (extra: Partial<SessionState> = {}) => {
     const s: SessionState = {
       resumeId: `ses_${Math.random().toString(36).slice(2)}`,
@@ -102,7 +102,7 @@ describe('admission', () => {
     const store = keyvStore(createMemoryKeyv());
     const registry = new AgentRegistry({ fake: fakeAgent, other: fakeAgent });
     const make = () =>
-      new Admission({ registry, sessions: new SessionBook(store, () => true, () => undefined), store, maxConcurrentRuns: 4, path: process.env.PATH, log: () => undefined });
+      new Admission({ registry, sessions: new SessionBook(store, () => true, () => undefined), store, maxConcurrentRuns: 4, baseEnv: process.env, log: () => undefined });
     const first = make();
     first.rememberAgent('ws', 'other');
     expect((await first.admit(ws, request())).adapter.name).toBe('other');

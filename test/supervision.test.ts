@@ -71,24 +71,33 @@ describe('process supervision (real processes)', () => {
         CLAUDECODE: '1',
         CLAUDE_CODE_ENTRYPOINT: 'cli',
         CLAUDE_CODE_SESSION_ID: 'x',
+        CLAUDE_CODE_CHILD_SESSION: '1',
+        CLAUDE_CODE_OAUTH_TOKEN: 'oauth-credential',
+        CLAUDE_CODE_USE_BEDROCK: '1',
+        PWD: '/somewhere/the/daemon/started',
         NODE_OPTIONS: '--require /tmp/evil.js',
         HEADLESS_ADMIN_TOKEN: token,
         SOME_OTHER_NAME: `prefix-${token}`,
         HEADLESS_RUN_TOKEN: 'inherited-should-be-replaced',
         KEEP_ME: 'yes',
       },
-      workspaces: [{ id: 'ws', path: '/tmp', agents: ['fake'], env: { FROM_WORKSPACE: 'ws-value' } }],
+      workspaces: [{ id: 'ws', path: '/tmp', agents: ['fake'], env: { FROM_WORKSPACE: 'ws-value', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', PWD: '/elsewhere' } }],
     });
     const { body } = await syncRun(host, 'dump-env');
     const stdout = body.output.stdout as string;
     expect(stdout).not.toContain(token);
     const env = JSON.parse(stdout) as Record<string, string>;
-    for (const name of ['CLAUDECODE', 'CLAUDE_CODE_ENTRYPOINT', 'CLAUDE_CODE_SESSION_ID', 'NODE_OPTIONS', 'HEADLESS_ADMIN_TOKEN', 'SOME_OTHER_NAME']) {
+    for (const name of ['CLAUDECODE', 'CLAUDE_CODE_ENTRYPOINT', 'CLAUDE_CODE_SESSION_ID', 'CLAUDE_CODE_CHILD_SESSION', 'NODE_OPTIONS', 'HEADLESS_ADMIN_TOKEN', 'SOME_OTHER_NAME']) {
       expect(env[name], name).toBeUndefined();
     }
     expect(env).toMatchObject({
       KEEP_ME: 'yes',
       FROM_WORKSPACE: 'ws-value',
+      // Credentials and settings of Claude Code pass; PWD is always the workspace.
+      CLAUDE_CODE_OAUTH_TOKEN: 'oauth-credential',
+      CLAUDE_CODE_USE_BEDROCK: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      PWD: '/tmp',
       HEADLESS_API_URL: 'http://127.0.0.1:47331',
       HEADLESS_WORKSPACE_ID: 'ws',
       HEADLESS_TASK_ID: body.taskId,

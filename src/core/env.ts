@@ -1,7 +1,15 @@
 /** The environment of a run (README: Start a run, The Inbox). */
 
-/** Variables that break nested agents or inject code into Node-based CLIs. */
+/**
+ * Removed from every layer: what tells Claude Code it runs inside another Claude Code session
+ * (`CLAUDECODE` and the `CLAUDE_CODE_*` session variables), code injection into Node-based CLIs,
+ * the admin token and the service's own run variables.
+ */
 const STRIPPED = /^(CLAUDECODE|CLAUDE_CODE_.*|NODE_OPTIONS|HEADLESS_ADMIN_TOKEN|HEADLESS_(API_URL|WORKSPACE_ID|TASK_ID|RESUME_ID|RUN_TOKEN))$/;
+
+/** The `CLAUDE_CODE_*` variables that configure credentials, providers and limits: kept. */
+const CLAUDE_SETTINGS =
+  /^CLAUDE_CODE_(OAUTH_TOKEN|OAUTH_REFRESH_TOKEN|OAUTH_SCOPES|USE_[A-Z_]+|SKIP_[A-Z_]+_AUTH|DISABLE_[A-Z_]+|MAX_[A-Z_]+|SUBAGENT_MODEL|API_KEY_HELPER_TTL_MS|CLIENT_(CERT|KEY|KEY_PASSPHRASE)|EXTRA_BODY)$/;
 
 export interface RunVariables {
   HEADLESS_API_URL: string;
@@ -17,22 +25,26 @@ export interface RunEnvInput {
   adminToken?: string;
   adapterEnv?: Record<string, string>;
   workspaceEnv?: Record<string, string>;
+  /** The run's working directory, also given as `PWD`: some CLIs (opencode) work where `PWD` says. */
+  cwd: string;
   run: RunVariables;
 }
 
+const stripped = (name: string) => STRIPPED.test(name) && !CLAUDE_SETTINGS.test(name);
+
 /**
  * The service's environment minus secrets and nesting breakers, then the adapter's variables,
- * the workspace's `env`, and last the run's own variables, which nothing can override.
+ * the workspace's `env`, and last `PWD` and the run's own variables, which nothing can override.
  */
 export function buildRunEnv(input: RunEnvInput): Record<string, string> {
   const env: Record<string, string> = {};
   const layers = [input.base, input.adapterEnv ?? {}, input.workspaceEnv ?? {}];
   for (const layer of layers) {
     for (const [key, value] of Object.entries(layer)) {
-      if (value === undefined || STRIPPED.test(key)) continue;
+      if (value === undefined || stripped(key)) continue;
       if (input.adminToken !== undefined && value.includes(input.adminToken)) continue;
       env[key] = value;
     }
   }
-  return { ...env, ...input.run };
+  return { ...env, PWD: input.cwd, ...input.run };
 }

@@ -26,15 +26,16 @@ export interface AdmissionOptions {
   store: HeadlessStore;
   maxConcurrentRuns: number;
   defaultAgent?: string;
-  /** The PATH agents run with when the workspace sets none; selection only takes agents found on it. */
-  path: string | undefined;
+  /** The environment runs start from: selection only takes agents found on its (or the workspace's) `PATH`. */
+  baseEnv: NodeJS.ProcessEnv;
   log: (message: string, error?: unknown) => void;
 }
 
 /**
  * Admission of a run: the agent choice, the Session rules and host capacity, in the documented
- * order. After the Session is read, every check and the taking of the slot and the Session
- * happen in one tick, so two requests can never both pass a check that only one may pass.
+ * order. After the last await (reading the Session, probing candidate agents), the busy,
+ * resumable and capacity checks and the taking of the slot and the Session happen in one tick,
+ * so two requests can never both pass a check that only one may pass.
  */
 export class Admission {
   private active = 0;
@@ -64,14 +65,20 @@ export class Admission {
     const { registry, sessions } = this.o;
     let adapter = request.agent === undefined ? undefined : registry.check(workspace, request.agent);
     const session = request.resumeId === undefined ? undefined : await sessions.require(request.resumeId);
-    this.refuseIfClosed();
     if (session) adapter = this.checkSession(workspace, session, adapter);
-    adapter ??= registry.select({
+    adapter ??= await registry.select({
       workspace,
       lastAgent: this.lastAgent.get(workspace.id),
       defaultAgent: this.o.defaultAgent,
-      path: workspace.env?.PATH ?? this.o.path,
+      env: this.selectionEnv(workspace),
     });
+    // From here to the reservation: no await, so no other request can pass these checks meanwhile.
+    this.refuseIfClosed();
+    if (session) {
+      // Busy first: the agent's session id of a run in flight is only known once it has printed it.
+      if (sessions.isBusy(session.resumeId)) throw new HttpProblem('session_busy', `Session "${session.resumeId}" has a run in progress.`);
+      if (!sessions.isResumable(session)) throw new HttpProblem('session_not_resumable', `Session "${session.resumeId}" cannot be resumed.`);
+    }
     if (this.active >= this.o.maxConcurrentRuns) {
       throw new HttpProblem('capacity_reached', `All ${this.o.maxConcurrentRuns} run slots are busy; retry later.`, {
         headers: { 'retry-after': '5' },
@@ -97,9 +104,9 @@ export class Admission {
     };
   }
 
-  /** The Session rules of a resume; returns the adapter the run will use. */
+  /** The Session rules of a resume that need no lock; returns the adapter the run will use. */
   private checkSession(workspace: Workspace, session: SessionState, named: AgentAdapter | undefined): AgentAdapter {
-    const { registry, sessions } = this.o;
+    const { registry } = this.o;
     if (session.workspaceId !== workspace.id) {
       throw new HttpProblem('session_other_workspace', `Session "${session.resumeId}" belongs to another workspace.`);
     }
@@ -107,11 +114,12 @@ export class Admission {
     if (named && named.name !== session.agent) {
       throw new HttpProblem('session_not_resumable', `Session "${session.resumeId}" belongs to agent "${session.agent}".`);
     }
-    const adapter = named ?? registry.check(workspace, session.agent);
-    // Busy first: the agent's session id of a run in flight is only known once it has printed it.
-    if (sessions.isBusy(session.resumeId)) throw new HttpProblem('session_busy', `Session "${session.resumeId}" has a run in progress.`);
-    if (!sessions.isResumable(session)) throw new HttpProblem('session_not_resumable', `Session "${session.resumeId}" cannot be resumed.`);
-    return adapter;
+    return named ?? registry.check(workspace, session.agent);
+  }
+
+  private selectionEnv(workspace: Workspace): Record<string, string> {
+    const pick = (name: string) => workspace.env?.[name] ?? this.o.baseEnv[name];
+    return Object.fromEntries(['PATH', 'HOME'].flatMap((name) => (pick(name) === undefined ? [] : [[name, pick(name)!]])));
   }
 
   /** Records the workspace's most recent headless agent; a failed write is logged, never thrown. */

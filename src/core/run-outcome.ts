@@ -11,6 +11,8 @@ export interface OutcomeInput {
   runtimeError?: RunError;
   /** The agent's own verdict from its output: set when it reported a failure. */
   agentError?: string;
+  /** What the agent printed last on stderr, for a failure it gave no reason for in its output. */
+  stderr?: string;
   timeoutMs: number;
 }
 
@@ -45,9 +47,32 @@ export function judgeOutcome(input: OutcomeInput): Outcome {
   }
   if (input.runtimeError) return { status: 'failed', error: input.runtimeError };
   if (input.exitCode === 0 && !input.agentError) return { status: 'succeeded' };
+  const reason = input.agentError || reasonFromStderr(input.stderr ?? '');
+  const because = reason ? `: ${reason}` : '.';
   if (input.exitCode === null) {
-    return { status: 'failed', error: { code: 'signal', message: `The agent was killed by ${input.signal ?? 'a signal'}.` } };
+    return { status: 'failed', error: { code: 'signal', message: `The agent was killed by ${input.signal ?? 'a signal'}${because}` } };
   }
-  if (input.exitCode !== 0) return { status: 'failed', error: { code: 'exit_code', message: `The agent exited with code ${input.exitCode}.` } };
+  if (input.exitCode !== 0) return { status: 'failed', error: { code: 'exit_code', message: `The agent exited with code ${input.exitCode}${because}` } };
   return { status: 'failed', error: { code: 'agent_error', message: input.agentError || 'The agent reported a failure.' } };
+}
+
+const ANSI = /\x1b\[[0-9;?]*[ -\/]*[@-~]/g;
+const SAYS_WHY = /error|fail|invalid|denied|unauthori[sz]ed|forbidden|not found|missing|must|cannot|can't|refused|no such/i;
+const MAX_REASON = 500;
+
+/**
+ * The line of an agent's stderr that says why it failed: the last one that reads like a reason
+ * (an error, a refusal, something missing), else the last line with words. Colours and stack
+ * frames removed, bounded.
+ */
+export function reasonFromStderr(stderr: string): string | undefined {
+  const lines = stderr
+    .replace(ANSI, '')
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    // Stack frames and lone brackets say nothing about why.
+    .filter((line) => /\w/.test(line) && !/^at\s/.test(line));
+  const line = lines.findLast((l) => SAYS_WHY.test(l)) ?? lines.at(-1);
+  if (line === undefined) return undefined;
+  return line.length > MAX_REASON ? `${line.slice(0, MAX_REASON)}…` : line;
 }

@@ -1,4 +1,5 @@
 import type { AgentRegistry } from './agents/registry';
+import { preflight } from './agents/preflight';
 import type { AgentOutputParser } from './agents/types';
 import { buildRunEnv } from './env';
 import { newSortableId } from './ids';
@@ -43,6 +44,8 @@ interface LiveRun {
   record: StoredRun;
   reservation: Reservation;
   parser: AgentOutputParser;
+  /** The agent's own session id this run resumed, if it resumed one. */
+  resumedFrom?: string;
   process?: SupervisedProcess;
   /** A stop asked for while the process was still being spawned; applied once it is. */
   pendingStop?: ServiceStop;
@@ -89,7 +92,7 @@ export class RunService {
       store: o.store,
       maxConcurrentRuns: o.maxConcurrentRuns,
       defaultAgent: o.defaultAgent,
-      path: o.baseEnv.PATH,
+      baseEnv: o.baseEnv,
       log: o.log,
     });
     this.records = new RunRecords({ store: o.store, log: o.log });
@@ -167,13 +170,28 @@ export class RunService {
     const done = new Promise<RunResult>((r) => {
       resolve = r;
     });
-    const live: LiveRun = { record, reservation, parser, resolve, done };
+    const live: LiveRun = { record, reservation, parser, resumedFrom: input.agentSessionId, resolve, done };
     this.live.set(record.taskId, live);
 
     const token = this.o.tokens.issue({ taskId: record.taskId, workspaceId: workspace.id, resumeId: record.resumeId });
     const invocation = reservation.adapter.invocation(input);
+    const env = buildRunEnv({
+      base: this.o.baseEnv,
+      adminToken: this.o.adminToken,
+      adapterEnv: invocation.env,
+      workspaceEnv: workspace.env,
+      cwd: workspace.path,
+      run: {
+        HEADLESS_API_URL: a.apiUrl,
+        HEADLESS_WORKSPACE_ID: workspace.id,
+        HEADLESS_TASK_ID: record.taskId,
+        HEADLESS_RESUME_ID: record.resumeId,
+        HEADLESS_RUN_TOKEN: token,
+      },
+    });
     let sessionIdNoted = false;
     try {
+      await preflight(reservation.adapter, invocation.command, env);
       live.process = await superviseProcess({
         spawner: this.o.spawner,
         timeoutMs: record.timeoutMs,
@@ -183,19 +201,7 @@ export class RunService {
           args: invocation.args,
           cwd: workspace.path,
           stdin: invocation.stdin,
-          env: buildRunEnv({
-            base: this.o.baseEnv,
-            adminToken: this.o.adminToken,
-            adapterEnv: invocation.env,
-            workspaceEnv: workspace.env,
-            run: {
-              HEADLESS_API_URL: a.apiUrl,
-              HEADLESS_WORKSPACE_ID: workspace.id,
-              HEADLESS_TASK_ID: record.taskId,
-              HEADLESS_RESUME_ID: record.resumeId,
-              HEADLESS_RUN_TOKEN: token,
-            },
-          }),
+          env,
           onStdoutLine: (line) => {
             parser.line(line);
             if (!sessionIdNoted) sessionIdNoted = this.o.sessions.noteAgentSessionId(record.resumeId, parser.sessionId());
@@ -238,6 +244,7 @@ export class RunService {
       stopReason: live.process?.stopReason,
       runtimeError: end.runtimeError,
       agentError: verdict.error,
+      stderr: end.output.stderr,
       timeoutMs: record.timeoutMs,
     });
     const endedAt = new Date();
@@ -252,7 +259,11 @@ export class RunService {
     };
     live.record = final;
     this.o.tokens.revoke(record.taskId);
-    this.o.sessions.noteAgentSessionId(record.resumeId, verdict.agentSessionId);
+    if (outcome.status === 'failed' && verdict.answered === false) {
+      // The agent failed before its model ever answered: its session may not exist, so the
+      // Session keeps the agent session id it had before this run (none for a new Session).
+      this.o.sessions.restoreAgentSessionId(record.resumeId, live.resumedFrom);
+    } else this.o.sessions.noteAgentSessionId(record.resumeId, verdict.agentSessionId);
     reservation.release();
 
     await live.processSaved?.catch(() => undefined);

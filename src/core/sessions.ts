@@ -109,6 +109,13 @@ export class SessionBook {
     return true;
   }
 
+  /** Puts back the agent session id a Session had before a run that failed without an answer. */
+  restoreAgentSessionId(resumeId: string, previous: string | undefined): void {
+    this.update(resumeId, (s) => (s.agentSessionId === previous ? {} : { agentSessionId: previous })).catch((e: unknown) =>
+      this.log('could not restore the agent session id', e),
+    );
+  }
+
   /** Not retired, its agent resumes, and the agent's own session id was captured. */
   isResumable(session: SessionState): boolean {
     return !session.retired && this.agentResumes(session.agent) && session.agentSessionId !== undefined;

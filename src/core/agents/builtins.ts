@@ -2,8 +2,9 @@ import type { AgentAdapter, AgentOutputParser, AgentRunInput, AgentVerdict } fro
 
 /**
  * The built-in adapters, one per real CLI, each with the flags that keep it from ever waiting
- * for a human and its machine-readable output; the README's agent table says what each does. The prompt never lands where it could be read as an option:
- * it goes on stdin, or glued to its option (`--prompt=<text>`), which parsers take whole.
+ * for a human and its machine-readable output; the README's agent table says what each does and
+ * which versions the test suite runs. The prompt never lands where it could be read as an
+ * option: it goes on stdin, or glued to its option (`--prompt=<text>`), which parsers take whole.
  */
 
 type Json = Record<string, unknown>;
@@ -20,54 +21,93 @@ function parseJson(line: string): Json | undefined {
 }
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+const obj = (value: unknown): Json | undefined => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined);
 
-/** A parser over JSON lines: `onEvent` may report the session id and the final verdict. */
-function jsonLinesParser(
-  onEvent: (event: Json, state: { sessionId?: string; final?: AgentVerdict }) => void,
-  noFinal: string,
-): () => AgentOutputParser {
+/** What a parser has learnt from the events so far. */
+interface ParseState {
+  sessionId?: string;
+  /** The final verdict: `{}` for success, `{ error }` for a failure. Absent until a final event. */
+  final?: { error?: string };
+  /** The latest error the agent reported on the way (retries included); used if it then fails without saying why. */
+  lastError?: string;
+  /** Set once the model answered (text or a tool call), never for an error shown as a message. */
+  answered?: boolean;
+}
+
+interface ParserSpec {
+  onEvent(event: Json, state: ParseState): void;
+  /** The failure when the process exited 0 but printed no final event; absent: exit 0 is enough. */
+  noFinal?: string;
+}
+
+/** A parser over JSON lines; the verdict combines the final event with the exit code. */
+function jsonLinesParser(spec: ParserSpec): () => AgentOutputParser {
   return () => {
-    const state: { sessionId?: string; final?: AgentVerdict } = {};
+    const state: ParseState = {};
     return {
       line(line) {
         const event = parseJson(line);
-        if (event) onEvent(event, state);
+        if (event) spec.onEvent(event, state);
       },
       sessionId: () => state.sessionId,
       finish(exitCode) {
-        const verdict: AgentVerdict = { agentSessionId: state.sessionId };
-        if (state.final?.error) verdict.error = state.final.error;
-        else if (!state.final && exitCode === 0) verdict.error = noFinal;
+        const verdict: AgentVerdict = { agentSessionId: state.sessionId, answered: state.answered === true };
+        const error = state.final?.error ?? (exitCode !== 0 ? state.lastError : undefined);
+        if (error) verdict.error = error;
+        else if (!state.final && exitCode === 0 && spec.noFinal) verdict.error = spec.noFinal;
         return verdict;
       },
     };
   };
 }
 
+/** Qwen Code reports a failed model call as a successful result whose text is the error. */
+const API_ERROR_TEXT = /^\[API Error/;
+
+/** The text blocks of a Claude-style assistant message. */
+const assistantText = (event: Json): string =>
+  ((obj(event.message)?.content as unknown[] | undefined) ?? [])
+    .map((block) => str(obj(block)?.text) ?? (obj(block)?.type === 'tool_use' ? 'tool_use' : ''))
+    .join('');
+
 /**
- * Claude-style stream (Claude Code, Qwen Code, Cursor, Amp): `session_id` on events, a final
- * `type: "result"` whose `is_error` or non-success `subtype` means failure even after exit 0.
+ * Claude-style stream (Claude Code, Qwen Code, Cursor, Amp): `session_id` on events, assistant
+ * messages (an `error` on one marks a failed model call), and a final `type: "result"` whose
+ * `is_error`, non-success `subtype` or API-error text means failure even after exit 0.
  */
-const claudeStyleParser = jsonLinesParser((event, state) => {
-  const id = str(event.session_id);
-  if (id && !state.sessionId) state.sessionId = id;
-  if (event.type === 'result') {
-    const failed = event.is_error === true || (event.subtype !== undefined && event.subtype !== 'success');
-    const message = str(event.result) ?? str((event.error as Json | undefined)?.message) ?? str(event.subtype) ?? 'error';
-    state.final = failed ? { error: `agent reported failure: ${message}` } : {};
-  }
-}, 'the agent printed no final result event');
+const claudeStyleParser = jsonLinesParser({
+  onEvent(event, state) {
+    state.sessionId ??= str(event.session_id);
+    if (event.type === 'assistant') {
+      const text = assistantText(event);
+      if (event.error === undefined && text !== '' && !API_ERROR_TEXT.test(text)) state.answered = true;
+    } else if (event.type === 'result') {
+      const text = str(event.result);
+      const errors = Array.isArray(event.errors) ? event.errors.filter((e): e is string => typeof e === 'string') : [];
+      const failed =
+        event.is_error === true || (event.subtype !== undefined && event.subtype !== 'success') || (text !== undefined && API_ERROR_TEXT.test(text));
+      const reason = (errors.length > 0 ? errors.join('; ') : undefined) ?? text ?? str(obj(event.error)?.message) ?? str(event.subtype) ?? 'error';
+      state.final = failed ? { error: reason } : {};
+    }
+  },
+  noFinal: 'the agent printed no final result event',
+});
 
 const resumeFlag = (flag: string, input: AgentRunInput): string[] =>
   input.agentSessionId === undefined ? [] : [flag, input.agentSessionId];
 
 const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
-const claude: AgentAdapter = {
+type AdapterSpec = Omit<AgentAdapter, 'kind' | 'supportsResume'>;
+
+/** A headless-capable agent that can resume. */
+const agent = (spec: AdapterSpec): AgentAdapter => ({ kind: 'agent', supportsResume: true, ...spec });
+
+const claude = agent({
   name: 'claude',
-  kind: 'agent',
   command: 'claude',
-  supportsResume: true,
+  identity: { args: ['--version'], pattern: /Claude Code/ },
+  credentials: { env: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX'], files: ['.claude/.credentials.json'] },
   invocation: (input) => ({
     command: 'claude',
     // stream-json requires --verbose in print mode; the prompt comes on stdin.
@@ -77,13 +117,13 @@ const claude: AgentAdapter = {
     ...(asRoot ? { env: { IS_SANDBOX: '1' } } : {}),
   }),
   parser: claudeStyleParser,
-};
+});
 
-const codex: AgentAdapter = {
+const codex = agent({
   name: 'codex',
-  kind: 'agent',
   command: 'codex',
-  supportsResume: true,
+  identity: { args: ['--version'], pattern: /codex-cli/ },
+  credentials: { env: ['OPENAI_API_KEY', 'CODEX_API_KEY'], files: ['.codex/auth.json'] },
   invocation: (input) => ({
     command: 'codex',
     // Every flag before `resume` (older parsers require it); `-` reads the prompt from stdin.
@@ -100,60 +140,56 @@ const codex: AgentAdapter = {
     ],
     stdin: input.prompt,
   }),
-  parser: jsonLinesParser((event, state) => {
-    if (event.type === 'thread.started') state.sessionId ??= str(event.thread_id);
-    else if (event.type === 'turn.failed') {
-      state.final = { error: `turn failed: ${str((event.error as Json | undefined)?.message) ?? 'unknown error'}` };
-    } else if (event.type === 'error') state.final = { error: `error: ${str(event.message) ?? 'unknown error'}` };
-    else if (event.type === 'turn.completed' && !state.final?.error) state.final = {};
-  }, 'codex printed no turn.completed event'),
-};
+  // Top-level `error` events also come while codex retries ("Reconnecting... 1/5"), after which
+  // the turn can still complete: only turn.completed / turn.failed decide.
+  parser: jsonLinesParser({
+    onEvent(event, state) {
+      if (event.type === 'thread.started') state.sessionId ??= str(event.thread_id);
+      else if (event.type === 'item.completed' && obj(event.item)?.type === 'agent_message') state.answered = true;
+      else if (event.type === 'error') state.lastError = str(event.message) ?? state.lastError;
+      else if (event.type === 'turn.failed') state.final = { error: str(obj(event.error)?.message) ?? state.lastError ?? 'the turn failed' };
+      else if (event.type === 'turn.completed') state.final = {};
+    },
+    noFinal: 'codex printed no turn.completed event',
+  }),
+});
 
-const gemini: AgentAdapter = {
+const gemini = agent({
   name: 'gemini',
-  kind: 'agent',
   command: 'gemini',
-  supportsResume: true,
+  credentials: { env: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_GENAI_USE_VERTEXAI'], files: ['.gemini/oauth_creds.json'] },
   invocation: (input) => ({
     command: 'gemini',
-    args: [
-      `--prompt=${input.prompt}`,
-      '--output-format',
-      'stream-json',
-      '--approval-mode',
-      'yolo',
-      '--skip-trust',
-      ...resumeFlag('--resume', input),
-    ],
+    args: [`--prompt=${input.prompt}`, '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust', ...resumeFlag('--resume', input)],
   }),
-  parser: jsonLinesParser((event, state) => {
-    if (event.type === 'init') state.sessionId ??= str(event.session_id);
-    if (event.type === 'result') {
-      state.final =
-        event.status === 'success'
-          ? {}
-          : { error: `agent reported failure: ${str((event.error as Json | undefined)?.message) ?? 'error'}` };
-    }
-  }, 'gemini printed no result event'),
-};
+  // Auth failures (exit 41) and a bad resume id (exit 42) print only on stderr.
+  parser: jsonLinesParser({
+    onEvent(event, state) {
+      if (event.type === 'init') state.sessionId ??= str(event.session_id);
+      else if (event.type === 'message' && event.role === 'assistant') state.answered = true;
+      else if (event.type === 'result') state.final = event.status === 'success' ? {} : { error: str(obj(event.error)?.message) ?? 'error' };
+    },
+    noFinal: 'gemini printed no result event',
+  }),
+});
 
-const qwen: AgentAdapter = {
+const qwen = agent({
   name: 'qwen',
-  kind: 'agent',
   command: 'qwen',
-  supportsResume: true,
+  credentials: { env: ['OPENAI_API_KEY', 'DASHSCOPE_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY'], files: ['.qwen/oauth_creds.json'] },
   invocation: (input) => ({
     command: 'qwen',
-    args: [`--prompt=${input.prompt}`, '--output-format', 'stream-json', '--approval-mode', 'yolo', ...resumeFlag('--resume', input)],
+    // The prompt on stdin: `-p` is deprecated and a positional prompt could be read as an option.
+    args: ['--output-format', 'stream-json', '--approval-mode', 'yolo', ...resumeFlag('--resume', input)],
+    stdin: input.prompt,
   }),
   parser: claudeStyleParser,
-};
+});
 
-const opencode: AgentAdapter = {
+const opencode = agent({
   name: 'opencode',
-  kind: 'agent',
   command: 'opencode',
-  supportsResume: true,
+  credentials: { env: [], files: ['.local/share/opencode/auth.json'] },
   invocation: (input) => ({
     command: 'opencode',
     // `run` reads the message from stdin when it is not a TTY. The permission variable is
@@ -162,33 +198,38 @@ const opencode: AgentAdapter = {
     stdin: input.prompt,
     env: { OPENCODE_PERMISSION: '{"*":"allow"}' },
   }),
-  parser: jsonLinesParser((event, state) => {
-    state.sessionId ??= str(event.sessionID);
-    if (event.type === 'error') {
-      const error = event.error as Json | undefined;
-      state.final = { error: `agent reported failure: ${str((error?.data as Json | undefined)?.message) ?? str(error?.name) ?? 'error'}` };
-    } else if (!state.final?.error) state.final = {};
-  }, 'opencode printed no event'),
-};
+  // There is no final event: a run without an `error` event that exits 0 succeeded.
+  parser: jsonLinesParser({
+    onEvent(event, state) {
+      state.sessionId ??= str(event.sessionID);
+      if (event.type === 'text' || event.type === 'tool_use') state.answered = true;
+      if (event.type === 'error') {
+        const error = obj(event.error);
+        const name = str(error?.name);
+        const message = str(obj(error?.data)?.message);
+        state.final = { error: message ? `${name ? `${name}: ` : ''}${message}` : (name ?? 'error') };
+      }
+    },
+  }),
+});
 
-const cursor: AgentAdapter = {
+const cursor = agent({
   name: 'cursor',
-  kind: 'agent',
   command: 'cursor-agent',
-  supportsResume: true,
+  credentials: { env: ['CURSOR_API_KEY'], files: ['.cursor/cli-config.json'] },
   invocation: (input) => ({
     command: 'cursor-agent',
     args: ['-p', '--output-format', 'stream-json', '--force', '--trust', ...resumeFlag('--resume', input)],
     stdin: input.prompt,
   }),
   parser: claudeStyleParser,
-};
+});
 
-const amp: AgentAdapter = {
+const amp = agent({
   name: 'amp',
-  kind: 'agent',
   command: 'amp',
-  supportsResume: true,
+  // Without credentials amp prints a login prompt and waits forever, even with stdin closed.
+  credentials: { env: ['AMP_API_KEY'], files: ['.local/share/amp/secrets.json'], required: true },
   invocation: (input) => ({
     command: 'amp',
     args: [
@@ -202,13 +243,13 @@ const amp: AgentAdapter = {
     env: { TERM: 'dumb' },
   }),
   parser: claudeStyleParser,
-};
+});
 
-const copilot: AgentAdapter = {
+const copilot = agent({
   name: 'copilot',
-  kind: 'agent',
   command: 'copilot',
-  supportsResume: true,
+  identity: { args: ['--version'], pattern: /Copilot CLI/ },
+  credentials: { env: ['COPILOT_GITHUB_TOKEN', 'GH_TOKEN', 'GITHUB_TOKEN', 'COPILOT_PROVIDER_API_KEY'], files: ['.copilot/config.json'] },
   invocation: (input) => ({
     command: 'copilot',
     args: [
@@ -220,19 +261,27 @@ const copilot: AgentAdapter = {
       ...(input.agentSessionId === undefined ? [] : [`--resume=${input.agentSessionId}`]),
     ],
   }),
-  parser: jsonLinesParser((event, state) => {
-    if (event.type !== 'result') return;
-    state.sessionId ??= str(event.sessionId);
-    state.final = event.exitCode === 0 ? {} : { error: `agent reported exit code ${String(event.exitCode)}` };
-  }, 'copilot printed no result event'),
-};
+  // No start event carries the session id: it comes in the final `result`. The reason of a
+  // failure comes in `session.error`.
+  parser: jsonLinesParser({
+    onEvent(event, state) {
+      if (event.type === 'assistant.message') state.answered = true;
+      else if (event.type === 'session.error') state.lastError = str(obj(event.data)?.message) ?? state.lastError;
+      else if (event.type === 'result') {
+        state.sessionId ??= str(event.sessionId);
+        state.final = event.exitCode === 0 ? {} : { error: state.lastError ?? `copilot reported exit code ${String(event.exitCode)}` };
+      }
+    },
+    noFinal: 'copilot printed no result event',
+  }),
+});
 
 /** Goose prints no session id, so the adapter names the session itself and resumes by name. */
-const goose: AgentAdapter = {
+const goose = agent({
   name: 'goose',
-  kind: 'agent',
   command: 'goose',
-  supportsResume: true,
+  // The npm package `goose-cli` installs an unrelated database-migration tool also named goose.
+  identity: { args: ['--help'], pattern: /^(?=[\s\S]*\bsession\b)(?=[\s\S]*\brun\b)/i },
   invocation: (input) => ({
     command: 'goose',
     args: [
@@ -247,14 +296,18 @@ const goose: AgentAdapter = {
     env: { GOOSE_MODE: 'auto' },
   }),
   parser: (input) => {
-    const inner = jsonLinesParser((event, state) => {
-      if (event.type === 'error') state.final = { error: `agent reported failure: ${str(event.error) ?? 'error'}` };
-      else if (event.type === 'complete' && !state.final?.error) state.final = {};
-    }, 'goose printed no complete event')();
+    const inner = jsonLinesParser({
+      onEvent(event, state) {
+        if (event.type === 'message') state.answered = true;
+        else if (event.type === 'error') state.final = { error: str(event.error) ?? 'error' };
+        else if (event.type === 'complete' && !state.final?.error) state.final = {};
+      },
+      noFinal: 'goose printed no complete event',
+    })();
     const name = input.agentSessionId ?? `headless-${input.resumeId}`;
     return { line: inner.line, sessionId: () => name, finish: (exitCode) => ({ ...inner.finish(exitCode), agentSessionId: name }) };
   },
-};
+});
 
 /** Exists so that naming it gives a clear 400: a shell has no model loop. */
 const shell: AgentAdapter = {

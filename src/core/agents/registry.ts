@@ -1,38 +1,18 @@
-import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join } from 'node:path';
 import { HttpProblem } from '../problem';
 import type { Workspace } from '../types';
 import { BUILTIN_AGENTS } from './builtins';
 import { type CommandAgentDefinition, createCommandAgent } from './command-agent';
+import { findExecutable, isTheAgent } from './preflight';
 import type { AgentAdapter } from './types';
-
-/** Whether `command` resolves to an executable file, on `PATH` when it is a bare name. */
-export function findExecutable(command: string, path: string | undefined): string | undefined {
-  const isFile = (file: string) => {
-    try {
-      accessSync(file, constants.X_OK);
-      return statSync(file).isFile();
-    } catch {
-      return false;
-    }
-  };
-  if (command.includes('/')) return isAbsolute(command) && isFile(command) ? command : undefined;
-  for (const dir of (path ?? '').split(delimiter)) {
-    if (dir && isFile(join(dir, command))) return join(dir, command);
-  }
-  return undefined;
-}
 
 export interface SelectionInput {
   workspace: Workspace;
-  /** The `agent` named in the request. */
-  requested?: string;
   /** The workspace's most recent headless agent. */
   lastAgent?: string;
   /** The installation default. */
   defaultAgent?: string;
-  /** The PATH the agent would run with. */
-  path: string | undefined;
+  /** `PATH` and `HOME` the agent would run with: only agents found there, and really that agent, are taken. */
+  env: Record<string, string>;
 }
 
 /** Every adapter the service knows: the built-ins in the README's order, then custom agents. */
@@ -73,20 +53,21 @@ export class AgentRegistry {
   }
 
   /**
-   * Picks the agent of a run. A named agent passes those checks (its executable is
-   * checked at spawn, which fails with 500 spawn_failed). Otherwise the seed's order: fixed
+   * Picks the agent of a run that names none (a named one passes `check`; its executable is
+   * checked at spawn, which fails with 500 spawn_failed), in the seed's order: fixed
    * headless agent, most recent, workspace default, installation default, then every adapter
-   * in registry order; a candidate is taken only if headless-capable, enabled and found.
+   * in registry order; a candidate is taken only if headless-capable, enabled, found, and the
+   * executable found is really that agent (not another program of the same name).
    */
-  select(input: SelectionInput): AgentAdapter {
-    if (input.requested !== undefined) return this.check(input.workspace, input.requested);
+  async select(input: SelectionInput): Promise<AgentAdapter> {
     const { workspace } = input;
     const candidates = [workspace.headlessAgent, input.lastAgent, workspace.defaultAgent, input.defaultAgent, ...this.adapters.keys()];
     for (const name of candidates) {
       if (name === undefined) continue;
       const adapter = this.adapters.get(name);
       if (!adapter || adapter.kind !== 'agent' || !this.isEnabled(workspace, name)) continue;
-      if (findExecutable(adapter.command, input.path)) return adapter;
+      const file = findExecutable(adapter.command, input.env.PATH);
+      if (file && (await isTheAgent(adapter, file, input.env))) return adapter;
     }
     throw new HttpProblem('no_headless_agent', `No headless-capable agent is enabled and installed for workspace "${workspace.id}".`);
   }

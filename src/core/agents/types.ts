@@ -21,8 +21,13 @@ export interface AgentInvocation {
 export interface AgentVerdict {
   /** The agent's own session id, as read from its output (or named by the adapter). */
   agentSessionId?: string;
-  /** Set when the output says the run failed, even if the process exited 0. */
+  /** Set when the output says the run failed, even if the process exited 0: the agent's own reason. */
   error?: string;
+  /**
+   * False when the output shows the agent never got an answer from its model (it failed at its
+   * first call): a session id from such a run is not kept for resume. Absent: unknown.
+   */
+  answered?: boolean;
 }
 
 /** Reads one run's stdout, line by line, then judges it together with the exit code. */
@@ -33,6 +38,27 @@ export interface AgentOutputParser {
   finish(exitCode: number | null): AgentVerdict;
 }
 
+/** How to tell the real CLI from another executable of the same name. */
+export interface AgentIdentity {
+  /** Run with these arguments (stdin closed, a few seconds at most)... */
+  args: string[];
+  /** ...its stdout and stderr together must match. */
+  pattern: RegExp;
+}
+
+/** Where the CLI finds its credentials; any one of them is enough. Names only, never values. */
+export interface AgentCredentials {
+  /** Environment variables. */
+  env: string[];
+  /** Files, relative to `HOME`. */
+  files?: string[];
+  /**
+   * The CLI waits for an interactive login when it has none (even with stdin closed), so a run
+   * without any fails at once with `spawn_failed` instead of sitting until the watchdog.
+   */
+  required?: boolean;
+}
+
 export interface AgentAdapter {
   name: string;
   /** Only `agent` can run headless; `utility` agents and the `shell` adapter have no model loop. */
@@ -40,6 +66,8 @@ export interface AgentAdapter {
   /** The executable the adapter runs, checked on the PATH at request time. */
   command: string;
   supportsResume: boolean;
+  identity?: AgentIdentity;
+  credentials?: AgentCredentials;
   invocation(input: AgentRunInput): AgentInvocation;
   parser(input: AgentRunInput): AgentOutputParser;
 }

@@ -1,0 +1,84 @@
+import { execFile } from 'node:child_process';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { SpawnFailure } from '../spawner';
+import type { AgentAdapter } from './types';
+
+/** The checks made before an agent is chosen or started: found, really that agent, credentials. */
+
+/** The file `command` resolves to, on `PATH` when it is a bare name; undefined if none is executable. */
+export function findExecutable(command: string, path: string | undefined): string | undefined {
+  const isFile = (file: string) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return statSync(file).isFile();
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes('/')) return isAbsolute(command) && isFile(command) ? command : undefined;
+  for (const dir of (path ?? '').split(delimiter)) {
+    if (dir && isFile(join(dir, command))) return join(dir, command);
+  }
+  return undefined;
+}
+
+const PROBE_TIMEOUT_MS = 10_000;
+/** Probe results by executable path and modification time: an upgrade is probed again. */
+const probes = new Map<string, Promise<string>>();
+
+/** What `file args...` prints (stdout and stderr), with stdin closed and a time limit; cached. */
+export function probeOutput(file: string, args: string[], env: Record<string, string>): Promise<string> {
+  let mtime = 0;
+  try {
+    mtime = statSync(file).mtimeMs;
+  } catch {
+    // Gone: the probe fails below.
+  }
+  const key = `${file}\0${mtime}\0${args.join('\0')}`;
+  let probe = probes.get(key);
+  if (!probe) {
+    probe = new Promise((resolve) => {
+      const child = execFile(file, args, { env, timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (_error, stdout, stderr) =>
+        resolve(`${stdout}${stderr}`),
+      );
+      child.stdin?.end();
+    });
+    probes.set(key, probe);
+  }
+  return probe;
+}
+
+/** Whether the executable is the agent the adapter drives (adapters without an identity: yes). */
+export async function isTheAgent(adapter: AgentAdapter, file: string, env: Record<string, string>): Promise<boolean> {
+  if (!adapter.identity) return true;
+  return adapter.identity.pattern.test(await probeOutput(file, adapter.identity.args, env));
+}
+
+/** Names of the credential sources the adapter knows that are present in `env` (and its HOME). */
+export function presentCredentials(adapter: AgentAdapter, env: Record<string, string | undefined>): string[] {
+  const credentials = adapter.credentials;
+  if (!credentials) return [];
+  const home = env.HOME;
+  return [
+    ...credentials.env.filter((name) => (env[name] ?? '') !== ''),
+    ...(credentials.files ?? []).filter((file) => home !== undefined && existsSync(join(home, file))).map((file) => `~/${file}`),
+  ];
+}
+
+/**
+ * Refuses to start an agent that cannot run: its executable is another program of the same
+ * name, or it needs credentials to run headless and has none. An executable this host cannot
+ * find is left to the spawner, which may run it elsewhere (a sandbox).
+ */
+export async function preflight(adapter: AgentAdapter, command: string, env: Record<string, string>): Promise<void> {
+  const file = findExecutable(command, env.PATH);
+  if (file && !(await isTheAgent(adapter, file, env))) {
+    throw new SpawnFailure(`cannot start ${adapter.name}: ${file} is not the ${adapter.name} agent CLI (another program of the same name?)`, 'not_the_agent');
+  }
+  const credentials = adapter.credentials;
+  if (credentials?.required && presentCredentials(adapter, env).length === 0) {
+    const sources = [...credentials.env, ...(credentials.files ?? []).map((f) => `~/${f}`)].join(' or ');
+    throw new SpawnFailure(`cannot start ${adapter.name}: it has no credentials and would wait for a login; set ${sources}`, 'no_credentials');
+  }
+}

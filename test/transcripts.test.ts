@@ -1,0 +1,162 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BUILTIN_AGENTS } from '../src/core/agents/builtins';
+import { judgeOutcome } from '../src/core/run-outcome';
+
+/**
+ * The parsers judged on what the real CLIs printed (recorded by
+ * test/fixtures/transcripts/record.mjs against the mock model), and the fake CLIs held to it.
+ */
+
+interface Recorded {
+  sessionId: string | null;
+  args: string[];
+  exitCode: number;
+  stdout: string[];
+  stderr: string;
+}
+interface Transcript {
+  cli: string;
+  version: string;
+  success: Recorded;
+  resume: Recorded;
+  refused: Recorded;
+  unknownResume: Recorded;
+}
+
+const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'];
+const DIR = resolve(__dirname, 'fixtures/transcripts');
+const transcript = (cli: string): Transcript => JSON.parse(readFileSync(join(DIR, `${cli}.json`), 'utf8')) as Transcript;
+
+function judge(cli: string, recorded: Recorded, resumeId?: string) {
+  const adapter = BUILTIN_AGENTS.find((a) => a.name === cli)!;
+  const parser = adapter.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1', agentSessionId: resumeId });
+  for (const line of recorded.stdout) parser.line(line);
+  const verdict = parser.finish(recorded.exitCode);
+  const outcome = judgeOutcome({ exitCode: recorded.exitCode, signal: null, agentError: verdict.error, stderr: recorded.stderr, timeoutMs: 1000 });
+  return { verdict, outcome };
+}
+
+/** The reason each CLI gives, as the run record must carry it. */
+const REFUSED: Record<string, RegExp> = {
+  claude: /Invalid API key/,
+  codex: /401 Unauthorized: Incorrect API key/,
+  gemini: /API key not valid/,
+  qwen: /API Error: 401/,
+  opencode: /APIError: Incorrect API key/,
+  copilot: /Authentication failed with provider/,
+};
+const UNKNOWN_RESUME: Record<string, RegExp> = {
+  claude: /No conversation found with session ID/,
+  codex: /no rollout found for thread id/,
+  gemini: /Error resuming session/,
+  qwen: /No saved session found/,
+  opencode: /Session not found/,
+  copilot: /No session, task, or name matched/,
+};
+
+describe.each(REAL)('%s: the parser on the real CLI’s recorded output', (cli) => {
+  const t = transcript(cli);
+
+  it('a success: succeeded, answered, the session id captured', () => {
+    const { verdict, outcome } = judge(cli, t.success);
+    expect(outcome).toEqual({ status: 'succeeded' });
+    expect(verdict.answered).toBe(true);
+    expect(verdict.agentSessionId).toBe(t.success.sessionId);
+  });
+
+  it('a resume: succeeded on the same session', () => {
+    const { verdict, outcome } = judge(cli, t.resume, t.success.sessionId!);
+    expect(outcome.status).toBe('succeeded');
+    expect(verdict.agentSessionId).toBe(t.success.sessionId);
+  });
+
+  it('a refused model call (401): failed with the agent’s reason, never answered', () => {
+    const { verdict, outcome } = judge(cli, t.refused);
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error!.message).toMatch(REFUSED[cli]!);
+    expect(verdict.answered).toBe(false);
+  });
+
+  it('an unknown session: failed with the agent’s reason', () => {
+    const { outcome } = judge(cli, t.unknownResume, t.unknownResume.sessionId!);
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error!.message).toMatch(UNKNOWN_RESUME[cli]!);
+  });
+});
+
+describe('what the transcripts showed, beyond them', () => {
+  const parse = (cli: string, events: unknown[], exitCode: number) => {
+    const parser = BUILTIN_AGENTS.find((a) => a.name === cli)!.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1' });
+    for (const e of events) parser.line(JSON.stringify(e));
+    return parser.finish(exitCode);
+  };
+
+  it('codex: "Reconnecting..." error events while it retries do not fail a turn that then completes', () => {
+    const verdict = parse(
+      'codex',
+      [
+        { type: 'thread.started', thread_id: 't-1' },
+        { type: 'turn.started' },
+        { type: 'error', message: 'Reconnecting... 1/5 (stream disconnected before completion)' },
+        { type: 'item.completed', item: { id: 'item_1', type: 'agent_message', text: 'done' } },
+        { type: 'turn.completed', usage: {} },
+      ],
+      0,
+    );
+    expect(verdict).toEqual({ agentSessionId: 't-1', answered: true });
+  });
+
+  it('codex: a run that ends with exit 1 after retries names the last error', () => {
+    const verdict = parse('codex', [{ type: 'thread.started', thread_id: 't-1' }, { type: 'error', message: 'Reconnecting... 5/5 (connection refused)' }], 1);
+    expect(verdict.error).toContain('connection refused');
+  });
+
+  it('claude-style: an error_during_execution result carries errors[] as the reason', () => {
+    const verdict = parse('claude', [{ type: 'result', subtype: 'error_during_execution', is_error: true, errors: ['first', 'second'] }], 1);
+    expect(verdict.error).toBe('first; second');
+  });
+});
+
+const FAKE_BIN = resolve(__dirname, 'fixtures/bin');
+const state = mkdtempSync(join(tmpdir(), 'hrw-fakes-'));
+afterAll(() => rmSync(state, { recursive: true, force: true }));
+
+/** The kind of an event: its type, and subtype where it has one. */
+const kind = (event: Record<string, unknown>) => `${String(event.type)}${event.subtype === undefined ? '' : `/${String(event.subtype)}`}`;
+
+describe.each(REAL)('%s: the fake CLI matches the real one', (cli) => {
+  const t = transcript(cli);
+  const realKinds = new Map<string, Set<string>>();
+  for (const recorded of [t.success, t.resume, t.refused, t.unknownResume]) {
+    for (const line of recorded.stdout) {
+      const event = JSON.parse(line) as Record<string, unknown>;
+      const keys = realKinds.get(kind(event)) ?? new Set<string>();
+      for (const key of Object.keys(event)) keys.add(key);
+      realKinds.set(kind(event), keys);
+    }
+  }
+
+  it.each([
+    ['a success', 'hello', 0],
+    ['a refused call', 'please FAIL', t.refused.exitCode],
+  ])('%s: only event kinds and keys the real CLI prints, and its exit code', (_case, prompt, exitCode) => {
+    const args = t.success.args.map((a) => (a.startsWith('--prompt=') ? `--prompt=${prompt}` : a));
+    const r = spawnSync(join(FAKE_BIN, cli), args, { input: prompt, encoding: 'utf8', env: { ...process.env, FAKE_CLI_STATE: state, IS_SANDBOX: '1' } });
+    expect(r.status).toBe(exitCode);
+    const events = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(events.length).toBeGreaterThan(0);
+    for (const event of events) {
+      const keys = realKinds.get(kind(event));
+      expect(keys, `${kind(event)} is not an event the real ${cli} prints`).toBeDefined();
+      for (const key of Object.keys(event)) expect(keys!.has(key), `${kind(event)}.${key}`).toBe(true);
+    }
+  });
+
+  it('answers --version as the real CLI does', () => {
+    expect(spawnSync(join(FAKE_BIN, cli), ['--version'], { encoding: 'utf8' }).stdout.trim()).toBe(t.version);
+  });
+});
