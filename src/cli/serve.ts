@@ -6,10 +6,11 @@ import { isLoopbackAddress } from '../core/auth';
 import { createHeadlessHandler } from '../core/handler';
 import { createSqliteKeyv } from '../core/store';
 import { ConfigError, loadConfig } from './config';
+import { fail } from './fail';
 
 /** `headless-run-webhook serve`: the drop-in daemon (README: The daemon). */
 
-const USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR]
+export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR]
 
   --config FILE    config file (default: ./headless.config.json if present)
   --port N         port (default 47331; when not given, the next 20 ports are tried)
@@ -21,10 +22,6 @@ The admin token for non-local callers is read from HEADLESS_ADMIN_TOKEN only.`;
 const DEFAULT_PORT = 47331;
 const PORT_TRIES = 20;
 
-function fail(message: string, code = 2): never {
-  process.stderr.write(`headless-run-webhook: ${message}\n`);
-  process.exit(code);
-}
 
 function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((done, reject) => {
@@ -47,7 +44,7 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-async function serve(argv: string[]): Promise<void> {
+export async function serve(argv: string[]): Promise<void> {
   let values;
   try {
     ({ values } = parseArgs({
@@ -62,10 +59,10 @@ async function serve(argv: string[]): Promise<void> {
       strict: true,
     }));
   } catch (error) {
-    fail(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    fail(`${error instanceof Error ? error.message : String(error)}\n${SERVE_USAGE}`);
   }
   if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
+    process.stdout.write(`${SERVE_USAGE}\n`);
     return;
   }
   const cwd = process.cwd();
@@ -143,13 +140,4 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-}
-
-const [command, ...rest] = process.argv.slice(2);
-if (command === 'serve') {
-  serve(rest).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error), 1));
-} else if (command === undefined || command === '--help' || command === '-h') {
-  process.stdout.write(`${USAGE}\n`);
-} else {
-  fail(`unknown command "${command}"\n${USAGE}`);
 }

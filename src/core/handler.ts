@@ -1,6 +1,7 @@
 import { isAbsolute } from 'node:path';
 import { type ServerAdapter, type ServerAdapterBaseObject, createServerAdapter } from '@whatwg-node/server';
 import type { Keyv } from 'keyv';
+import { diagnoseWorkspace } from './agents/doctor';
 import { AgentRegistry } from './agents/registry';
 import type { CommandAgentDefinition } from './agents/command-agent';
 import type { AgentAdapter } from './agents/types';
@@ -126,6 +127,13 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
       const ws = isValidId(id) ? await resolveWorkspace(id) : undefined;
       if (!ws) throw new HttpProblem('workspace_not_found', `No workspace "${id}".`);
       return ws;
+    },
+    async diagnose(workspaceId) {
+      if (workspaceId === undefined && !workspaceList) {
+        throw new HttpProblem('invalid_body', 'Query parameter "wsId" is required: workspaces come from a resolver.');
+      }
+      const targets = workspaceId === undefined ? [...workspaceList!.values()] : [await services.workspace(workspaceId)];
+      return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
     },
   };
 

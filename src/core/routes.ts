@@ -5,7 +5,8 @@ import { readEmptyBody, readJsonObject } from './body';
 import type { Inbox } from './inbox';
 import { HttpProblem } from './problem';
 import type { RunService } from './runs';
-import { parseInboxPush, parseInboxQuery, parseListQuery, parseStartBody } from './schemas';
+import type { WorkspaceReport } from './agents/doctor';
+import { parseAgentsQuery, parseInboxPush, parseInboxQuery, parseListQuery, parseStartBody } from './schemas';
 import type { SessionBook } from './sessions';
 import type { Workspace } from './types';
 
@@ -18,6 +19,8 @@ export interface RouteServices {
   inbox: Inbox;
   /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
   workspace(id: string): Promise<Workspace>;
+  /** The agent checks of one workspace, or of every listed one. */
+  diagnose(workspaceId: string | undefined): Promise<WorkspaceReport[]>;
 }
 
 /** One request, as a handler sees it: `params` typed by the route's path. */
@@ -98,6 +101,10 @@ export const ROUTES: Route[] = [
     const workspace = await services.workspace(params.workspaceId);
     const query = parseInboxQuery(url);
     return json(await services.inbox.list(workspace.id, query.unread, query.limit, query.cursor));
+  }),
+  route('agents.check', 'GET', '/api/agents', async ({ url, services }) => {
+    const query = parseAgentsQuery(url);
+    return json({ workspaces: await services.diagnose(query.wsId) });
   }),
   route('inbox.read', 'POST', '/api/workspaces/:workspaceId/inbox/:itemId/read', async ({ request, params, services }) => {
     await readEmptyBody(request);

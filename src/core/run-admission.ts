@@ -1,4 +1,5 @@
 import type { AgentRegistry } from './agents/registry';
+import { probeEnv } from './agents/preflight';
 import type { AgentAdapter } from './agents/types';
 import { newSortableId } from './ids';
 import { HttpProblem } from './problem';
@@ -118,8 +119,7 @@ export class Admission {
   }
 
   private selectionEnv(workspace: Workspace): Record<string, string> {
-    const pick = (name: string) => workspace.env?.[name] ?? this.o.baseEnv[name];
-    return Object.fromEntries(['PATH', 'HOME'].flatMap((name) => (pick(name) === undefined ? [] : [[name, pick(name)!]])));
+    return probeEnv({ ...this.o.baseEnv, ...workspace.env });
   }
 
   /** Records the workspace's most recent headless agent; a failed write is logged, never thrown. */

@@ -105,6 +105,12 @@ export function parseListQuery(url: URL): { wsId: string; status?: RunStatus; li
   return { wsId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor };
 }
 
+const AgentsQuery = v.strictObject({ wsId: v.optional(v.pipe(v.string(), v.minLength(1))) }, 'invalid_body');
+
+export function parseAgentsQuery(url: URL): { wsId?: string } {
+  return parse(AgentsQuery, queryObject(url));
+}
+
 const InboxQuery = v.strictObject(
   {
     unread: v.optional(v.picklist(['true', 'false'])),

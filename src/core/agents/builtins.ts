@@ -105,6 +105,7 @@ const agent = (spec: AdapterSpec): AgentAdapter => ({ kind: 'agent', supportsRes
 
 const claude = agent({
   name: 'claude',
+  help: ['--help'],
   command: 'claude',
   identity: { args: ['--version'], pattern: /Claude Code/ },
   credentials: { env: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX'], files: ['.claude/.credentials.json'] },
@@ -121,6 +122,7 @@ const claude = agent({
 
 const codex = agent({
   name: 'codex',
+  help: ['exec', '--help'],
   command: 'codex',
   identity: { args: ['--version'], pattern: /codex-cli/ },
   credentials: { env: ['OPENAI_API_KEY', 'CODEX_API_KEY'], files: ['.codex/auth.json'] },
@@ -156,6 +158,7 @@ const codex = agent({
 
 const gemini = agent({
   name: 'gemini',
+  help: ['--help'],
   command: 'gemini',
   credentials: { env: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_GENAI_USE_VERTEXAI'], files: ['.gemini/oauth_creds.json'] },
   invocation: (input) => ({
@@ -175,6 +178,7 @@ const gemini = agent({
 
 const qwen = agent({
   name: 'qwen',
+  help: ['--help'],
   command: 'qwen',
   credentials: { env: ['OPENAI_API_KEY', 'DASHSCOPE_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY'], files: ['.qwen/oauth_creds.json'] },
   invocation: (input) => ({
@@ -188,6 +192,7 @@ const qwen = agent({
 
 const opencode = agent({
   name: 'opencode',
+  help: ['run', '--help'],
   command: 'opencode',
   credentials: { env: [], files: ['.local/share/opencode/auth.json'] },
   invocation: (input) => ({
@@ -215,6 +220,7 @@ const opencode = agent({
 
 const cursor = agent({
   name: 'cursor',
+  help: ['--help'],
   command: 'cursor-agent',
   credentials: { env: ['CURSOR_API_KEY'], files: ['.cursor/cli-config.json'] },
   invocation: (input) => ({
@@ -227,6 +233,7 @@ const cursor = agent({
 
 const amp = agent({
   name: 'amp',
+  help: ['--help'],
   command: 'amp',
   // Without credentials amp prints a login prompt and waits forever, even with stdin closed.
   credentials: { env: ['AMP_API_KEY'], files: ['.local/share/amp/secrets.json'], required: true },
@@ -247,6 +254,7 @@ const amp = agent({
 
 const copilot = agent({
   name: 'copilot',
+  help: ['--help'],
   command: 'copilot',
   identity: { args: ['--version'], pattern: /Copilot CLI/ },
   credentials: { env: ['COPILOT_GITHUB_TOKEN', 'GH_TOKEN', 'GITHUB_TOKEN', 'COPILOT_PROVIDER_API_KEY'], files: ['.copilot/config.json'] },
@@ -279,6 +287,7 @@ const copilot = agent({
 /** Goose prints no session id, so the adapter names the session itself and resumes by name. */
 const goose = agent({
   name: 'goose',
+  help: ['run', '--help'],
   command: 'goose',
   // The npm package `goose-cli` installs an unrelated database-migration tool also named goose.
   identity: { args: ['--help'], pattern: /^(?=[\s\S]*\bsession\b)(?=[\s\S]*\brun\b)/i },

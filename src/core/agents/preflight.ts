@@ -49,10 +49,18 @@ export function probeOutput(file: string, args: string[], env: Record<string, st
   return probe;
 }
 
-/** Whether the executable is the agent the adapter drives (adapters without an identity: yes). */
-export async function isTheAgent(adapter: AgentAdapter, file: string, env: Record<string, string>): Promise<boolean> {
+/**
+ * Whether the executable is the agent the adapter drives (adapters without an identity: yes).
+ * The probe sees only `PATH` and `HOME` from `env`: never a secret.
+ */
+export async function isTheAgent(adapter: AgentAdapter, file: string, env: Record<string, string | undefined>): Promise<boolean> {
   if (!adapter.identity) return true;
-  return adapter.identity.pattern.test(await probeOutput(file, adapter.identity.args, env));
+  return adapter.identity.pattern.test(await probeOutput(file, adapter.identity.args, probeEnv(env)));
+}
+
+/** The environment of a probe: `PATH` and `HOME` only. */
+export function probeEnv(env: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(['PATH', 'HOME'].flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]!]])));
 }
 
 /** Names of the credential sources the adapter knows that are present in `env` (and its HOME). */

@@ -68,6 +68,8 @@ export interface AgentAdapter {
   supportsResume: boolean;
   identity?: AgentIdentity;
   credentials?: AgentCredentials;
+  /** Arguments that print the usage of its headless mode; `doctor` checks the flags it passes are there. */
+  help?: string[];
   invocation(input: AgentRunInput): AgentInvocation;
   parser(input: AgentRunInput): AgentOutputParser;
 }

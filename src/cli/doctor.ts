@@ -1,0 +1,66 @@
+import { parseArgs } from 'node:util';
+import { type AgentCheck, type WorkspaceReport, diagnoseWorkspace } from '../core/agents/doctor';
+import { AgentRegistry } from '../core/agents/registry';
+import { ConfigError, loadConfig } from './config';
+import { fail } from './fail';
+
+export const DOCTOR_USAGE = `Usage: headless-run-webhook doctor [--config FILE] [--json]
+
+For every agent enabled on each workspace: found on the PATH or not, its version, whether it
+is really that agent, whether this version takes the flags the adapter passes, and which
+credentials it has (names only). Exits 1 when an agent the config names cannot run, or a
+workspace has none that can.
+
+  --config FILE    config file (default: ./headless.config.json if present)
+  --json           the report as JSON`;
+
+function line(check: AgentCheck): string {
+  const state = !check.path ? 'missing' : check.canRun ? (check.problems.length > 0 ? 'warn' : 'ok') : 'broken';
+  const head = `  ${check.agent.padEnd(9)} ${state.padEnd(8)}${check.configured ? '*' : ' '} ${check.version ?? '-'}`;
+  const details = [
+    check.path ? `at ${check.path}` : undefined,
+    check.credentials.length > 0 ? `credentials: ${check.credentials.join(', ')}` : undefined,
+    ...check.problems,
+  ].filter(Boolean);
+  return [head, ...details.map((d) => `      ${d}`)].join('\n');
+}
+
+/** Whether the report shows something the caller must fix. */
+export function reportFails(reports: WorkspaceReport[]): boolean {
+  return reports.some((r) => !r.agents.some((a) => a.canRun) || r.agents.some((a) => a.configured && !a.canRun));
+}
+
+export async function doctor(argv: string[]): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+  } catch (error) {
+    fail(`${error instanceof Error ? error.message : String(error)}\n${DOCTOR_USAGE}`);
+  }
+  if (values.help) {
+    process.stdout.write(`${DOCTOR_USAGE}\n`);
+    return;
+  }
+  let config;
+  try {
+    config = loadConfig(values.config, process.cwd());
+  } catch (error) {
+    fail(error instanceof ConfigError ? error.message : String(error));
+  }
+  const registry = new AgentRegistry(config.agents);
+  const env = { ...process.env };
+  delete env.HEADLESS_ADMIN_TOKEN;
+  const reports = await Promise.all(
+    config.workspaces.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: config.defaultAgent })),
+  );
+  if (values.json) process.stdout.write(`${JSON.stringify({ workspaces: reports }, null, 2)}\n`);
+  else {
+    for (const report of reports) {
+      const path = config.workspaces.find((w) => w.id === report.workspaceId)!.path;
+      process.stdout.write(`workspace ${report.workspaceId} (${path})\n${report.agents.map(line).join('\n')}\n`);
+      if (!report.agents.some((a) => a.canRun)) process.stdout.write('  no agent can run here: install one of the agents above, or enable one that is installed\n');
+    }
+    process.stdout.write('(* named by the config)\n');
+  }
+  if (reportFails(reports)) process.exitCode = 1;
+}

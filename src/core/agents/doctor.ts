@@ -1,0 +1,106 @@
+import type { Workspace } from '../types';
+import { findExecutable, isTheAgent, presentCredentials, probeEnv, probeOutput } from './preflight';
+import type { AgentRegistry } from './registry';
+import type { AgentAdapter } from './types';
+
+/** What `doctor` and `GET /api/agents` say about one agent on one workspace. */
+export interface AgentCheck {
+  agent: string;
+  command: string;
+  /** Named by the configuration: in the workspace's `agents`, its headless or default agent, or the installation default. */
+  configured: boolean;
+  /** The executable found on the run's `PATH`, or null. */
+  path: string | null;
+  /** The first line its `--version` printed, or null. */
+  version: string | null;
+  /** Whether the executable is really this agent; null when not found or the adapter has no way to tell. */
+  isAgent: boolean | null;
+  /** The flags the adapter passes that this version's usage does not list (null: not checked). */
+  unknownFlags: string[] | null;
+  /** Credential sources present (variable names, `~/` files): names only, never values. */
+  credentials: string[];
+  /** Every source the agent can take credentials from. */
+  credentialSources: string[];
+  /** Whether a run of it can start: found, the right program, its flags known, credentials if it needs them. */
+  canRun: boolean;
+  /** What is wrong, each saying what to do. */
+  problems: string[];
+}
+
+export interface WorkspaceReport {
+  workspaceId: string;
+  agents: AgentCheck[];
+}
+
+/** The flag names an argv passes (`--x=v` counts as `--x`); values and positionals are not flags. */
+function flagsOf(args: string[]): string[] {
+  return args.filter((a) => /^-{1,2}[A-Za-z]/.test(a)).map((a) => a.split('=')[0]!);
+}
+
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const listed = (usage: string, flag: string) => new RegExp(`(^|[\\s,[(])${escape(flag)}(?![\\w-])`, 'm').test(usage);
+
+async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Record<string, string>, configured: boolean): Promise<AgentCheck> {
+  // The probes (--version, --help) see only PATH and HOME: never a secret of the service.
+  const probed = probeEnv(env);
+  const sample = { prompt: 'doctor', workspacePath: workspace.path, resumeId: 'ses_doctor' };
+  const invocations = [adapter.invocation(sample), ...(adapter.supportsResume ? [adapter.invocation({ ...sample, agentSessionId: 'doctor' })] : [])];
+  const command = invocations[0]!.command;
+  const sources = [...(adapter.credentials?.env ?? []), ...(adapter.credentials?.files ?? []).map((f) => `~/${f}`)];
+  const check: AgentCheck = {
+    agent: adapter.name,
+    command,
+    configured,
+    path: findExecutable(command, env.PATH) ?? null,
+    version: null,
+    isAgent: null,
+    unknownFlags: null,
+    credentials: presentCredentials(adapter, env),
+    credentialSources: sources,
+    canRun: false,
+    problems: [],
+  };
+  if (!check.path) {
+    check.problems.push(`"${command}" is not on the PATH of workspace "${workspace.id}": install it, or set PATH in the workspace's env`);
+    return check;
+  }
+  check.version = (await probeOutput(check.path, ['--version'], probed)).trim().split('\n')[0] || null;
+  if (adapter.identity) {
+    check.isAgent = await isTheAgent(adapter, check.path, env);
+    if (!check.isAgent) check.problems.push(`${check.path} is not the ${adapter.name} agent CLI: put the real one first on the PATH`);
+  }
+  if (adapter.help) {
+    const usage = await probeOutput(check.path, adapter.help, probed);
+    check.unknownFlags = [...new Set(invocations.flatMap((i) => flagsOf(i.args)))].filter((flag) => !listed(usage, flag));
+    if (check.unknownFlags.length > 0) {
+      check.problems.push(`this version (${check.version ?? 'unknown'}) does not list ${check.unknownFlags.join(', ')}: upgrade ${adapter.name}`);
+    }
+  }
+  if (adapter.credentials && check.credentials.length === 0) {
+    const hint = `no credentials found: set ${sources.join(' or ')}`;
+    check.problems.push(adapter.credentials.required ? hint : `${hint} (unless it is configured another way)`);
+  }
+  check.canRun = check.isAgent !== false && (check.unknownFlags ?? []).length === 0 && !(adapter.credentials?.required && check.credentials.length === 0);
+  return check;
+}
+
+/**
+ * Checks every headless-capable agent enabled on a workspace, as a run there would see it
+ * (the workspace's `PATH` and `HOME` over the service's).
+ */
+export async function diagnoseWorkspace(input: {
+  registry: AgentRegistry;
+  workspace: Workspace;
+  baseEnv: NodeJS.ProcessEnv;
+  defaultAgent?: string;
+}): Promise<WorkspaceReport> {
+  const { registry, workspace } = input;
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries({ ...input.baseEnv, ...workspace.env })) if (value !== undefined) env[key] = value;
+  const named = new Set([...(workspace.agents ?? []), workspace.headlessAgent, workspace.defaultAgent, input.defaultAgent]);
+  const adapters = registry
+    .names()
+    .map((name) => registry.get(name)!)
+    .filter((a) => a.kind === 'agent' && registry.isEnabled(workspace, a.name));
+  return { workspaceId: workspace.id, agents: await Promise.all(adapters.map((a) => checkAgent(a, workspace, env, named.has(a.name)))) };
+}
