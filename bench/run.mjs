@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { createSqliteKeyv } from '../dist/index.js';
+import { spawnDaemon } from './spawn-daemon.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const AGENT = join(ROOT, 'test/fixtures/fake-agent.mjs');
@@ -37,17 +38,8 @@ async function daemon(config, dir = tempDir()) {
   writeFileSync(join(dir, 'headless.config.json'), JSON.stringify(config));
   const flags = PROFILE ? [`--cpu-prof`, `--cpu-prof-dir=${RESULTS}`] : [];
   if (PROFILE) mkdirSync(RESULTS, { recursive: true });
-  const child = spawn(process.execPath, [...flags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+  const { child, url } = await spawnDaemon(dir, flags);
   children.add(child);
-  const url = await new Promise((done, fail) => {
-    let out = '';
-    child.stdout.on('data', (c) => {
-      out += c;
-      const m = /listening on (\S+)\n/.exec(out);
-      if (m) done(m[1]);
-    });
-    child.once('exit', (code) => fail(new Error(`daemon exited ${code}`)));
-  });
   return {
     url,
     pid: child.pid,

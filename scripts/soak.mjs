@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 // `npm run soak`: 1000 runs through the real daemon at saturation (4 at once), then checks that
 // open fds, RSS and zombie children are back to their baseline. Not part of `npm test`.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { spawnDaemon } from '../bench/spawn-daemon.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const RUNS = Number(process.env.SOAK_RUNS ?? 1000);
@@ -16,16 +16,7 @@ writeFileSync(
   JSON.stringify({ maxConcurrentRuns: PARALLEL, agents: { fake: { command: process.execPath, args: [agent, '{prompt}'] } }, workspaces: [{ id: 'ws', path: '.', agents: ['fake'] }] }),
 );
 
-const daemon = spawn(process.execPath, [join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
-const base = await new Promise((done, fail) => {
-  let out = '';
-  daemon.stdout.on('data', (c) => {
-    out += c;
-    const m = /listening on (\S+)\n/.exec(out);
-    if (m) done(m[1]);
-  });
-  daemon.once('exit', (code) => fail(new Error(`daemon exited ${code}`)));
-});
+const { child: daemon, url: base } = await spawnDaemon(dir);
 
 const pid = daemon.pid;
 const fds = () => readdirSync(`/proc/${pid}/fd`).length;

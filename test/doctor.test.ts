@@ -50,7 +50,7 @@ describe('headless-run-webhook doctor', () => {
     );
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout) as { workspaces: Array<{ workspaceId: string; agents: Array<Record<string, any>> }> };
-    const checks = Object.fromEntries(report.workspaces[0]!.agents.map((a) => [a.agent, a]));
+    const checks: Record<string, Record<string, any>> = Object.fromEntries(report.workspaces[0]!.agents.map((a) => [a.agent, a]));
     expect(Object.keys(checks).sort()).toEqual(['claude', 'codex', 'copilot', 'gemini', 'opencode', 'qwen']);
     for (const check of Object.values(checks)) {
       expect(check, check.agent).toMatchObject({ configured: true, canRun: true, unknownFlags: [] });

@@ -1,4 +1,4 @@
-import type { AgentAdapter, AgentOutputParser, AgentRunInput, AgentVerdict } from './types';
+import type { AgentAdapter, AgentInvocation, AgentOutputParser, AgentRunInput, AgentVerdict } from './types';
 
 /**
  * The built-in adapters, one per real CLI, each with the flags that keep it from ever waiting
@@ -98,19 +98,26 @@ const resumeFlag = (flag: string, input: AgentRunInput): string[] =>
 
 const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
-type AdapterSpec = Omit<AgentAdapter, 'kind' | 'supportsResume'>;
+type AdapterSpec = Omit<AgentAdapter, 'kind' | 'supportsResume' | 'invocation'> & {
+  /** The invocation without its command, which is always the adapter's. */
+  run(input: AgentRunInput): Omit<AgentInvocation, 'command'>;
+};
 
-/** A headless-capable agent that can resume. */
-const agent = (spec: AdapterSpec): AgentAdapter => ({ kind: 'agent', supportsResume: true, ...spec });
+/** A headless-capable agent that can resume; its usage is `--help` unless said otherwise. */
+const agent = ({ run, ...spec }: AdapterSpec): AgentAdapter => ({
+  kind: 'agent',
+  supportsResume: true,
+  help: ['--help'],
+  ...spec,
+  invocation: (input) => ({ command: spec.command, ...run(input) }),
+});
 
 const claude = agent({
   name: 'claude',
-  help: ['--help'],
   command: 'claude',
   identity: { args: ['--version'], pattern: /Claude Code/ },
   credentials: { env: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX'], files: ['.claude/.credentials.json'] },
-  invocation: (input) => ({
-    command: 'claude',
+  run: (input) => ({
     // stream-json requires --verbose in print mode; the prompt comes on stdin.
     args: ['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions', ...resumeFlag('--resume', input)],
     stdin: input.prompt,
@@ -122,12 +129,11 @@ const claude = agent({
 
 const codex = agent({
   name: 'codex',
-  help: ['exec', '--help'],
   command: 'codex',
+  help: ['exec', '--help'],
   identity: { args: ['--version'], pattern: /codex-cli/ },
   credentials: { env: ['OPENAI_API_KEY', 'CODEX_API_KEY'], files: ['.codex/auth.json'] },
-  invocation: (input) => ({
-    command: 'codex',
+  run: (input) => ({
     // Every flag before `resume` (older parsers require it); `-` reads the prompt from stdin.
     args: [
       'exec',
@@ -158,11 +164,9 @@ const codex = agent({
 
 const gemini = agent({
   name: 'gemini',
-  help: ['--help'],
   command: 'gemini',
   credentials: { env: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_GENAI_USE_VERTEXAI'], files: ['.gemini/oauth_creds.json'] },
-  invocation: (input) => ({
-    command: 'gemini',
+  run: (input) => ({
     args: [`--prompt=${input.prompt}`, '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust', ...resumeFlag('--resume', input)],
   }),
   // Auth failures (exit 41) and a bad resume id (exit 42) print only on stderr.
@@ -178,11 +182,9 @@ const gemini = agent({
 
 const qwen = agent({
   name: 'qwen',
-  help: ['--help'],
   command: 'qwen',
   credentials: { env: ['OPENAI_API_KEY', 'DASHSCOPE_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY'], files: ['.qwen/oauth_creds.json'] },
-  invocation: (input) => ({
-    command: 'qwen',
+  run: (input) => ({
     // The prompt on stdin: `-p` is deprecated and a positional prompt could be read as an option.
     args: ['--output-format', 'stream-json', '--approval-mode', 'yolo', ...resumeFlag('--resume', input)],
     stdin: input.prompt,
@@ -192,11 +194,10 @@ const qwen = agent({
 
 const opencode = agent({
   name: 'opencode',
-  help: ['run', '--help'],
   command: 'opencode',
+  help: ['run', '--help'],
   credentials: { env: [], files: ['.local/share/opencode/auth.json'] },
-  invocation: (input) => ({
-    command: 'opencode',
+  run: (input) => ({
     // `run` reads the message from stdin when it is not a TTY. The permission variable is
     // the one auto-approve switch that has survived every flag rename.
     args: ['run', '--format', 'json', ...resumeFlag('--session', input)],
@@ -220,11 +221,9 @@ const opencode = agent({
 
 const cursor = agent({
   name: 'cursor',
-  help: ['--help'],
   command: 'cursor-agent',
   credentials: { env: ['CURSOR_API_KEY'], files: ['.cursor/cli-config.json'] },
-  invocation: (input) => ({
-    command: 'cursor-agent',
+  run: (input) => ({
     args: ['-p', '--output-format', 'stream-json', '--force', '--trust', ...resumeFlag('--resume', input)],
     stdin: input.prompt,
   }),
@@ -233,12 +232,10 @@ const cursor = agent({
 
 const amp = agent({
   name: 'amp',
-  help: ['--help'],
   command: 'amp',
   // Without credentials amp prints a login prompt and waits forever, even with stdin closed.
   credentials: { env: ['AMP_API_KEY'], files: ['.local/share/amp/secrets.json'], required: true },
-  invocation: (input) => ({
-    command: 'amp',
+  run: (input) => ({
     args: [
       ...(input.agentSessionId === undefined ? [] : ['threads', 'continue', input.agentSessionId]),
       '--execute',
@@ -254,12 +251,10 @@ const amp = agent({
 
 const copilot = agent({
   name: 'copilot',
-  help: ['--help'],
   command: 'copilot',
   identity: { args: ['--version'], pattern: /Copilot CLI/ },
   credentials: { env: ['COPILOT_GITHUB_TOKEN', 'GH_TOKEN', 'GITHUB_TOKEN', 'COPILOT_PROVIDER_API_KEY'], files: ['.copilot/config.json'] },
-  invocation: (input) => ({
-    command: 'copilot',
+  run: (input) => ({
     args: [
       `--prompt=${input.prompt}`,
       '--allow-all',
@@ -287,12 +282,11 @@ const copilot = agent({
 /** Goose prints no session id, so the adapter names the session itself and resumes by name. */
 const goose = agent({
   name: 'goose',
-  help: ['run', '--help'],
   command: 'goose',
+  help: ['run', '--help'],
   // The npm package `goose-cli` installs an unrelated database-migration tool also named goose.
   identity: { args: ['--help'], pattern: /^(?=[\s\S]*\bsession\b)(?=[\s\S]*\brun\b)/i },
-  invocation: (input) => ({
-    command: 'goose',
+  run: (input) => ({
     args: [
       'run',
       ...(input.agentSessionId === undefined ? ['--name', `headless-${input.resumeId}`] : ['--resume', '--name', input.agentSessionId]),
