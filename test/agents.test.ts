@@ -84,7 +84,7 @@ async function cliHost(agents?: string[]): Promise<{ host: TestHost; log: string
   writeFileSync(log, '');
   const host = await createTestHost({
     workspaces: [
-      { id: 'ws', path: state, agents, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state, FAKE_CLI_LOG: log, AMP_API_KEY: 'fake-key' } },
+      { id: 'ws', path: state, agents, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state, FAKE_CLI_LOG: log, AMP_API_KEY: 'fake-key', CODEX_API_KEY: 'fake-key' } },
       { id: 'other', path: state, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state } },
     ],
     agents: { fake: fakeAgent },

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -44,6 +44,8 @@ async function doctor(config: Record<string, unknown>, args: string[] = []) {
 describe('headless-run-webhook doctor', () => {
   it('the real CLIs: found, versioned, really themselves, their flags known, credentials by name; exit 0', async () => {
     const ws = dir();
+    mkdirSync(join(ws, '.codex'));
+    writeFileSync(join(ws, '.codex/config.toml'), 'model_provider = "local"\n');
     const r = await doctor(
       { workspaces: [{ id: 'ws', path: ws, agents: ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'], env: { PATH: `${REAL_BIN}${delimiter}${process.env.PATH}`, HOME: ws } }] },
       ['--json'],
@@ -58,14 +60,23 @@ describe('headless-run-webhook doctor', () => {
       expect(check.version).toMatch(/\d+\.\d+/);
     }
     expect(checks.claude).toMatchObject({ version: '2.1.328 (Claude Code)', isAgent: true, credentials: ['ANTHROPIC_API_KEY'] });
-    expect(checks.codex).toMatchObject({ isAgent: true, credentials: [] });
-    expect(checks.codex!.problems.join()).toMatch(/no credentials found: set OPENAI_API_KEY/);
+    expect(checks.codex).toMatchObject({ isAgent: true, credentials: ['~/.codex/config.toml'] });
+    expect(checks.gemini).toMatchObject({ credentials: [] });
+    expect(checks.gemini!.problems.join()).toMatch(/no credentials found: set GEMINI_API_KEY.*unless it is configured another way/);
   });
 
   it('an impostor, an old version and a missing agent: each said, with what to do; exit 1', async () => {
     const ws = dir();
-    const r = await doctor({ workspaces: [{ id: 'ws', path: ws, agents: ['goose', 'claude', 'cursor'], env: { PATH: `${impostors()}${delimiter}/usr/bin${delimiter}/bin` } }] });
+    const r = await doctor({
+      workspaces: [
+        { id: 'ws', path: ws, agents: ['goose', 'claude', 'cursor'], env: { PATH: `${impostors()}${delimiter}/usr/bin${delimiter}/bin` } },
+        { id: 'bare', path: ws, agents: ['codex'], env: { PATH: `${REAL_BIN}${delimiter}/usr/bin${delimiter}/bin`, HOME: dir() } },
+      ],
+    });
     expect(r.code).toBe(1);
+    // codex never ends without credentials: for it they are required.
+    expect(r.stdout).toMatch(/codex\s+broken/);
+    expect(r.stdout).toMatch(/no credentials found: set OPENAI_API_KEY or CODEX_API_KEY or ~\/.codex\/auth.json or ~\/.codex\/config.toml or \$CODEX_HOME\/auth.json or \$CODEX_HOME\/config.toml\n/);
     expect(r.stdout).toMatch(/goose\s+broken/);
     expect(r.stdout).toMatch(/is not the goose agent CLI: put the real one first on the PATH/);
     expect(r.stdout).toMatch(/claude\s+broken\s+\* 0\.2\.9 \(Claude Code\)/);

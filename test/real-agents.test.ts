@@ -29,13 +29,17 @@ const paths = {} as Record<Mode, string>;
 beforeAll(async () => {
   mock = await startMockModel();
   root = mkdtempSync(join(tmpdir(), 'hrw-real-'));
-  const workspaces = (Object.keys(MODES) as Mode[]).map((mode) => {
+  const workspaces: Array<Record<string, unknown>> = (Object.keys(MODES) as Mode[]).map((mode) => {
     homes[mode] = join(root, `home-${mode}`);
     paths[mode] = join(root, `ws-${mode}`);
     mkdirSync(paths[mode]);
     writeHome(homes[mode], mock.url);
     return { id: mode, path: paths[mode], agents: [...REAL], env: { ...mockEnv(homes[mode], mock.url, MODES[mode]), PATH: `${BIN}${delimiter}${process.env.PATH}` } };
   });
+  // No credentials and a HOME with no agent config at all.
+  const bare = join(root, 'home-bare');
+  mkdirSync(bare);
+  workspaces.push({ id: 'bare', path: bare, agents: ['codex'], env: { HOME: bare, PATH: `${BIN}${delimiter}${process.env.PATH}` } });
   const daemonDir = join(root, 'daemon');
   mkdirSync(daemonDir);
   const config = join(daemonDir, 'headless.config.json');
@@ -122,6 +126,17 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
     const again = await run('wipe', { resumeId: first.resumeId, prompt: 'again' });
     expect(again.status).toBe('failed');
     expect(again.error.message).toMatch(reasons.unknownResume);
+  });
+});
+
+describe('codex with no credentials and no provider of its own', () => {
+  it('is refused at once with spawn_failed, instead of retrying forever', async () => {
+    const res = await api(daemon, 'POST', '/api/workspaces/bare/headless', { agent: 'codex', prompt: 'hello', wait: true });
+    const body = (await res.json()) as Record<string, any>;
+    expect(res.status).toBe(500);
+    expect(body).toMatchObject({ code: 'spawn_failed' });
+    expect(body.detail).toMatch(/codex: it has no credentials.*set OPENAI_API_KEY/);
+    expect(await waitRun(daemon, body.taskId)).toMatchObject({ status: 'failed', error: { code: 'spawn_failed' } });
   });
 });
 

@@ -204,7 +204,12 @@ export class RunService {
           env,
           onStdoutLine: (line) => {
             parser.line(line);
-            if (!sessionIdNoted) sessionIdNoted = this.o.sessions.noteAgentSessionId(record.resumeId, parser.sessionId());
+            const id = parser.sessionId();
+            // Stored as soon as printed, so a Session survives a crash of its run.
+            if (!sessionIdNoted && id !== undefined) {
+              sessionIdNoted = true;
+              void this.o.sessions.noteAgentSessionId(record.resumeId, id);
+            }
           },
         },
       });
@@ -257,13 +262,14 @@ export class RunService {
       signal: end.signal,
       ...(outcome.error ? { error: outcome.error } : {}),
     };
-    live.record = final;
-    this.o.tokens.revoke(record.taskId);
+    // The Session is settled first, so whoever sees the run ended sees its Session as it is now.
     if (outcome.status === 'failed' && verdict.answered === false) {
       // The agent failed before its model ever answered: its session may not exist, so the
       // Session keeps the agent session id it had before this run (none for a new Session).
-      this.o.sessions.restoreAgentSessionId(record.resumeId, live.resumedFrom);
-    } else this.o.sessions.noteAgentSessionId(record.resumeId, verdict.agentSessionId);
+      await this.o.sessions.setAgentSessionId(record.resumeId, live.resumedFrom);
+    } else await this.o.sessions.noteAgentSessionId(record.resumeId, verdict.agentSessionId);
+    live.record = final;
+    this.o.tokens.revoke(record.taskId);
     reservation.release();
 
     await live.processSaved?.catch(() => undefined);

@@ -98,21 +98,21 @@ export class SessionBook {
   }
 
   /**
-   * Records the agent's own session id, once it is known and safe to put back on a command line;
-   * a failed write is logged. Returns whether there was one to record.
+   * Records the agent's own session id, if it is safe to put back on a command line. Settles
+   * once stored; a failed write is logged, never thrown.
    */
-  noteAgentSessionId(resumeId: string, captured: string | undefined): boolean {
-    if (captured === undefined || !isSafeAgentSessionId(captured)) return false;
-    this.update(resumeId, (s) => (s.agentSessionId === captured ? {} : { agentSessionId: captured })).catch((e: unknown) =>
-      this.log('could not store the agent session id', e),
-    );
-    return true;
+  async noteAgentSessionId(resumeId: string, captured: string | undefined): Promise<void> {
+    if (captured === undefined || !isSafeAgentSessionId(captured)) return;
+    await this.setAgentSessionId(resumeId, captured);
   }
 
-  /** Puts back the agent session id a Session had before a run that failed without an answer. */
-  restoreAgentSessionId(resumeId: string, previous: string | undefined): void {
-    this.update(resumeId, (s) => (s.agentSessionId === previous ? {} : { agentSessionId: previous })).catch((e: unknown) =>
-      this.log('could not restore the agent session id', e),
+  /**
+   * Sets the agent session id, or clears it with `undefined` (a run that failed before its model
+   * answered puts back the one the Session had). A failed write is logged, never thrown.
+   */
+  async setAgentSessionId(resumeId: string, id: string | undefined): Promise<void> {
+    await this.update(resumeId, (s) => (s.agentSessionId === id ? {} : { agentSessionId: id })).catch((e: unknown) =>
+      this.log('could not store the agent session id', e),
     );
   }
 

@@ -132,7 +132,13 @@ const codex = agent({
   command: 'codex',
   help: ['exec', '--help'],
   identity: { args: ['--version'], pattern: /codex-cli/ },
-  credentials: { env: ['OPENAI_API_KEY', 'CODEX_API_KEY'], files: ['.codex/auth.json'] },
+  // Without credentials and a provider of its own, codex retries forever ("Reconnecting...").
+  // A config.toml counts: it may define a provider that needs no key.
+  credentials: {
+    env: ['OPENAI_API_KEY', 'CODEX_API_KEY'],
+    files: ['.codex/auth.json', '.codex/config.toml', '$CODEX_HOME/auth.json', '$CODEX_HOME/config.toml'],
+    required: true,
+  },
   run: (input) => ({
     // Every flag before `resume` (older parsers require it); `-` reads the prompt from stdin.
     args: [
@@ -153,7 +159,8 @@ const codex = agent({
   parser: jsonLinesParser({
     onEvent(event, state) {
       if (event.type === 'thread.started') state.sessionId ??= str(event.thread_id);
-      else if (event.type === 'item.completed' && obj(event.item)?.type === 'agent_message') state.answered = true;
+      // Any item but a warning (type "error") means the model answered: a message, a command, an edit.
+      else if (event.type === 'item.completed' && obj(event.item)?.type !== 'error') state.answered = true;
       else if (event.type === 'error') state.lastError = str(event.message) ?? state.lastError;
       else if (event.type === 'turn.failed') state.final = { error: str(obj(event.error)?.message) ?? state.lastError ?? 'the turn failed' };
       else if (event.type === 'turn.completed') state.final = {};

@@ -1,5 +1,5 @@
 import type { Workspace } from '../types';
-import { findExecutable, isTheAgent, presentCredentials, probeEnv, probeOutput } from './preflight';
+import { credentialFileName, findExecutable, isTheAgent, presentCredentials, probeEnv, probeOutput } from './preflight';
 import type { AgentRegistry } from './registry';
 import type { AgentAdapter } from './types';
 
@@ -46,7 +46,7 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
   const sample = { prompt: 'doctor', workspacePath: workspace.path, resumeId: 'ses_doctor' };
   const invocations = [adapter.invocation(sample), ...(adapter.supportsResume ? [adapter.invocation({ ...sample, agentSessionId: 'doctor' })] : [])];
   const command = invocations[0]!.command;
-  const sources = [...(adapter.credentials?.env ?? []), ...(adapter.credentials?.files ?? []).map((f) => `~/${f}`)];
+  const sources = [...(adapter.credentials?.env ?? []), ...(adapter.credentials?.files ?? []).map(credentialFileName)];
   const check: AgentCheck = {
     agent: adapter.name,
     command,

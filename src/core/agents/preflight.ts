@@ -63,15 +63,25 @@ export function probeEnv(env: Record<string, string | undefined>): Record<string
   return Object.fromEntries(['PATH', 'HOME'].flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]!]])));
 }
 
+/** How a credential file is named to people: `~/x` for one under HOME, `$VAR/x` as written. */
+export const credentialFileName = (file: string) => (file.startsWith('$') ? file : `~/${file}`);
+
+/** Where a credential file is, or undefined when the variable it lives under is unset. */
+function credentialFilePath(file: string, env: Record<string, string | undefined>): string | undefined {
+  const match = /^\$([A-Z_]+)\/(.+)$/.exec(file);
+  const dir = match ? env[match[1]!] : env.HOME;
+  return dir ? join(dir, match ? match[2]! : file) : undefined;
+}
+
 /** Names of the credential sources the adapter knows that are present in `env` (and its HOME). */
 export function presentCredentials(adapter: AgentAdapter, env: Record<string, string | undefined>): string[] {
   const credentials = adapter.credentials;
   if (!credentials) return [];
-  const home = env.HOME;
-  return [
-    ...credentials.env.filter((name) => (env[name] ?? '') !== ''),
-    ...(credentials.files ?? []).filter((file) => home !== undefined && existsSync(join(home, file))).map((file) => `~/${file}`),
-  ];
+  const fileExists = (file: string) => {
+    const path = credentialFilePath(file, env);
+    return path !== undefined && existsSync(path);
+  };
+  return [...credentials.env.filter((name) => (env[name] ?? '') !== ''), ...(credentials.files ?? []).filter(fileExists).map(credentialFileName)];
 }
 
 /**
@@ -86,7 +96,7 @@ export async function preflight(adapter: AgentAdapter, command: string, env: Rec
   }
   const credentials = adapter.credentials;
   if (credentials?.required && presentCredentials(adapter, env).length === 0) {
-    const sources = [...credentials.env, ...(credentials.files ?? []).map((f) => `~/${f}`)].join(' or ');
-    throw new SpawnFailure(`cannot start ${adapter.name}: it has no credentials and would wait for a login; set ${sources}`, 'no_credentials');
+    const sources = [...credentials.env, ...(credentials.files ?? []).map(credentialFileName)].join(' or ');
+    throw new SpawnFailure(`cannot start ${adapter.name}: it has no credentials, and without any it never ends by itself; set ${sources}`, 'no_credentials');
   }
 }

@@ -50,11 +50,12 @@ export interface AgentIdentity {
 export interface AgentCredentials {
   /** Environment variables. */
   env: string[];
-  /** Files, relative to `HOME`. */
+  /** Files, relative to `HOME`, or to a variable's folder when written `$VAR/file` (skipped when it is unset). */
   files?: string[];
   /**
-   * The CLI waits for an interactive login when it has none (even with stdin closed), so a run
-   * without any fails at once with `spawn_failed` instead of sitting until the watchdog.
+   * Without any, the CLI never ends by itself (it waits for an interactive login, or retries
+   * forever), so a run without any fails at once with `spawn_failed` instead of sitting until
+   * the watchdog.
    */
   required?: boolean;
 }
