@@ -16,8 +16,8 @@ const BIN = resolve(__dirname, '../node_modules/.bin');
 const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'] as const;
 type Real = (typeof REAL)[number];
 
-/** Workspaces, one per behaviour of the mock; `wipe` has a HOME the tests can wipe. */
-const MODES = { ok: 'mock-ok', e401: 'mock-401', e500: 'mock-500', nocreds: undefined, wipe: 'mock-ok' } as const;
+/** Workspaces, one per behaviour of the mock; `wipe` has a HOME the tests can wipe; `flaky` drops every other stream. */
+const MODES = { ok: 'mock-ok', e401: 'mock-401', e500: 'mock-500', nocreds: undefined, wipe: 'mock-ok', flaky: 'mock-flaky' } as const;
 type Mode = keyof typeof MODES;
 
 let mock: MockModel;
@@ -126,6 +126,14 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
     const again = await run('wipe', { resumeId: first.resumeId, prompt: 'again' });
     expect(again.status).toBe('failed');
     expect(again.error.message).toMatch(reasons.unknownResume);
+  });
+});
+
+describe('codex retrying a dropped stream', () => {
+  it('prints "Reconnecting..." error events, then completes: the run is succeeded', async () => {
+    const record = await run('flaky', { agent: 'codex', prompt: 'hello', wait: true });
+    expect(record.output.stdout).toMatch(/"type":"error","message":"Reconnecting\.\.\. 1\/1/);
+    expect(record).toMatchObject({ status: 'succeeded', exitCode: 0 });
   });
 });
 
