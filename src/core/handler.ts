@@ -7,6 +7,7 @@ import type { CommandAgentDefinition } from './agents/command-agent';
 import type { AgentAdapter } from './agents/types';
 import { type AuthContext, type Authorize, type Credential, createDefaultGate, readCredential, unauthorized } from './auth';
 import { isValidId } from './ids';
+import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
 import { HttpProblem, errorToResponse } from './problem';
 import { type RouteMatch, type RouteServices, matchRoute } from './routes';
@@ -123,6 +124,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     runs,
     sessions,
     inbox,
+    idempotency: new IdempotencyKeys(store, log),
     async workspace(id) {
       const ws = isValidId(id) ? await resolveWorkspace(id) : undefined;
       if (!ws) throw new HttpProblem('workspace_not_found', `No workspace "${id}".`);

@@ -14,6 +14,7 @@ const STATUS = {
   agent_disabled: 400,
   no_headless_agent: 400,
   resume_requires_async: 400,
+  invalid_idempotency_key: 400,
   unauthorized: 401,
   forbidden: 403,
   workspace_not_found: 404,
@@ -27,8 +28,10 @@ const STATUS = {
   session_retired: 409,
   session_not_resumable: 409,
   run_not_running: 409,
+  idempotency_key_in_use: 409,
   body_too_large: 413,
   unsupported_media_type: 415,
+  idempotency_key_reused: 422,
   capacity_reached: 429,
   spawn_failed: 500,
   internal: 500,
@@ -84,8 +87,9 @@ function title(code: ProblemCode): string {
   return TITLES[code] ?? code.replace(/_/g, ' ').replace(/^./, (c) => c.toUpperCase());
 }
 
-export function problemResponse(problem: HttpProblem): Response {
-  const body = {
+/** The problem JSON of an answer (RFC 9457), with the stable `code` and any extra members. */
+export function problemBody(problem: HttpProblem): Record<string, unknown> {
+  return {
     type: `https://headless-run-webhook.dev/problems/${problem.code}`,
     title: title(problem.code),
     status: problem.status,
@@ -93,10 +97,12 @@ export function problemResponse(problem: HttpProblem): Response {
     code: problem.code,
     ...problem.extra,
   };
-  return new Response(JSON.stringify(body), {
-    status: problem.status,
-    headers: { ...problem.headers, 'content-type': 'application/problem+json' },
-  });
+}
+
+export const problemHeaders = (problem: HttpProblem) => ({ ...problem.headers, 'content-type': 'application/problem+json' });
+
+export function problemResponse(problem: HttpProblem): Response {
+  return new Response(JSON.stringify(problemBody(problem)), { status: problem.status, headers: problemHeaders(problem) });
 }
 
 /**

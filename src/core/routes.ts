@@ -2,6 +2,7 @@
 import { Response } from '@whatwg-node/fetch';
 import type { Credential } from './auth';
 import { readEmptyBody, readJsonObject } from './body';
+import type { IdempotencyKeys, StoredAnswer } from './idempotency';
 import type { Inbox } from './inbox';
 import { HttpProblem } from './problem';
 import type { RunService } from './runs';
@@ -19,6 +20,7 @@ export interface RouteServices {
   inbox: Inbox;
   /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
   workspace(id: string): Promise<Workspace>;
+  idempotency: IdempotencyKeys;
   /** The agent checks of one workspace, or of every listed one. */
   diagnose(workspaceId: string | undefined): Promise<WorkspaceReport[]>;
 }
@@ -62,17 +64,28 @@ function route<Path extends string>(
 const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { ...headers, 'content-type': 'application/json' } });
 
+/** A stored answer as a response; its own content type (problem JSON) wins. */
+const answer = (a: StoredAnswer, extra: Record<string, string> = {}) =>
+  new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json', ...a.headers, ...extra } });
+
 export const ROUTES: Route[] = [
   route('runs.start', 'POST', '/api/workspaces/:workspaceId/headless', async ({ request, params, services, apiUrl, basePath }) => {
-    const start = parseStartBody(await readJsonObject(request));
-    const workspace = await services.workspace(params.workspaceId);
-    const { record, done } = await services.runs.start(workspace, start, apiUrl);
-    if (!start.wait) {
-      const location = `${basePath}/api/headless/${encodeURIComponent(record.taskId)}`;
-      return json({ taskId: record.taskId, resumeId: record.resumeId, status: record.status }, 202, { location });
-    }
-    const result = await done;
-    return json({ ...result.record, output: result.output });
+    const body = await readJsonObject(request);
+    const start = parseStartBody(body);
+    const execute = async (): Promise<StoredAnswer> => {
+      const workspace = await services.workspace(params.workspaceId);
+      const { record, done } = await services.runs.start(workspace, start, apiUrl);
+      if (!start.wait) {
+        const location = `${basePath}/api/headless/${encodeURIComponent(record.taskId)}`;
+        return { status: 202, body: { taskId: record.taskId, resumeId: record.resumeId, status: record.status }, headers: { location } };
+      }
+      const result = await done;
+      return { status: 200, body: { ...result.record, output: result.output }, headers: {} };
+    };
+    const key = request.headers.get('idempotency-key');
+    if (key === null) return answer(await execute());
+    const { answer: first, replayed } = await services.idempotency.run(params.workspaceId, key, body, execute);
+    return answer(first, replayed ? { 'idempotent-replayed': 'true' } : {});
   }),
   route('runs.list', 'GET', '/api/headless', async ({ url, services }) => {
     const query = parseListQuery(url);

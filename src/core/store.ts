@@ -10,7 +10,9 @@ import { StorageError } from './problem';
 export interface HeadlessStore {
   get<T>(key: string): Promise<T | undefined>;
   getMany<T>(keys: string[]): Promise<(T | undefined)[]>;
-  set(key: string, value: unknown): Promise<void>;
+  /** `ttlMs`: the entry expires after this long (reads then find nothing). */
+  set(key: string, value: unknown, ttlMs?: number): Promise<void>;
+  delete(key: string): Promise<void>;
   /** Every entry whose key starts with `prefix`, in one pass. Used once, at start-up. */
   scan<T>(prefix: string): AsyncIterable<[key: string, value: T]>;
   close(): Promise<void>;
@@ -92,14 +94,21 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
         fail('read', error);
       }
     },
-    async set(key, value) {
+    async set(key, value, ttlMs) {
       let ok: boolean;
       try {
-        ok = await keyv.set(key, value);
+        ok = await keyv.set(key, value, ttlMs);
       } catch (error) {
         fail('write', error);
       }
       if (!ok) fail('write', 'the store reported the write as not done');
+    },
+    async delete(key) {
+      try {
+        await keyv.delete(key);
+      } catch (error) {
+        fail('delete', error);
+      }
     },
     scan<T>(prefix: string) {
       return isSqliteStore(keyv.store) ? scanSqlite<T>(keyv.store, prefix) : scanGeneric<T>(prefix);

@@ -1,0 +1,106 @@
+import { sha256 } from './ids';
+import { HttpProblem, problemBody, problemHeaders } from './problem';
+import type { HeadlessStore } from './store';
+
+/**
+ * Idempotent starts, after the IETF draft "The Idempotency-Key HTTP Header Field" and Stripe:
+ * the first request with a key runs; a retry with the same body gets the first answer (same
+ * status, body and Location) without running anything; the same key with another body is 422;
+ * a retry while the first is still running is 409. An answer is kept only when the request
+ * started something (a run record exists); a request refused before that (400, 404, 409, 429,
+ * 503) leaves no trace, so the same key may be retried. Keys are kept for `ttlMs` and survive a
+ * restart with the store.
+ */
+
+/** A replayable answer: what the first request got. */
+export interface StoredAnswer {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+interface Entry {
+  fingerprint: string;
+  /** `pending` while the first request runs, or forever if the service died before it answered. */
+  state: 'pending' | 'done';
+  answer?: StoredAnswer;
+  createdAt: string;
+}
+
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** Printable ASCII, as the draft's sf-string, bounded. */
+const KEY = /^[\x20-\x7e]{1,255}$/;
+
+/** A canonical JSON text of a body: the same fields and values give the same text in any order. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export class IdempotencyKeys {
+  /** Keys whose first request is running in this process, with its body's fingerprint. */
+  private readonly inFlight = new Map<string, string>();
+
+  constructor(
+    private readonly store: HeadlessStore,
+    private readonly log: (message: string, error?: unknown) => void,
+    private readonly ttlMs = IDEMPOTENCY_TTL_MS,
+  ) {}
+
+  /**
+   * Runs `execute` at most once for `key` within `scope`. `execute` returns the answer, or throws
+   * an HttpProblem; one carrying a `taskId` (a run was recorded) is kept and replayed too.
+   */
+  async run(scope: string, key: string, body: unknown, execute: () => Promise<StoredAnswer>): Promise<{ answer: StoredAnswer; replayed: boolean }> {
+    if (!KEY.test(key)) throw new HttpProblem('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
+    const id = `idem:${sha256(`${scope}\0${key}`)}`;
+    const fingerprint = sha256(canonical(body));
+    const running = this.inFlight.get(id);
+    if (running !== undefined) throw running === fingerprint ? inUse() : reused();
+    // Taken in the same tick as the check: of simultaneous retries, one goes on.
+    this.inFlight.set(id, fingerprint);
+    try {
+      const entry = await this.store.get<Entry>(id);
+      if (entry) {
+        if (entry.fingerprint !== fingerprint) throw reused();
+        if (entry.state === 'done' && entry.answer) return { answer: entry.answer, replayed: true };
+        throw new HttpProblem(
+          'idempotency_key_in_use',
+          'An earlier request with this Idempotency-Key was cut off before it was answered; list the workspace runs to find its run.',
+        );
+      }
+      const createdAt = new Date().toISOString();
+      await this.store.set(id, { fingerprint, state: 'pending', createdAt } satisfies Entry, this.ttlMs);
+      let answer: StoredAnswer;
+      try {
+        answer = await execute();
+      } catch (error) {
+        if (error instanceof HttpProblem && typeof error.extra.taskId === 'string') {
+          await this.keep(id, { fingerprint, state: 'done', createdAt, answer: problemAnswer(error) });
+        } else await this.store.delete(id).catch((e: unknown) => this.log('could not release an idempotency key', e));
+        throw error;
+      }
+      await this.keep(id, { fingerprint, state: 'done', createdAt, answer });
+      return { answer, replayed: false };
+    } finally {
+      this.inFlight.delete(id);
+    }
+  }
+
+  /** Stores the answer; if the store refuses, retries get 409 until the key expires, never a second run. */
+  private async keep(id: string, entry: Entry): Promise<void> {
+    await this.store.set(id, entry, this.ttlMs).catch((e: unknown) => this.log('could not store the answer of an idempotent request', e));
+  }
+}
+
+const inUse = () => new HttpProblem('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry once it has been answered.');
+const reused = () => new HttpProblem('idempotency_key_reused', 'This Idempotency-Key was used with another request body.');
+
+/** The answer a problem gave, as the first request received it. */
+function problemAnswer(problem: HttpProblem): StoredAnswer {
+  return { status: problem.status, body: problemBody(problem), headers: problemHeaders(problem) };
+}
