@@ -1,7 +1,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sha256 } from '../src/core/ids';
 import { createMemoryKeyv } from '../src/core/store';
-import { api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from './helpers/daemon';
+import { api, cleanupDaemons, startDaemon, startFakeDaemon, waitRun } from './helpers/daemon';
 import { type TestHost, closeAllHosts, createTestHost, problem } from './helpers/harness';
 
 const dirs: string[] = [];
@@ -111,17 +111,14 @@ describe('Idempotency-Key on a start', () => {
 
 describe('Idempotency-Key through the daemon', () => {
   it('the answer survives a restart', async () => {
-    const dir = tempDir();
-    dirs.push(dir);
-    writeConfig(dir);
-    const first = await startDaemon(dir);
+    const first = await startFakeDaemon(dirs);
     const send = (daemon: typeof first) => api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo hi', agent: 'fake' }, { 'idempotency-key': 'restart-key' });
     const a = await send(first);
     expect(a.status).toBe(202);
     const { taskId } = (await a.json()) as { taskId: string };
     await waitRun(first, taskId);
     expect(await first.stop()).toBe(0);
-    const second = await startDaemon(dir);
+    const second = await startDaemon(first.dir);
     const b = await send(second);
     expect(b.status).toBe(202);
     expect(b.headers.get('idempotent-replayed')).toBe('true');

@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, START, rows } from './helpers/bad-inputs';
-import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from './helpers/daemon';
+import { type Daemon, api, cleanupDaemons, startDaemon, startFakeDaemon, tempDir, waitRun, writeConfig } from './helpers/daemon';
 import { fakeAgent } from './helpers/harness';
 import { markedCount, noneMarked } from './helpers/processes';
 import { type Reply, type Target, rawSender } from './helpers/targets';
@@ -201,10 +201,7 @@ describe('process faults', () => {
 
 describe('graceful shutdown', () => {
   it('SIGTERM: new starts get 503 shutting_down while reads keep working, then exit 0', async () => {
-    const cwd = tempDir();
-    dirs.push(cwd);
-    writeConfig(cwd);
-    const own = await startDaemon(cwd);
+    const own = await startFakeDaemon(dirs);
     const { taskId } = (await (await api(own, 'POST', '/api/workspaces/ws/headless', { prompt: 'ignore-term; sleep 60000' })).json()) as { taskId: string };
     await new Promise((r) => setTimeout(r, 300));
     const exited = own.stop('SIGTERM');

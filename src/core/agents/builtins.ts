@@ -98,23 +98,19 @@ const resumeFlag = (flag: string, input: AgentRunInput): string[] =>
 
 const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
-type AdapterSpec = Omit<AgentAdapter, 'kind' | 'supportsResume' | 'invocation'> & {
+type AdapterSpec = Omit<AgentAdapter, 'name' | 'kind' | 'supportsResume' | 'invocation' | 'command'> & {
+  /** @default the agent's name */
+  command?: string;
   /** The invocation without its command, which is always the adapter's. */
   run(input: AgentRunInput): Omit<AgentInvocation, 'command'>;
 };
 
 /** A headless-capable agent that can resume; its usage is `--help` unless said otherwise. */
-const agent = ({ run, ...spec }: AdapterSpec): AgentAdapter => ({
-  kind: 'agent',
-  supportsResume: true,
-  help: ['--help'],
-  ...spec,
-  invocation: (input) => ({ command: spec.command, ...run(input) }),
-});
+function agent(name: string, { run, command = name, ...spec }: AdapterSpec): AgentAdapter {
+  return { name, command, kind: 'agent', supportsResume: true, help: ['--help'], ...spec, invocation: (input) => ({ command, ...run(input) }) };
+}
 
-const claude = agent({
-  name: 'claude',
-  command: 'claude',
+const claude = agent('claude', {
   identity: { args: ['--version'], pattern: /Claude Code/ },
   credentials: { env: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX'], files: ['.claude/.credentials.json'] },
   run: (input) => ({
@@ -127,9 +123,7 @@ const claude = agent({
   parser: claudeStyleParser,
 });
 
-const codex = agent({
-  name: 'codex',
-  command: 'codex',
+const codex = agent('codex', {
   help: ['exec', '--help'],
   identity: { args: ['--version'], pattern: /codex-cli/ },
   // Without credentials and a provider of its own, codex retries forever ("Reconnecting...").
@@ -169,9 +163,7 @@ const codex = agent({
   }),
 });
 
-const gemini = agent({
-  name: 'gemini',
-  command: 'gemini',
+const gemini = agent('gemini', {
   credentials: { env: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_GENAI_USE_VERTEXAI'], files: ['.gemini/oauth_creds.json'] },
   run: (input) => ({
     args: [`--prompt=${input.prompt}`, '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust', ...resumeFlag('--resume', input)],
@@ -187,9 +179,7 @@ const gemini = agent({
   }),
 });
 
-const qwen = agent({
-  name: 'qwen',
-  command: 'qwen',
+const qwen = agent('qwen', {
   credentials: { env: ['OPENAI_API_KEY', 'DASHSCOPE_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY'], files: ['.qwen/oauth_creds.json'] },
   run: (input) => ({
     // The prompt on stdin: `-p` is deprecated and a positional prompt could be read as an option.
@@ -199,9 +189,7 @@ const qwen = agent({
   parser: claudeStyleParser,
 });
 
-const opencode = agent({
-  name: 'opencode',
-  command: 'opencode',
+const opencode = agent('opencode', {
   help: ['run', '--help'],
   credentials: { env: [], files: ['.local/share/opencode/auth.json'] },
   run: (input) => ({
@@ -226,8 +214,7 @@ const opencode = agent({
   }),
 });
 
-const cursor = agent({
-  name: 'cursor',
+const cursor = agent('cursor', {
   command: 'cursor-agent',
   credentials: { env: ['CURSOR_API_KEY'], files: ['.cursor/cli-config.json'] },
   run: (input) => ({
@@ -237,9 +224,7 @@ const cursor = agent({
   parser: claudeStyleParser,
 });
 
-const amp = agent({
-  name: 'amp',
-  command: 'amp',
+const amp = agent('amp', {
   // Without credentials amp prints a login prompt and waits forever, even with stdin closed.
   credentials: { env: ['AMP_API_KEY'], files: ['.local/share/amp/secrets.json'], required: true },
   run: (input) => ({
@@ -256,9 +241,7 @@ const amp = agent({
   parser: claudeStyleParser,
 });
 
-const copilot = agent({
-  name: 'copilot',
-  command: 'copilot',
+const copilot = agent('copilot', {
   identity: { args: ['--version'], pattern: /Copilot CLI/ },
   credentials: { env: ['COPILOT_GITHUB_TOKEN', 'GH_TOKEN', 'GITHUB_TOKEN', 'COPILOT_PROVIDER_API_KEY'], files: ['.copilot/config.json'] },
   run: (input) => ({
@@ -287,9 +270,7 @@ const copilot = agent({
 });
 
 /** Goose prints no session id, so the adapter names the session itself and resumes by name. */
-const goose = agent({
-  name: 'goose',
-  command: 'goose',
+const goose = agent('goose', {
   help: ['run', '--help'],
   // The npm package `goose-cli` installs an unrelated database-migration tool also named goose.
   identity: { args: ['--help'], pattern: /^(?=[\s\S]*\bsession\b)(?=[\s\S]*\brun\b)/i },
