@@ -7,7 +7,7 @@ import type { Inbox } from './inbox';
 import { HttpProblem } from './problem';
 import type { RunService } from './runs';
 import type { WorkspaceReport } from './agents/doctor';
-import { parseAgentsQuery, parseInboxPush, parseInboxQuery, parseListQuery, parseStartBody } from './schemas';
+import { parseAgentsQuery, parseInboxPush, parseInboxQuery, parseListQuery, parseOutputQuery, parseStartBody } from './schemas';
 import type { SessionBook } from './sessions';
 import type { Workspace } from './types';
 
@@ -93,6 +93,9 @@ export const ROUTES: Route[] = [
     return json(await services.runs.list(query.wsId, query.status, query.limit, query.cursor));
   }),
   route('runs.get', 'GET', '/api/headless/:taskId', async ({ params, services }) => json(await services.runs.get(params.taskId))),
+  route('runs.output', 'GET', '/api/headless/:taskId/output', async ({ url, params, services }) =>
+    json(await services.runs.output(params.taskId, parseOutputQuery(url).tail)),
+  ),
   route('runs.cancel', 'POST', '/api/headless/:taskId/cancel', async ({ request, params, services }) => {
     await readEmptyBody(request);
     return json(await services.runs.cancel(params.taskId), 202);

@@ -1,6 +1,6 @@
 import { MARKER_VARIABLE, killMarkedProcesses } from './process-tree';
 import type { StopReason } from './run-outcome';
-import type { ProcessExit, SpawnOptions, Spawner } from './spawner';
+import type { ProcessExit, ProcessOutput, SpawnOptions, Spawner } from './spawner';
 
 export interface SupervisorOptions {
   spawner: Spawner;
@@ -22,6 +22,8 @@ export interface SupervisedProcess {
   startTime?: string;
   /** The reason of the first stop, if any. */
   readonly stopReason: StopReason | undefined;
+  /** The output so far, if the spawner can tell. */
+  output(): ProcessOutput | undefined;
   /**
    * Stops the run: SIGTERM to its group, SIGKILL after `graceMs` (at once with 0). Only the
    * first stop counts; returns false for any later one and once the process has ended.
@@ -70,6 +72,7 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
     get stopReason() {
       return stopReason;
     },
+    output: () => child.output?.(),
     stop(reason, graceMs) {
       if (stopReason !== undefined || !running) return false;
       stopReason = reason;

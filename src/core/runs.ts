@@ -12,7 +12,7 @@ import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './run
 import type { RunTokens } from './run-tokens';
 import type { StartRequest } from './schemas';
 import type { SessionBook } from './sessions';
-import { SpawnFailure, type Spawner } from './spawner';
+import { type ProcessOutput, SpawnFailure, type Spawner } from './spawner';
 import type { HeadlessStore } from './store';
 import type { RunError, RunRecord, RunStatus, SessionState, StoredRun, Workspace } from './types';
 
@@ -22,10 +22,25 @@ const KILL_GRACE_MS = 5000;
 const SHUTDOWN_GRACE_MS = 2000;
 const SHUTDOWN_WAIT_MS = 6000;
 
-export interface RunOutput {
-  stdout: string;
-  stderr: string;
-  truncated: boolean;
+export type RunOutput = ProcessOutput;
+
+/** A run's output tail: live while it runs, stored when it ends. */
+export interface RunOutputView extends RunOutput {
+  taskId: string;
+  status: RunStatus;
+  /** False when none was kept: the service died while it ran, or the store refused it. */
+  retained: boolean;
+}
+
+const outputKey = (taskId: string) => `output:${taskId}`;
+
+/** The last `bytes` bytes of a text, cut at a character boundary. */
+function tail(text: string, bytes: number): string {
+  const buffer = Buffer.from(text, 'utf8');
+  if (buffer.length <= bytes) return text;
+  let start = buffer.length - bytes;
+  while (start < buffer.length && (buffer[start]! & 0xc0) === 0x80) start++;
+  return buffer.subarray(start).toString('utf8');
 }
 
 export interface RunResult {
@@ -274,6 +289,7 @@ export class RunService {
 
     await live.processSaved?.catch(() => undefined);
     await this.records.finish(final);
+    await this.o.store.set(outputKey(record.taskId), end.output).catch((e: unknown) => this.o.log(`could not store the output of ${record.taskId}`, e));
     this.live.delete(record.taskId);
     live.resolve({ record: publicRecord(final), output: end.output });
     return publicRecord(final);
@@ -287,6 +303,21 @@ export class RunService {
     const stored = await this.find(taskId);
     if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
     return publicRecord(stored);
+  }
+
+  /** The last `bytes` bytes of each stream of a run, running or ended. */
+  async output(taskId: string, bytes: number): Promise<RunOutputView> {
+    const live = this.live.get(taskId);
+    const record = await this.get(taskId);
+    const output = live ? live.process?.output() : await this.o.store.get<RunOutput>(outputKey(taskId));
+    return {
+      taskId,
+      status: record.status,
+      stdout: tail(output?.stdout ?? '', bytes),
+      stderr: tail(output?.stderr ?? '', bytes),
+      truncated: (output?.truncated ?? false) || Buffer.byteLength(output?.stdout ?? '') > bytes || Buffer.byteLength(output?.stderr ?? '') > bytes,
+      retained: output !== undefined,
+    };
   }
 
   async list(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<{ runs: RunRecord[]; nextCursor: string | null }> {

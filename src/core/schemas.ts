@@ -105,6 +105,18 @@ export function parseListQuery(url: URL): { wsId: string; status?: RunStatus; li
   return { wsId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor };
 }
 
+/** At most the tail each stream keeps (64 KiB). */
+export const OUTPUT_TAIL_MAX = 65_536;
+
+const OutputQuery = v.strictObject(
+  { tail: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d{0,4}$/), v.transform(Number), v.maxValue(OUTPUT_TAIL_MAX)), String(OUTPUT_TAIL_MAX)) },
+  'invalid_body',
+);
+
+export function parseOutputQuery(url: URL): { tail: number } {
+  return { tail: Number(parse(OutputQuery, queryObject(url)).tail) };
+}
+
 const AgentsQuery = v.strictObject({ wsId: v.optional(v.pipe(v.string(), v.minLength(1))) }, 'invalid_body');
 
 export function parseAgentsQuery(url: URL): { wsId?: string } {

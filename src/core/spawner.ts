@@ -15,12 +15,9 @@ export interface SpawnOptions {
   onStdoutLine?: (line: string) => void;
 }
 
-export interface ProcessExit {
+export interface ProcessExit extends ProcessOutput {
   exitCode: number | null;
   signal: string | null;
-  stdout: string;
-  stderr: string;
-  truncated: boolean;
 }
 
 export interface SpawnedProcess {
@@ -31,6 +28,15 @@ export interface SpawnedProcess {
   exit: Promise<ProcessExit>;
   /** Signals everything the process started: its whole process group. Called again after exit. */
   kill(signal: NodeJS.Signals): void;
+  /** The output kept so far, while it runs (`GET /api/headless/:taskId/output`). Optional for a custom spawner. */
+  output?(): ProcessOutput;
+}
+
+export interface ProcessOutput {
+  stdout: string;
+  stderr: string;
+  /** Whether more was printed than is kept. */
+  truncated: boolean;
 }
 
 /**
@@ -146,6 +152,7 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
           startTime: processStartTime(pid),
           exit,
           kill: (signal) => signalGroup(pid, signal),
+          output: () => ({ stdout: stdout.text(), stderr: stderr.text(), truncated: stdout.truncated || stderr.truncated }),
         });
       });
     });
