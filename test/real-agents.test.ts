@@ -86,6 +86,8 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
     const first = await run('ok', { agent, prompt: `Remember the word ALPHA-${agent}.`, wait: true });
     expect(first).toMatchObject({ status: 'succeeded', exitCode: 0, agent });
     expect(first.output.stdout).toMatch(/MOCK REPLY/);
+    expect(first.lastMessage).toMatch(/^MOCK REPLY \d+$/);
+    if (agent !== 'copilot') expect(first.usage.outputTokens).toBeGreaterThanOrEqual(7);
     expect(await session(first.resumeId)).toMatchObject({ resumable: true, runCount: 1 });
 
     const before = mock.requests.length;

@@ -61,11 +61,16 @@ const UNKNOWN_RESUME: Record<string, RegExp> = {
 describe.each(REAL)('%s: the parser on the real CLI’s recorded output', (cli) => {
   const t = transcript(cli);
 
-  it('a success: succeeded, answered, the session id captured', () => {
+  it('a success: succeeded, answered, the session id captured, its last message and usage', () => {
     const { verdict, outcome } = judge(cli, t.success);
     expect(outcome).toEqual({ status: 'succeeded' });
     expect(verdict.answered).toBe(true);
     expect(verdict.agentSessionId).toBe(t.success.sessionId);
+    expect(verdict.lastMessage).toMatch(/^MOCK REPLY \d+$/);
+    // The mock reports 12 input and 7 output tokens per call; copilot prints no token counts.
+    if (cli === 'copilot') expect(verdict.usage).toBeUndefined();
+    else expect(verdict.usage).toMatchObject({ inputTokens: expect.any(Number), outputTokens: expect.any(Number) });
+    if (cli !== 'copilot') expect(verdict.usage!.inputTokens).toBeGreaterThanOrEqual(12);
   });
 
   it('a resume: succeeded on the same session', () => {
@@ -107,7 +112,7 @@ describe('what the transcripts showed, beyond them', () => {
       ],
       0,
     );
-    expect(verdict).toEqual({ agentSessionId: 't-1', answered: true });
+    expect(verdict).toEqual({ agentSessionId: 't-1', answered: true, lastMessage: 'done' });
   });
 
   it('codex: a run that ends with exit 1 after retries names the last error', () => {
@@ -158,5 +163,33 @@ describe.each(REAL)('%s: the fake CLI matches the real one', (cli) => {
 
   it('answers --version as the real CLI does', () => {
     expect(spawnSync(join(FAKE_BIN, cli), ['--version'], { encoding: 'utf8' }).stdout.trim()).toBe(t.version);
+  });
+});
+
+describe('usage and the last message, beyond the transcripts', () => {
+  const parse = (cli: string, events: unknown[]) => {
+    const parser = BUILTIN_AGENTS.find((a) => a.name === cli)!.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1' });
+    for (const e of events) parser.line(JSON.stringify(e));
+    return parser.finish(0);
+  };
+
+  it('gemini: streamed deltas make one message; a new turn starts another', () => {
+    const assistant = (content: string) => ({ type: 'message', role: 'assistant', content, delta: true });
+    const verdict = parse('gemini', [
+      assistant('Looking'),
+      assistant(' around.'),
+      { type: 'tool_use', tool_name: 'ls' },
+      assistant('Done: '),
+      assistant('3 files.'),
+      { type: 'result', status: 'success', stats: { input_tokens: 30, output_tokens: 9 } },
+    ]);
+    expect(verdict.lastMessage).toBe('Done: 3 files.');
+    expect(verdict.usage).toEqual({ inputTokens: 30, outputTokens: 9 });
+  });
+
+  it('opencode: usage and cost add up over its steps', () => {
+    const step = (input: number, output: number, cost: number) => ({ type: 'step_finish', sessionID: 's', part: { tokens: { input, output }, cost } });
+    const verdict = parse('opencode', [{ type: 'text', sessionID: 's', part: { text: 'one' } }, step(10, 2, 0.5), { type: 'text', sessionID: 's', part: { text: 'two' } }, step(20, 3, 0.25)]);
+    expect(verdict).toMatchObject({ lastMessage: 'two', usage: { inputTokens: 30, outputTokens: 5, costUsd: 0.75 } });
   });
 });

@@ -11,4 +11,4 @@ export { BUILTIN_AGENTS } from './agents/builtins';
 export { createCommandAgent } from './agents/command-agent';
 export type { CommandAgentDefinition } from './agents/command-agent';
 export type { AgentAdapter, AgentInvocation, AgentOutputParser, AgentRunInput, AgentVerdict } from './agents/types';
-export type { InboxItem, RunError, RunRecord, RunStatus, SessionView, Workspace } from './types';
+export type { InboxItem, RunError, RunRecord, RunStatus, RunUsage, SessionView, Workspace } from './types';

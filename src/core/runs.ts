@@ -34,6 +34,9 @@ export interface RunOutputView extends RunOutput {
 
 const outputKey = (taskId: string) => `output:${taskId}`;
 
+const LAST_MESSAGE_MAX = 4000;
+const bounded = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 /** The last `bytes` bytes of a text, cut at a character boundary. */
 function tail(text: string, bytes: number): string {
   const buffer = Buffer.from(text, 'utf8');
@@ -276,6 +279,8 @@ export class RunService {
       exitCode: end.exitCode,
       signal: end.signal,
       ...(outcome.error ? { error: outcome.error } : {}),
+      ...(verdict.usage ? { usage: verdict.usage } : {}),
+      ...(verdict.lastMessage ? { lastMessage: bounded(verdict.lastMessage, LAST_MESSAGE_MAX) } : {}),
     };
     // The Session is settled first, so whoever sees the run ended sees its Session as it is now.
     if (outcome.status === 'failed' && verdict.answered === false) {

@@ -23,6 +23,17 @@ export interface RunRecord {
   exitCode: number | null;
   signal: string | null;
   error?: RunError;
+  /** Tokens (and cost) the agent reported for the run, where it reports them. */
+  usage?: RunUsage;
+  /** The agent's final assistant text, where it prints it (at most 4000 characters). */
+  lastMessage?: string;
+}
+
+export interface RunUsage {
+  inputTokens: number;
+  outputTokens: number;
+  /** In US dollars, where the agent reports it. */
+  costUsd?: number;
 }
 
 /** What is stored for a run: the record plus what crash recovery needs to find its processes. */

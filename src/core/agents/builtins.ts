@@ -1,3 +1,4 @@
+import type { RunUsage } from '../types';
 import type { AgentAdapter, AgentInvocation, AgentOutputParser, AgentRunInput, AgentVerdict } from './types';
 
 /**
@@ -32,6 +33,29 @@ interface ParseState {
   lastError?: string;
   /** Set once the model answered (text or a tool call), never for an error shown as a message. */
   answered?: boolean;
+  usage?: RunUsage;
+  lastMessage?: string;
+  /** Gemini: the last event was an assistant delta, so the next one continues its message. */
+  continues?: boolean;
+}
+
+const num = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
+
+/** Usage from token counts as the agent names them; undefined when it gave none. */
+function usageOf(input: unknown, output: unknown, cost?: unknown): RunUsage | undefined {
+  const inputTokens = num(input);
+  const outputTokens = num(output);
+  if (inputTokens === undefined && outputTokens === undefined) return undefined;
+  const costUsd = num(cost);
+  return { inputTokens: inputTokens ?? 0, outputTokens: outputTokens ?? 0, ...(costUsd === undefined ? {} : { costUsd }) };
+}
+
+/** Adds a step's usage to the run's (opencode reports one per step). */
+function addUsage(total: RunUsage | undefined, step: RunUsage | undefined): RunUsage | undefined {
+  if (!step) return total;
+  if (!total) return step;
+  const costUsd = total.costUsd === undefined && step.costUsd === undefined ? undefined : (total.costUsd ?? 0) + (step.costUsd ?? 0);
+  return { inputTokens: total.inputTokens + step.inputTokens, outputTokens: total.outputTokens + step.outputTokens, ...(costUsd === undefined ? {} : { costUsd }) };
 }
 
 interface ParserSpec {
@@ -52,6 +76,8 @@ function jsonLinesParser(spec: ParserSpec): () => AgentOutputParser {
       sessionId: () => state.sessionId,
       finish(exitCode) {
         const verdict: AgentVerdict = { agentSessionId: state.sessionId, answered: state.answered === true };
+        if (state.usage) verdict.usage = state.usage;
+        if (state.lastMessage) verdict.lastMessage = state.lastMessage;
         const error = state.final?.error ?? (exitCode !== 0 ? state.lastError : undefined);
         if (error) verdict.error = error;
         else if (!state.final && exitCode === 0 && spec.noFinal) verdict.error = spec.noFinal;
@@ -80,14 +106,20 @@ const claudeStyleParser = jsonLinesParser({
     state.sessionId ??= str(event.session_id);
     if (event.type === 'assistant') {
       const text = assistantText(event);
-      if (event.error === undefined && text !== '' && !API_ERROR_TEXT.test(text)) state.answered = true;
+      if (event.error === undefined && text !== '' && !API_ERROR_TEXT.test(text)) {
+        state.answered = true;
+        if (text !== 'tool_use') state.lastMessage = text;
+      }
     } else if (event.type === 'result') {
+      const usage = obj(event.usage);
+      state.usage = usageOf(usage?.input_tokens, usage?.output_tokens, event.total_cost_usd) ?? state.usage;
       const text = str(event.result);
       const errors = Array.isArray(event.errors) ? event.errors.filter((e): e is string => typeof e === 'string') : [];
       const failed =
         event.is_error === true || (event.subtype !== undefined && event.subtype !== 'success') || (text !== undefined && API_ERROR_TEXT.test(text));
       const reason = (errors.length > 0 ? errors.join('; ') : undefined) ?? text ?? str(obj(event.error)?.message) ?? str(event.subtype) ?? 'error';
       state.final = failed ? { error: reason } : {};
+      if (!failed && text) state.lastMessage = text;
     }
   },
   noFinal: 'the agent printed no final result event',
@@ -154,10 +186,16 @@ const codex = agent('codex', {
     onEvent(event, state) {
       if (event.type === 'thread.started') state.sessionId ??= str(event.thread_id);
       // Any item but a warning (type "error") means the model answered: a message, a command, an edit.
-      else if (event.type === 'item.completed' && obj(event.item)?.type !== 'error') state.answered = true;
+      else if (event.type === 'item.completed' && obj(event.item)?.type !== 'error') {
+        state.answered = true;
+        if (obj(event.item)?.type === 'agent_message') state.lastMessage = str(obj(event.item)?.text) ?? state.lastMessage;
+      }
       else if (event.type === 'error') state.lastError = str(event.message) ?? state.lastError;
       else if (event.type === 'turn.failed') state.final = { error: str(obj(event.error)?.message) ?? state.lastError ?? 'the turn failed' };
-      else if (event.type === 'turn.completed') state.final = {};
+      else if (event.type === 'turn.completed') {
+        state.final = {};
+        state.usage = usageOf(obj(event.usage)?.input_tokens, obj(event.usage)?.output_tokens) ?? state.usage;
+      }
     },
     noFinal: 'codex printed no turn.completed event',
   }),
@@ -172,8 +210,15 @@ const gemini = agent('gemini', {
   parser: jsonLinesParser({
     onEvent(event, state) {
       if (event.type === 'init') state.sessionId ??= str(event.session_id);
-      else if (event.type === 'message' && event.role === 'assistant') state.answered = true;
-      else if (event.type === 'result') state.final = event.status === 'success' ? {} : { error: str(obj(event.error)?.message) ?? 'error' };
+      else if (event.type === 'message' && event.role === 'assistant') {
+        state.answered = true;
+        // Streamed as deltas: one message is the run of assistant events since the last other event.
+        state.lastMessage = `${state.continues ? (state.lastMessage ?? '') : ''}${str(event.content) ?? ''}`;
+      } else if (event.type === 'result') {
+        state.final = event.status === 'success' ? {} : { error: str(obj(event.error)?.message) ?? 'error' };
+        state.usage = usageOf(obj(event.stats)?.input_tokens, obj(event.stats)?.output_tokens) ?? state.usage;
+      }
+      state.continues = event.type === 'message' && event.role === 'assistant' && event.delta === true;
     },
     noFinal: 'gemini printed no result event',
   }),
@@ -204,6 +249,11 @@ const opencode = agent('opencode', {
     onEvent(event, state) {
       state.sessionId ??= str(event.sessionID);
       if (event.type === 'text' || event.type === 'tool_use') state.answered = true;
+      if (event.type === 'text') state.lastMessage = str(obj(event.part)?.text) ?? state.lastMessage;
+      if (event.type === 'step_finish') {
+        const part = obj(event.part);
+        state.usage = addUsage(state.usage, usageOf(obj(part?.tokens)?.input, obj(part?.tokens)?.output, part?.cost));
+      }
       if (event.type === 'error') {
         const error = obj(event.error);
         const name = str(error?.name);
@@ -258,7 +308,10 @@ const copilot = agent('copilot', {
   // failure comes in `session.error`.
   parser: jsonLinesParser({
     onEvent(event, state) {
-      if (event.type === 'assistant.message') state.answered = true;
+      if (event.type === 'assistant.message') {
+        state.answered = true;
+        state.lastMessage = str(obj(event.data)?.content) ?? state.lastMessage;
+      }
       else if (event.type === 'session.error') state.lastError = str(obj(event.data)?.message) ?? state.lastError;
       else if (event.type === 'result') {
         state.sessionId ??= str(event.sessionId);

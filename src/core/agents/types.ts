@@ -1,4 +1,5 @@
 /** What an agent adapter is: how to start its CLI headless, and how to read what it printed. */
+import type { RunUsage } from '../types';
 
 export interface AgentRunInput {
   prompt: string;
@@ -28,6 +29,10 @@ export interface AgentVerdict {
    * first call): a session id from such a run is not kept for resume. Absent: unknown.
    */
   answered?: boolean;
+  /** Tokens (and cost) the agent reported, where it does. */
+  usage?: RunUsage;
+  /** Its final assistant text, where it prints it. */
+  lastMessage?: string;
 }
 
 /** Reads one run's stdout, line by line, then judges it together with the exit code. */
