@@ -197,3 +197,29 @@ describe('capacity', () => {
     expect((await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake', wait: true } })).status).toBe(200);
   });
 });
+
+describe('a custom adapter whose parser throws', () => {
+  it('the run ends failed, the service keeps working', async () => {
+    const throwing = {
+      name: 'throwing',
+      kind: 'agent' as const,
+      command: process.execPath,
+      supportsResume: false,
+      invocation: () => ({ command: process.execPath, args: [fakeAgent.args[0]!, 'echo hi'] }),
+      parser: () => ({
+        line: () => {
+          throw new Error('cannot parse');
+        },
+        sessionId: () => undefined,
+        finish: () => {
+          throw new Error('cannot judge');
+        },
+      }),
+    };
+    const host = await createTestHost({ agents: { fake: fakeAgent, throwing }, workspaces: [{ id: 'ws', path: '/tmp', agents: ['fake', 'throwing'] }] });
+    const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'throwing', wait: true } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: 'failed', exitCode: 0, error: { code: 'agent_error', message: 'the agent adapter could not read the output' } });
+    expect((await syncRun(host, 'echo still here')).body).toMatchObject({ status: 'succeeded' });
+  });
+});

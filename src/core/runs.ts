@@ -1,6 +1,6 @@
 import type { AgentRegistry } from './agents/registry';
 import { preflight } from './agents/preflight';
-import type { AgentOutputParser } from './agents/types';
+import type { AgentOutputParser, AgentVerdict } from './agents/types';
 import { buildRunEnv } from './env';
 import { newSortableId } from './ids';
 import { HttpProblem } from './problem';
@@ -208,6 +208,7 @@ export class RunService {
       },
     });
     let sessionIdNoted = false;
+    let parserFailed = false;
     try {
       await preflight(reservation.adapter, invocation.command, env);
       live.process = await superviseProcess({
@@ -221,7 +222,14 @@ export class RunService {
           stdin: invocation.stdin,
           env,
           onStdoutLine: (line) => {
-            parser.line(line);
+            try {
+              parser.line(line);
+            } catch (error) {
+              // A custom adapter's parser must not take the service down; its verdict says the rest.
+              if (!parserFailed) this.o.log(`the ${reservation.adapter.name} adapter could not read a line of ${record.taskId}`, error);
+              parserFailed = true;
+              return;
+            }
             const id = parser.sessionId();
             // Stored as soon as printed, so a Session survives a crash of its run.
             if (!sessionIdNoted && id !== undefined) {
@@ -242,10 +250,12 @@ export class RunService {
     if (live.pendingStop) this.stop(live, live.pendingStop);
     const withProcess: StoredRun = { ...record, process: { pid: proc.pid, startTime: proc.startTime } };
     live.processSaved = this.records.save(withProcess);
-    void proc.ended.then((end) => {
-      if (end.lost !== undefined) this.o.log(`lost track of the process of ${record.taskId}`, end.lost);
-      return this.finalize(live, processOutcome(end));
-    });
+    proc.ended
+      .then((end) => {
+        if (end.lost !== undefined) this.o.log(`lost track of the process of ${record.taskId}`, end.lost);
+        return this.finalize(live, processOutcome(end));
+      })
+      .catch((error: unknown) => this.o.log(`could not finalise ${record.taskId}`, error));
     try {
       await live.processSaved;
     } catch (error) {
@@ -260,7 +270,7 @@ export class RunService {
   /** Judges the outcome, releases the reservation and stores the final record. Runs once per run. */
   private async finalize(live: LiveRun, end: EndInput): Promise<RunRecord> {
     const { record, reservation } = live;
-    const verdict = live.parser.finish(end.exitCode);
+    const verdict = this.verdictOf(live, end.exitCode);
     const outcome = judgeOutcome({
       exitCode: end.exitCode,
       signal: end.signal,
@@ -298,6 +308,16 @@ export class RunService {
     this.live.delete(record.taskId);
     live.resolve({ record: publicRecord(final), output: end.output });
     return publicRecord(final);
+  }
+
+  /** The parser's verdict; a parser that throws (a custom adapter's) makes the run failed, never stuck. */
+  private verdictOf(live: LiveRun, exitCode: number | null): AgentVerdict {
+    try {
+      return live.parser.finish(exitCode);
+    } catch (error) {
+      this.o.log(`the ${live.reservation.adapter.name} adapter could not judge ${live.record.taskId}`, error);
+      return { error: 'the agent adapter could not read the output' };
+    }
   }
 
   private async find(taskId: string): Promise<StoredRun | undefined> {
