@@ -263,6 +263,22 @@ describe('an executable is not proof that it is the agent', () => {
     expect(await host.waitEnded(body.taskId)).toMatchObject({ status: 'failed', error: { code: 'spawn_failed' } });
   });
 
+  it('a probe that was killed is not remembered: the next request probes again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-goose-'));
+    dirs.push(dir);
+    // Killed by a signal on its first call; Block's goose help after that.
+    writeFileSync(
+      join(dir, 'goose'),
+      `#!/bin/sh\nif [ ! -f "${dir}/seen" ]; then touch "${dir}/seen"; kill -9 $$; fi\nprintf 'Usage: goose [COMMAND]\\n  session\\n  run\\n'\n`,
+      { mode: 0o755 },
+    );
+    const host = await createTestHost({ workspaces: [{ id: 'ws', path: dir, agents: ['goose'], env: { PATH: `${dir}${delimiter}/usr/bin${delimiter}/bin` } }], agents: {} });
+    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x' } }))).toMatchObject({ code: 'no_headless_agent' });
+    const second = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', wait: true } });
+    expect(second.status).toBe(200);
+    expect(await second.json()).toMatchObject({ agent: 'goose' });
+  });
+
   it('the real goose (its fake answers --help as Block’s does) is selected', async () => {
     const { host } = await cliHost(['goose']);
     const { body } = await startRun(host, { prompt: 'hello', wait: true });
