@@ -61,12 +61,11 @@ function route<Path extends string>(
   return { name, method, segments: path.slice(1).split('/'), handle: handle as Route['handle'] };
 }
 
-const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(body), { status, headers: { ...headers, 'content-type': 'application/json' } });
-
-/** A stored answer as a response; its own content type (problem JSON) wins. */
+/** An answer as a JSON response; a content type of its own (problem JSON) wins. */
 const answer = (a: StoredAnswer, extra: Record<string, string> = {}) =>
   new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json', ...a.headers, ...extra } });
+
+const json = (body: unknown, status = 200) => answer({ status, body, headers: {} });
 
 export const ROUTES: Route[] = [
   route('runs.start', 'POST', '/api/workspaces/:workspaceId/headless', async ({ request, params, services, apiUrl, basePath }) => {

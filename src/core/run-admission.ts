@@ -119,7 +119,7 @@ export class Admission {
   }
 
   private selectionEnv(workspace: Workspace): Record<string, string> {
-    return probeEnv({ ...this.o.baseEnv, ...workspace.env });
+    return probeEnv(this.o.baseEnv, workspace.env);
   }
 
   /** Records the workspace's most recent headless agent; a failed write is logged, never thrown. */

@@ -73,6 +73,8 @@ export function reasonFromStderr(stderr: string): string | undefined {
     // Stack frames and lone brackets say nothing about why.
     .filter((line) => /\w/.test(line) && !/^at\s/.test(line));
   const line = lines.findLast((l) => SAYS_WHY.test(l)) ?? lines.at(-1);
-  if (line === undefined) return undefined;
-  return line.length > MAX_REASON ? `${line.slice(0, MAX_REASON)}…` : line;
+  return line === undefined ? undefined : clip(line, MAX_REASON);
 }
+
+/** At most `max` characters, an ellipsis marking a cut. */
+export const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

@@ -1,10 +1,13 @@
 import { BoundedCache } from './bounded-cache';
 import { OrderedIndex } from './ordered-index';
 import { StorageError } from './problem';
+import type { ProcessOutput } from './spawner';
 import type { HeadlessStore } from './store';
 import type { RunRecord, RunStatus, StoredRun } from './types';
 
 const runKey = (taskId: string) => `run:${taskId}`;
+/** A run's output tail, stored once it ends: beside the record, never in it. */
+const outputKey = (taskId: string) => `output:${taskId}`;
 
 /** The public record: the stored one without what only crash recovery needs. */
 export function publicRecord(stored: StoredRun): RunRecord {
@@ -114,6 +117,16 @@ export class RunRecords {
   /** One attempt at every pinned record. */
   private async flush(): Promise<void> {
     for (const final of [...this.unsaved.values()]) await this.tryStore(final);
+  }
+
+  /** Stores the output tail of an ended run; a refusing store is logged, not retried. */
+  async saveOutput(taskId: string, output: ProcessOutput): Promise<void> {
+    await this.o.store.set(outputKey(taskId), output).catch((e: unknown) => this.o.log(`could not store the output of ${taskId}`, e));
+  }
+
+  /** The stored output tail of an ended run, if one was kept. */
+  output(taskId: string): Promise<ProcessOutput | undefined> {
+    return this.o.store.get<ProcessOutput>(outputKey(taskId));
   }
 
   /** An ended run from memory or the store; a `running` one from the store only (the caller holds the live ones). */

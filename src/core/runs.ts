@@ -5,7 +5,8 @@ import { buildRunEnv } from './env';
 import { newSortableId } from './ids';
 import { HttpProblem } from './problem';
 import { Admission, type Reservation } from './run-admission';
-import { judgeOutcome } from './run-outcome';
+import { clip, judgeOutcome } from './run-outcome';
+import { tailOf } from './run-output';
 import { RunRecords, publicRecord } from './run-records';
 import { recoverRuns } from './run-recovery';
 import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './run-supervisor';
@@ -22,33 +23,19 @@ const KILL_GRACE_MS = 5000;
 const SHUTDOWN_GRACE_MS = 2000;
 const SHUTDOWN_WAIT_MS = 6000;
 
-export type RunOutput = ProcessOutput;
-
 /** A run's output tail: live while it runs, stored when it ends. */
-export interface RunOutputView extends RunOutput {
+export interface RunOutputView extends ProcessOutput {
   taskId: string;
   status: RunStatus;
   /** False when none was kept: the service died while it ran, or the store refused it. */
   retained: boolean;
 }
 
-const outputKey = (taskId: string) => `output:${taskId}`;
-
 const LAST_MESSAGE_MAX = 4000;
-const bounded = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
-
-/** The last `bytes` bytes of a text, cut at a character boundary. */
-function tail(text: string, bytes: number): string {
-  const buffer = Buffer.from(text, 'utf8');
-  if (buffer.length <= bytes) return text;
-  let start = buffer.length - bytes;
-  while (start < buffer.length && (buffer[start]! & 0xc0) === 0x80) start++;
-  return buffer.subarray(start).toString('utf8');
-}
 
 export interface RunResult {
   record: RunRecord;
-  output: RunOutput;
+  output: ProcessOutput;
 }
 
 export interface StartedRun {
@@ -90,7 +77,7 @@ export interface RunServiceOptions {
 /** The stops the service asks for by itself (the watchdog and a refused record are the supervisor's). */
 type ServiceStop = 'cancel' | 'shutdown';
 
-const emptyOutput: RunOutput = { stdout: '', stderr: '', truncated: false };
+const emptyOutput: ProcessOutput = { stdout: '', stderr: '', truncated: false };
 
 /**
  * The run lifecycle, composed: admission takes a slot and the Session, the record is made
@@ -290,7 +277,7 @@ export class RunService {
       signal: end.signal,
       ...(outcome.error ? { error: outcome.error } : {}),
       ...(verdict.usage ? { usage: verdict.usage } : {}),
-      ...(verdict.lastMessage ? { lastMessage: bounded(verdict.lastMessage, LAST_MESSAGE_MAX) } : {}),
+      ...(verdict.lastMessage ? { lastMessage: clip(verdict.lastMessage, LAST_MESSAGE_MAX) } : {}),
     };
     // The Session is settled first, so whoever sees the run ended sees its Session as it is now.
     if (outcome.status === 'failed' && verdict.answered === false) {
@@ -304,7 +291,7 @@ export class RunService {
 
     await live.processSaved?.catch(() => undefined);
     await this.records.finish(final);
-    await this.o.store.set(outputKey(record.taskId), end.output).catch((e: unknown) => this.o.log(`could not store the output of ${record.taskId}`, e));
+    await this.records.saveOutput(record.taskId, end.output);
     this.live.delete(record.taskId);
     live.resolve({ record: publicRecord(final), output: end.output });
     return publicRecord(final);
@@ -334,15 +321,8 @@ export class RunService {
   async output(taskId: string, bytes: number): Promise<RunOutputView> {
     const live = this.live.get(taskId);
     const record = await this.get(taskId);
-    const output = live ? live.process?.output() : await this.o.store.get<RunOutput>(outputKey(taskId));
-    return {
-      taskId,
-      status: record.status,
-      stdout: tail(output?.stdout ?? '', bytes),
-      stderr: tail(output?.stderr ?? '', bytes),
-      truncated: (output?.truncated ?? false) || Buffer.byteLength(output?.stdout ?? '') > bytes || Buffer.byteLength(output?.stderr ?? '') > bytes,
-      retained: output !== undefined,
-    };
+    const output = live ? live.process?.output() : await this.records.output(taskId);
+    return { taskId, status: record.status, ...tailOf(output, bytes), retained: output !== undefined };
   }
 
   async list(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<{ runs: RunRecord[]; nextCursor: string | null }> {
@@ -390,7 +370,7 @@ export class RunService {
 interface EndInput {
   exitCode: number | null;
   signal: string | null;
-  output: RunOutput;
+  output: ProcessOutput;
   runtimeError?: RunError;
 }
 

@@ -1,5 +1,5 @@
 import type { Workspace } from '../types';
-import { credentialFileName, findExecutable, isTheAgent, presentCredentials, probeEnv, probeOutput } from './preflight';
+import { credentialSources, findExecutable, isTheAgent, presentCredentials, probeOutput } from './preflight';
 import type { AgentRegistry } from './registry';
 import type { AgentAdapter } from './types';
 
@@ -41,12 +41,10 @@ const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const listed = (usage: string, flag: string) => new RegExp(`(^|[\\s,[(])${escape(flag)}(?![\\w-])`, 'm').test(usage);
 
 async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Record<string, string>, configured: boolean): Promise<AgentCheck> {
-  // The probes (--version, --help) see only PATH and HOME: never a secret of the service.
-  const probed = probeEnv(env);
   const sample = { prompt: 'doctor', workspacePath: workspace.path, resumeId: 'ses_doctor' };
   const invocations = [adapter.invocation(sample), ...(adapter.supportsResume ? [adapter.invocation({ ...sample, agentSessionId: 'doctor' })] : [])];
   const command = invocations[0]!.command;
-  const sources = [...(adapter.credentials?.env ?? []), ...(adapter.credentials?.files ?? []).map(credentialFileName)];
+  const sources = credentialSources(adapter);
   const check: AgentCheck = {
     agent: adapter.name,
     command,
@@ -64,13 +62,13 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     check.problems.push(`"${command}" is not on the PATH of workspace "${workspace.id}": install it, or set PATH in the workspace's env`);
     return check;
   }
-  check.version = (await probeOutput(check.path, ['--version'], probed)).trim().split('\n')[0] || null;
+  check.version = (await probeOutput(check.path, ['--version'], env)).trim().split('\n')[0] || null;
   if (adapter.identity) {
     check.isAgent = await isTheAgent(adapter, check.path, env);
     if (!check.isAgent) check.problems.push(`${check.path} is not the ${adapter.name} agent CLI: put the real one first on the PATH`);
   }
   if (adapter.help) {
-    const usage = await probeOutput(check.path, adapter.help, probed);
+    const usage = await probeOutput(check.path, adapter.help, env);
     check.unknownFlags = [...new Set(invocations.flatMap((i) => flagsOf(i.args)))].filter((flag) => !listed(usage, flag));
     if (check.unknownFlags.length > 0) {
       check.problems.push(`this version (${check.version ?? 'unknown'}) does not list ${check.unknownFlags.join(', ')}: upgrade ${adapter.name}`);

@@ -27,8 +27,11 @@ const PROBE_TIMEOUT_MS = 10_000;
 /** Probe results by executable path and modification time: an upgrade is probed again. */
 const probes = new Map<string, Promise<string>>();
 
-/** What `file args...` prints (stdout and stderr), with stdin closed and a time limit; cached. */
-export function probeOutput(file: string, args: string[], env: Record<string, string>): Promise<string> {
+/**
+ * What `file args...` prints (stdout and stderr), with stdin closed and a time limit; cached.
+ * It sees only `PATH` and `HOME` from `env`: never a secret of the service.
+ */
+export function probeOutput(file: string, args: string[], env: Record<string, string | undefined>): Promise<string> {
   let mtime = 0;
   try {
     mtime = statSync(file).mtimeMs;
@@ -39,7 +42,7 @@ export function probeOutput(file: string, args: string[], env: Record<string, st
   let probe = probes.get(key);
   if (!probe) {
     probe = new Promise((resolve) => {
-      const child = execFile(file, args, { env, timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (error, stdout, stderr) => {
+      const child = execFile(file, args, { env: probeEnv(env), timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (error, stdout, stderr) => {
         // A probe that was killed (too slow, too much output) or could not start says nothing
         // about the program: it is not remembered, so the next request probes again.
         if (error && typeof error.code !== 'number') probes.delete(key);
@@ -52,22 +55,29 @@ export function probeOutput(file: string, args: string[], env: Record<string, st
   return probe;
 }
 
-/**
- * Whether the executable is the agent the adapter drives (adapters without an identity: yes).
- * The probe sees only `PATH` and `HOME` from `env`: never a secret.
- */
+/** Whether the executable is the agent the adapter drives (adapters without an identity: yes). */
 export async function isTheAgent(adapter: AgentAdapter, file: string, env: Record<string, string | undefined>): Promise<boolean> {
   if (!adapter.identity) return true;
-  return adapter.identity.pattern.test(await probeOutput(file, adapter.identity.args, probeEnv(env)));
+  return adapter.identity.pattern.test(await probeOutput(file, adapter.identity.args, env));
 }
 
-/** The environment of a probe: `PATH` and `HOME` only. */
-export function probeEnv(env: Record<string, string | undefined>): Record<string, string> {
-  return Object.fromEntries(['PATH', 'HOME'].flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]!]])));
+/** `PATH` and `HOME` from the layers, a later layer winning: all a probe or a lookup needs. */
+export function probeEnv(...layers: Array<Record<string, string | undefined> | undefined>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ['PATH', 'HOME']) {
+    const value = layers.reduce<string | undefined>((found, layer) => layer?.[name] ?? found, undefined);
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
 }
 
 /** How a credential file is named to people: `~/x` for one under HOME, `$VAR/x` as written. */
-export const credentialFileName = (file: string) => (file.startsWith('$') ? file : `~/${file}`);
+const credentialFileName = (file: string) => (file.startsWith('$') ? file : `~/${file}`);
+
+/** Every source the adapter can take credentials from, as people name them. */
+export function credentialSources(adapter: AgentAdapter): string[] {
+  return [...(adapter.credentials?.env ?? []), ...(adapter.credentials?.files ?? []).map(credentialFileName)];
+}
 
 /** Where a credential file is, or undefined when the variable it lives under is unset. */
 function credentialFilePath(file: string, env: Record<string, string | undefined>): string | undefined {
@@ -99,7 +109,7 @@ export async function preflight(adapter: AgentAdapter, command: string, env: Rec
   }
   const credentials = adapter.credentials;
   if (credentials?.required && presentCredentials(adapter, env).length === 0) {
-    const sources = [...credentials.env, ...(credentials.files ?? []).map(credentialFileName)].join(' or ');
+    const sources = credentialSources(adapter).join(' or ');
     throw new SpawnFailure(`cannot start ${adapter.name}: it has no credentials, and without any it never ends by itself; set ${sources}`, 'no_credentials');
   }
 }
