@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BUILTIN_AGENTS } from '../src/core/agents/builtins';
+import type { AgentEvent } from '../src/core/agents/types';
 import { judgeOutcome } from '../src/core/run-outcome';
 
 /**
@@ -34,10 +35,11 @@ const transcript = (cli: string): Transcript => JSON.parse(readFileSync(join(DIR
 function judge(cli: string, recorded: Recorded, resumeId?: string) {
   const adapter = BUILTIN_AGENTS.find((a) => a.name === cli)!;
   const parser = adapter.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1', agentSessionId: resumeId });
-  for (const line of recorded.stdout) parser.line(line);
+  const events: AgentEvent[] = [];
+  for (const line of recorded.stdout) events.push(...(parser.line(line) ?? []));
   const verdict = parser.finish(recorded.exitCode);
   const outcome = judgeOutcome({ exitCode: recorded.exitCode, signal: null, agentError: verdict.error, stderr: recorded.stderr, timeoutMs: 1000 });
-  return { verdict, outcome };
+  return { verdict, outcome, events };
 }
 
 /** The reason each CLI gives, as the run record must carry it. */
@@ -73,6 +75,21 @@ describe.each(REAL)('%s: the parser on the real CLI’s recorded output', (cli) 
     if (cli !== 'copilot') expect(verdict.usage!.inputTokens).toBeGreaterThanOrEqual(12);
   });
 
+  it('a success: its timeline has the reply as a message, and the usage where reported', () => {
+    const { verdict, events } = judge(cli, t.success);
+    expect(events.filter((e) => e.type === 'message')).toEqual([{ type: 'message', text: verdict.lastMessage }]);
+    expect(events.some((e) => e.type === 'error')).toBe(false);
+    const usage = events.filter((e) => e.type === 'usage');
+    if (cli === 'copilot') expect(usage).toEqual([]);
+    else expect(usage.at(-1)).toEqual({ type: 'usage', usage: verdict.usage });
+  });
+
+  it('a refused model call: its timeline has an error event and no message', () => {
+    const { events } = judge(cli, t.refused);
+    expect(events.some((e) => e.type === 'message')).toBe(false);
+    expect(events.filter((e) => e.type === 'error').length).toBeGreaterThan(0);
+  });
+
   it('a resume: succeeded on the same session', () => {
     const { verdict, outcome } = judge(cli, t.resume, t.success.sessionId!);
     expect(outcome.status).toBe('succeeded');
@@ -90,6 +107,67 @@ describe.each(REAL)('%s: the parser on the real CLI’s recorded output', (cli) 
     const { outcome } = judge(cli, t.unknownResume, t.unknownResume.sessionId!);
     expect(outcome.status).toBe('failed');
     expect(outcome.error!.message).toMatch(UNKNOWN_RESUME[cli]!);
+  });
+});
+
+describe('tool calls in each agent’s documented shape become tool events, without their input', () => {
+  const events = (cli: string, lines: unknown[]) => {
+    const parser = BUILTIN_AGENTS.find((a) => a.name === cli)!.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1' });
+    return lines.flatMap((l) => parser.line(JSON.stringify(l)) ?? []).filter((e) => e.type === 'tool');
+  };
+  const tool = (name: string, status: string, id?: string) => ({ type: 'tool', name, status, ...(id ? { id } : {}) });
+
+  it.each([
+    [
+      'claude',
+      [
+        { type: 'assistant', message: { content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'secret' } }] } },
+        { type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 't1', is_error: true }] } },
+      ],
+      [tool('Bash', 'started', 't1'), tool('Bash', 'failed', 't1')],
+    ],
+    [
+      'codex',
+      [
+        { type: 'item.started', item: { id: 'i1', type: 'command_execution', command: 'ls', status: 'in_progress' } },
+        { type: 'item.completed', item: { id: 'i1', type: 'command_execution', command: 'ls', exit_code: 0, status: 'completed' } },
+        { type: 'item.completed', item: { id: 'i2', type: 'mcp_tool_call', tool: 'search', status: 'failed' } },
+      ],
+      [tool('command_execution', 'started', 'i1'), tool('command_execution', 'succeeded', 'i1'), tool('search', 'failed', 'i2')],
+    ],
+    [
+      'gemini',
+      [
+        { type: 'tool_use', tool_name: 'read_file', tool_id: 'g1', parameters: { path: '/etc/passwd' } },
+        { type: 'tool_result', tool_id: 'g1', status: 'success', output: 'x' },
+      ],
+      [tool('read_file', 'started', 'g1'), tool('read_file', 'succeeded', 'g1')],
+    ],
+    [
+      'opencode',
+      [{ type: 'tool_use', sessionID: 's', part: { callID: 'c1', tool: 'write', state: { status: 'completed', input: { content: 'x' } } } }],
+      [tool('write', 'succeeded', 'c1')],
+    ],
+    [
+      'copilot',
+      [
+        { type: 'tool.execution_start', data: { toolCallId: 'k1', toolName: 'bash', arguments: { command: 'ls' } } },
+        { type: 'tool.execution_complete', data: { toolCallId: 'k1', success: true } },
+      ],
+      [tool('bash', 'started', 'k1'), tool('bash', 'succeeded', 'k1')],
+    ],
+    [
+      'cursor',
+      [
+        { type: 'tool_call', subtype: 'started', call_id: 'u1', tool_call: { shellToolCall: { args: { command: 'ls' } } } },
+        { type: 'tool_call', subtype: 'completed', call_id: 'u1', tool_call: { shellToolCall: { args: {}, result: {} } } },
+      ],
+      [tool('shell', 'started', 'u1'), tool('shell', 'succeeded', 'u1')],
+    ],
+  ])('%s', (cli, lines, expected) => {
+    const got = events(cli, lines);
+    expect(got).toEqual(expected);
+    expect(JSON.stringify(got)).not.toMatch(/secret|passwd|"command"|"ls"/);
   });
 });
 

@@ -3,19 +3,33 @@
  * here from the socket itself (never from a header), with the bound `localAddress`.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { HeadlessHandler, HeadlessServerContext } from '../core/handler';
 
+/** Answers that stream (run events) are written as they come; every other one is short JSON. */
+const STREAMED = /^(text\/event-stream|application\/x-ndjson)/;
+
 /**
- * Runs the core on a Node request and sends its answer. Every core answer is a short JSON string,
- * sent in one write with its headers (whatwg-node's generic sender writes body and end apart).
+ * Runs the core on a Node request and sends its answer. A JSON answer goes in one write with
+ * its headers (whatwg-node's generic sender writes body and end apart); a stream as it comes.
  */
 export async function handleNodeRequest(handler: HeadlessHandler, req: IncomingMessage, res: ServerResponse, context: HeadlessServerContext): Promise<void> {
   const response = await handler.handleNodeRequestAndResponse(req, res, context);
-  const body = await response.text();
   const headers: Record<string, string> = {};
   response.headers.forEach((value, key) => {
     headers[key] = value;
   });
+  if (response.body && STREAMED.test(headers['content-type'] ?? '')) {
+    res.writeHead(response.status, headers);
+    res.flushHeaders();
+    // pipeline waits for the socket to drain, and cancels the stream when the client goes away.
+    await pipeline(Readable.from(response.body as unknown as AsyncIterable<Uint8Array>, { objectMode: false }), res).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ERR_STREAM_PREMATURE_CLOSE') throw error;
+    });
+    return;
+  }
+  const body = await response.text();
   res.writeHead(response.status, headers);
   res.end(body);
 }

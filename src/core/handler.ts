@@ -11,6 +11,7 @@ import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
 import { HttpProblem, errorToResponse } from './problem';
 import { type RouteMatch, type RouteServices, matchRoute } from './routes';
+import { RunEvents } from './run-events';
 import { RunTokens } from './run-tokens';
 import { RunService } from './runs';
 import { SessionBook } from './sessions';
@@ -45,6 +46,8 @@ export interface HeadlessHandlerOptions {
   apiUrl?: string;
   /** Environment runs start from. @default process.env */
   env?: NodeJS.ProcessEnv;
+  /** How often an idle event stream sends a keep-alive (README: Run events). @default 15000 */
+  heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
   log?: (message: string, error?: unknown) => void;
 }
@@ -101,12 +104,14 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   const tokens = new RunTokens();
   const sessions = new SessionBook(store, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const inbox = new Inbox(store);
+  const events = new RunEvents({ store, log });
   const runs = new RunService({
     store,
     registry,
     sessions,
     tokens,
     spawner: options.spawner ?? createExecaSpawner(),
+    events,
     maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
     defaultAgent: options.defaultAgent,
     adminToken: options.adminToken,
@@ -122,6 +127,8 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
 
   const services: RouteServices = {
     runs,
+    events,
+    heartbeatMs: options.heartbeatMs ?? 15_000,
     sessions,
     inbox,
     idempotency: new IdempotencyKeys(store, log),

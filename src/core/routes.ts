@@ -7,7 +7,9 @@ import type { Inbox } from './inbox';
 import { HttpProblem } from './problem';
 import type { RunService } from './runs';
 import type { WorkspaceReport } from './agents/doctor';
-import { parseAgentsQuery, parseInboxPush, parseInboxQuery, parseListQuery, parseOutputQuery, parseStartBody } from './schemas';
+import { eventStreamResponse } from './event-stream';
+import type { RunEvents } from './run-events';
+import { parseAgentsQuery, parseEventsQuery, parseInboxPush, parseInboxQuery, parseListQuery, parseOutputQuery, parseStartBody } from './schemas';
 import type { SessionBook } from './sessions';
 import type { Workspace } from './types';
 
@@ -16,6 +18,9 @@ import type { Workspace } from './types';
 /** What a route's handler works with. */
 export interface RouteServices {
   runs: RunService;
+  events: RunEvents;
+  /** How often an idle event stream sends a keep-alive. */
+  heartbeatMs: number;
   sessions: SessionBook;
   inbox: Inbox;
   /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
@@ -95,6 +100,17 @@ export const ROUTES: Route[] = [
   route('runs.output', 'GET', '/api/headless/:taskId/output', async ({ url, params, services }) =>
     json(await services.runs.output(params.taskId, parseOutputQuery(url).tail)),
   ),
+  route('runs.events', 'GET', '/api/headless/:taskId/events', async ({ request, url, params, services }) => {
+    const query = parseEventsQuery(url, request.headers.get('last-event-id'));
+    const { taskId } = await services.runs.get(params.taskId);
+    if (query.page) {
+      const page = await services.events.page(taskId, query.after, query.limit);
+      const last = page.events.at(-1)?.seq ?? query.after;
+      return json({ taskId, events: page.events, ended: page.ended, nextAfter: page.ended ? null : last });
+    }
+    const ndjson = (request.headers.get('accept') ?? '').includes('application/x-ndjson');
+    return eventStreamResponse(services.events.reader(taskId, query.after), ndjson ? 'ndjson' : 'sse', services.heartbeatMs);
+  }),
   route('runs.cancel', 'POST', '/api/headless/:taskId/cancel', async ({ request, params, services }) => {
     await readEmptyBody(request);
     return json(await services.runs.cancel(params.taskId), 202);

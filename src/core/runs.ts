@@ -8,6 +8,7 @@ import { Admission, type Reservation } from './run-admission';
 import { clip, judgeOutcome } from './run-outcome';
 import { tailOf } from './run-output';
 import { RunRecords, publicRecord } from './run-records';
+import { type RunEvents, fromAgentEvent } from './run-events';
 import { recoverRuns } from './run-recovery';
 import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './run-supervisor';
 import type { RunTokens } from './run-tokens';
@@ -66,6 +67,7 @@ export interface RunServiceOptions {
   sessions: SessionBook;
   tokens: RunTokens;
   spawner: Spawner;
+  events: RunEvents;
   maxConcurrentRuns: number;
   defaultAgent?: string;
   adminToken?: string;
@@ -106,16 +108,20 @@ export class RunService {
   /** Loads what start-up needs and interrupts the runs an earlier boot left `running`. */
   async load(): Promise<void> {
     await this.admission.loadLastAgents();
-    await recoverRuns(this.records);
+    await recoverRuns(this.records, this.o.events, this.o.log);
   }
 
   async start(workspace: Workspace, request: StartRequest, apiUrl: string): Promise<StartedRun> {
     const reservation = await this.admission.admit(workspace, request);
+    const { taskId, resumeId, adapter } = reservation;
+    // Opened first, so a reader who learns of the run finds its timeline.
+    this.o.events.open({ taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, mode: request.wait ? 'sync' : 'async' });
     let record: StoredRun;
     let session: SessionState;
     try {
       ({ record, session } = await this.admitRecord(workspace, request, reservation));
     } catch (error) {
+      this.o.events.discard(taskId);
       reservation.release();
       throw error;
     }
@@ -210,7 +216,10 @@ export class RunService {
           env,
           onStdoutLine: (line) => {
             try {
-              parser.line(line);
+              for (const event of parser.line(line) ?? []) {
+                const { type, data } = fromAgentEvent(event);
+                this.o.events.append(record.taskId, type, data);
+              }
             } catch (error) {
               // A custom adapter's parser must not take the service down; its verdict says the rest.
               if (!parserFailed) this.o.log(`the ${reservation.adapter.name} adapter could not read a line of ${record.taskId}`, error);
@@ -222,6 +231,7 @@ export class RunService {
             if (!sessionIdNoted && id !== undefined) {
               sessionIdNoted = true;
               void this.o.sessions.noteAgentSessionId(record.resumeId, id);
+              this.o.events.append(record.taskId, 'agent.session', { resumeId: record.resumeId });
             }
           },
         },
@@ -292,6 +302,7 @@ export class RunService {
     await live.processSaved?.catch(() => undefined);
     await this.records.finish(final);
     await this.records.saveOutput(record.taskId, end.output);
+    await this.o.events.end(publicRecord(final));
     this.live.delete(record.taskId);
     live.resolve({ record: publicRecord(final), output: end.output });
     return publicRecord(final);
@@ -363,6 +374,7 @@ export class RunService {
       }),
     ]);
     clearTimeout(timer);
+    await this.o.events.close();
     await this.records.close();
   }
 }

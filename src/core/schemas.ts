@@ -117,6 +117,26 @@ export function parseOutputQuery(url: URL): { tail: number } {
   return { tail: Number(parse(OutputQuery, queryObject(url)).tail) };
 }
 
+const SEQ = /^(0|[1-9]\d{0,14})$/;
+
+const EventsQuery = v.strictObject(
+  {
+    after: v.optional(v.pipe(v.string(), v.regex(SEQ))),
+    format: v.optional(v.picklist(['json'])),
+    limit: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d{0,3}$/), v.transform(Number), v.maxValue(1000)), '100'),
+  },
+  'invalid_body',
+);
+
+/** `after` from `Last-Event-ID` (a reconnecting EventSource sends it with the first URL), else the query. */
+export function parseEventsQuery(url: URL, lastEventId: string | null): { after: number; page: boolean; limit: number } {
+  const q = parse(EventsQuery, queryObject(url));
+  if (lastEventId !== null && !SEQ.test(lastEventId)) {
+    throw new HttpProblem('invalid_body', 'Header "Last-Event-ID" must be the sequence number of an event.');
+  }
+  return { after: Number(lastEventId ?? q.after ?? 0), page: q.format === 'json', limit: Number(q.limit) };
+}
+
 const AgentsQuery = v.strictObject({ wsId: v.optional(v.pipe(v.string(), v.minLength(1))) }, 'invalid_body');
 
 export function parseAgentsQuery(url: URL): { wsId?: string } {

@@ -1,5 +1,5 @@
 import type { RunUsage } from '../types';
-import type { AgentAdapter, AgentInvocation, AgentOutputParser, AgentRunInput, AgentVerdict } from './types';
+import type { AgentAdapter, AgentEvent, AgentInvocation, AgentOutputParser, AgentRunInput, AgentVerdict } from './types';
 
 /**
  * The built-in adapters, one per real CLI, each with the flags that keep it from ever waiting
@@ -37,6 +37,23 @@ interface ParseState {
   lastMessage?: string;
   /** Gemini: the last event was an assistant delta, so the next one continues its message. */
   continues?: boolean;
+  /** Tool names by call id, for results that name only the id. */
+  tools?: Map<string, string>;
+}
+
+type Emit = (event: AgentEvent) => void;
+
+/** Remembers a started tool call, for its result, which may name only its id. */
+function toolStarted(state: ParseState, emit: Emit, name: string | undefined, id: string | undefined): void {
+  const tool = name ?? 'tool';
+  if (id !== undefined) (state.tools ??= new Map()).set(id, tool);
+  emit({ type: 'tool', name: tool, status: 'started', ...(id === undefined ? {} : { id }) });
+}
+
+function toolEnded(state: ParseState, emit: Emit, id: string | undefined, failed: boolean, name?: string): void {
+  const tool = name ?? (id === undefined ? undefined : state.tools?.get(id)) ?? 'tool';
+  if (id !== undefined) state.tools?.delete(id);
+  emit({ type: 'tool', name: tool, status: failed ? 'failed' : 'succeeded', ...(id === undefined ? {} : { id }) });
 }
 
 const num = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
@@ -59,7 +76,8 @@ function addUsage(total: RunUsage | undefined, step: RunUsage | undefined): RunU
 }
 
 interface ParserSpec {
-  onEvent(event: Json, state: ParseState): void;
+  /** Learns from one event, and emits what it meant for the run's timeline. */
+  onEvent(event: Json, state: ParseState, emit: Emit): void;
   /** The failure when the process exited 0 but printed no final event; absent: exit 0 is enough. */
   noFinal?: string;
 }
@@ -71,7 +89,10 @@ function jsonLinesParser(spec: ParserSpec): () => AgentOutputParser {
     return {
       line(line) {
         const event = parseJson(line);
-        if (event) spec.onEvent(event, state);
+        if (!event) return [];
+        const events: AgentEvent[] = [];
+        spec.onEvent(event, state, (e) => events.push(e));
+        return events;
       },
       sessionId: () => state.sessionId,
       finish(exitCode) {
@@ -90,10 +111,14 @@ function jsonLinesParser(spec: ParserSpec): () => AgentOutputParser {
 /** Qwen Code reports a failed model call as a successful result whose text is the error. */
 const API_ERROR_TEXT = /^\[API Error/;
 
+/** The content blocks of a Claude-style message. */
+const blocksOf = (event: Json): Json[] =>
+  (Array.isArray(obj(event.message)?.content) ? (obj(event.message)!.content as unknown[]) : []).map(obj).filter((b): b is Json => b !== undefined);
+
 /** The text blocks of a Claude-style assistant message. */
 const assistantText = (event: Json): string =>
-  ((obj(event.message)?.content as unknown[] | undefined) ?? [])
-    .map((block) => str(obj(block)?.text) ?? (obj(block)?.type === 'tool_use' ? 'tool_use' : ''))
+  blocksOf(event)
+    .map((block) => str(block.text) ?? (block.type === 'tool_use' ? 'tool_use' : ''))
     .join('');
 
 /**
@@ -102,23 +127,38 @@ const assistantText = (event: Json): string =>
  * `is_error`, non-success `subtype` or API-error text means failure even after exit 0.
  */
 const claudeStyleParser = jsonLinesParser({
-  onEvent(event, state) {
+  onEvent(event, state, emit) {
     state.sessionId ??= str(event.session_id);
     if (event.type === 'assistant') {
       const text = assistantText(event);
       if (event.error === undefined && text !== '' && !API_ERROR_TEXT.test(text)) {
         state.answered = true;
         if (text !== 'tool_use') state.lastMessage = text;
+        for (const block of blocksOf(event)) {
+          if (block.type === 'text' && str(block.text)) emit({ type: 'message', text: block.text as string });
+          else if (block.type === 'tool_use') toolStarted(state, emit, str(block.name), str(block.id));
+        }
+      } else if (text !== '' && text !== 'tool_use') emit({ type: 'error', message: text });
+    } else if (event.type === 'user') {
+      for (const block of blocksOf(event)) {
+        if (block.type === 'tool_result') toolEnded(state, emit, str(block.tool_use_id), block.is_error === true);
       }
+    } else if (event.type === 'tool_call') {
+      // Cursor: its own tool events, named by the one key of `tool_call` (e.g. shellToolCall).
+      const name = Object.keys(obj(event.tool_call) ?? {})[0]?.replace(/ToolCall$/, '');
+      if (event.subtype === 'started') toolStarted(state, emit, name, str(event.call_id));
+      else if (event.subtype === 'completed') toolEnded(state, emit, str(event.call_id), false, name);
     } else if (event.type === 'result') {
       const usage = obj(event.usage);
       state.usage = usageOf(usage?.input_tokens, usage?.output_tokens, event.total_cost_usd) ?? state.usage;
+      if (state.usage) emit({ type: 'usage', usage: state.usage });
       const text = str(event.result);
       const errors = Array.isArray(event.errors) ? event.errors.filter((e): e is string => typeof e === 'string') : [];
       const failed =
         event.is_error === true || (event.subtype !== undefined && event.subtype !== 'success') || (text !== undefined && API_ERROR_TEXT.test(text));
       const reason = (errors.length > 0 ? errors.join('; ') : undefined) ?? text ?? str(obj(event.error)?.message) ?? str(event.subtype) ?? 'error';
       state.final = failed ? { error: reason } : {};
+      if (failed) emit({ type: 'error', message: reason });
       if (!failed && text) state.lastMessage = text;
     }
   },
@@ -155,6 +195,10 @@ const claude = agent('claude', {
   parser: claudeStyleParser,
 });
 
+/** The items of codex that are tool calls. */
+const CODEX_TOOLS = new Set(['command_execution', 'file_change', 'mcp_tool_call', 'collab_tool_call', 'web_search']);
+const codexToolName = (item: Json): string => (item.type === 'mcp_tool_call' ? str(item.tool) : undefined) ?? String(item.type);
+
 const codex = agent('codex', {
   help: ['exec', '--help'],
   identity: { args: ['--version'], pattern: /codex-cli/ },
@@ -183,18 +227,35 @@ const codex = agent('codex', {
   // Top-level `error` events also come while codex retries ("Reconnecting... 1/5"), after which
   // the turn can still complete: only turn.completed / turn.failed decide.
   parser: jsonLinesParser({
-    onEvent(event, state) {
+    onEvent(event, state, emit) {
+      const item = obj(event.item);
       if (event.type === 'thread.started') state.sessionId ??= str(event.thread_id);
-      // Any item but a warning (type "error") means the model answered: a message, a command, an edit.
-      else if (event.type === 'item.completed' && obj(event.item)?.type !== 'error') {
-        state.answered = true;
-        if (obj(event.item)?.type === 'agent_message') state.lastMessage = str(obj(event.item)?.text) ?? state.lastMessage;
+      else if (event.type === 'item.started' && item && CODEX_TOOLS.has(String(item.type))) {
+        toolStarted(state, emit, codexToolName(item), str(item.id));
       }
-      else if (event.type === 'error') state.lastError = str(event.message) ?? state.lastError;
-      else if (event.type === 'turn.failed') state.final = { error: str(obj(event.error)?.message) ?? state.lastError ?? 'the turn failed' };
+      // Any item but a warning (type "error") means the model answered: a message, a command, an edit.
+      else if (event.type === 'item.completed' && item && item.type !== 'error') {
+        state.answered = true;
+        if (item.type === 'agent_message') {
+          state.lastMessage = str(item.text) ?? state.lastMessage;
+          if (str(item.text)) emit({ type: 'message', text: item.text as string });
+        } else if (CODEX_TOOLS.has(String(item.type))) {
+          const failed = item.status === 'failed' || (typeof item.exit_code === 'number' && item.exit_code !== 0);
+          toolEnded(state, emit, str(item.id), failed, codexToolName(item));
+        }
+      }
+      else if (event.type === 'error') {
+        state.lastError = str(event.message) ?? state.lastError;
+        if (str(event.message)) emit({ type: 'error', message: event.message as string });
+      }
+      else if (event.type === 'turn.failed') {
+        state.final = { error: str(obj(event.error)?.message) ?? state.lastError ?? 'the turn failed' };
+        emit({ type: 'error', message: state.final.error! });
+      }
       else if (event.type === 'turn.completed') {
         state.final = {};
         state.usage = usageOf(obj(event.usage)?.input_tokens, obj(event.usage)?.output_tokens) ?? state.usage;
+        if (state.usage) emit({ type: 'usage', usage: state.usage });
       }
     },
     noFinal: 'codex printed no turn.completed event',
@@ -208,17 +269,27 @@ const gemini = agent('gemini', {
   }),
   // Auth failures (exit 41) and a bad resume id (exit 42) print only on stderr.
   parser: jsonLinesParser({
-    onEvent(event, state) {
+    onEvent(event, state, emit) {
+      const assistant = event.type === 'message' && event.role === 'assistant';
+      // A message streamed as deltas is emitted whole, once the next other event shows it ended.
+      if (state.continues && !assistant && state.lastMessage) emit({ type: 'message', text: state.lastMessage });
       if (event.type === 'init') state.sessionId ??= str(event.session_id);
-      else if (event.type === 'message' && event.role === 'assistant') {
+      else if (assistant) {
         state.answered = true;
         // Streamed as deltas: one message is the run of assistant events since the last other event.
         state.lastMessage = `${state.continues ? (state.lastMessage ?? '') : ''}${str(event.content) ?? ''}`;
+        if (event.delta !== true && state.lastMessage) emit({ type: 'message', text: state.lastMessage });
+      } else if (event.type === 'tool_use') toolStarted(state, emit, str(event.tool_name), str(event.tool_id));
+      else if (event.type === 'tool_result') toolEnded(state, emit, str(event.tool_id), event.status !== 'success');
+      else if (event.type === 'error') {
+        if (str(event.message)) emit({ type: 'error', message: event.message as string });
       } else if (event.type === 'result') {
         state.final = event.status === 'success' ? {} : { error: str(obj(event.error)?.message) ?? 'error' };
         state.usage = usageOf(obj(event.stats)?.input_tokens, obj(event.stats)?.output_tokens) ?? state.usage;
+        if (state.usage) emit({ type: 'usage', usage: state.usage });
+        if (state.final.error) emit({ type: 'error', message: state.final.error });
       }
-      state.continues = event.type === 'message' && event.role === 'assistant' && event.delta === true;
+      state.continues = assistant && event.delta === true;
     },
     noFinal: 'gemini printed no result event',
   }),
@@ -246,19 +317,29 @@ const opencode = agent('opencode', {
   }),
   // There is no final event: a run without an `error` event that exits 0 succeeded.
   parser: jsonLinesParser({
-    onEvent(event, state) {
+    onEvent(event, state, emit) {
+      const part = obj(event.part);
       state.sessionId ??= str(event.sessionID);
       if (event.type === 'text' || event.type === 'tool_use') state.answered = true;
-      if (event.type === 'text') state.lastMessage = str(obj(event.part)?.text) ?? state.lastMessage;
+      if (event.type === 'text') {
+        state.lastMessage = str(part?.text) ?? state.lastMessage;
+        if (str(part?.text)) emit({ type: 'message', text: part!.text as string });
+      }
+      if (event.type === 'tool_use') {
+        // One event per finished call: its state says how it ended.
+        const status = obj(part?.state)?.status;
+        if (status === 'completed' || status === 'error') toolEnded(state, emit, str(part?.callID) ?? str(part?.id), status === 'error', str(part?.tool));
+      }
       if (event.type === 'step_finish') {
-        const part = obj(event.part);
         state.usage = addUsage(state.usage, usageOf(obj(part?.tokens)?.input, obj(part?.tokens)?.output, part?.cost));
+        if (state.usage) emit({ type: 'usage', usage: state.usage });
       }
       if (event.type === 'error') {
         const error = obj(event.error);
         const name = str(error?.name);
         const message = str(obj(error?.data)?.message);
         state.final = { error: message ? `${name ? `${name}: ` : ''}${message}` : (name ?? 'error') };
+        emit({ type: 'error', message: state.final.error! });
       }
     },
   }),
@@ -307,12 +388,19 @@ const copilot = agent('copilot', {
   // No start event carries the session id: it comes in the final `result`. The reason of a
   // failure comes in `session.error`.
   parser: jsonLinesParser({
-    onEvent(event, state) {
+    onEvent(event, state, emit) {
+      const data = obj(event.data);
       if (event.type === 'assistant.message') {
         state.answered = true;
-        state.lastMessage = str(obj(event.data)?.content) ?? state.lastMessage;
+        state.lastMessage = str(data?.content) ?? state.lastMessage;
+        if (str(data?.content)) emit({ type: 'message', text: data!.content as string });
       }
-      else if (event.type === 'session.error') state.lastError = str(obj(event.data)?.message) ?? state.lastError;
+      else if (event.type === 'tool.execution_start') toolStarted(state, emit, str(data?.toolName), str(data?.toolCallId));
+      else if (event.type === 'tool.execution_complete') toolEnded(state, emit, str(data?.toolCallId), data?.success === false);
+      else if (event.type === 'session.error') {
+        state.lastError = str(data?.message) ?? state.lastError;
+        if (str(data?.message)) emit({ type: 'error', message: data!.message as string });
+      }
       else if (event.type === 'result') {
         state.sessionId ??= str(event.sessionId);
         state.final = event.exitCode === 0 ? {} : { error: state.lastError ?? `copilot reported exit code ${String(event.exitCode)}` };
@@ -321,6 +409,13 @@ const copilot = agent('copilot', {
     noFinal: 'copilot printed no result event',
   }),
 });
+
+/** The text of a goose assistant message (`content: [{type: "text", text}]`). */
+function gooseText(message: Json | undefined): string | undefined {
+  if (message?.role !== 'assistant' || !Array.isArray(message.content)) return undefined;
+  const text = message.content.map((c) => (obj(c)?.type === 'text' ? (str(obj(c)?.text) ?? '') : '')).join('');
+  return text || undefined;
+}
 
 /** Goose prints no session id, so the adapter names the session itself and resumes by name. */
 const goose = agent('goose', {
@@ -341,10 +436,22 @@ const goose = agent('goose', {
   }),
   parser: (input) => {
     const inner = jsonLinesParser({
-      onEvent(event, state) {
-        if (event.type === 'message') state.answered = true;
-        else if (event.type === 'error') state.final = { error: str(event.error) ?? 'error' };
-        else if (event.type === 'complete' && !state.final?.error) state.final = {};
+      onEvent(event, state, emit) {
+        if (event.type === 'message') {
+          state.answered = true;
+          const text = gooseText(obj(event.message));
+          if (text) {
+            state.lastMessage = text;
+            emit({ type: 'message', text });
+          }
+        } else if (event.type === 'error') {
+          state.final = { error: str(event.error) ?? 'error' };
+          emit({ type: 'error', message: state.final.error! });
+        } else if (event.type === 'complete') {
+          if (!state.final?.error) state.final = {};
+          state.usage = usageOf(event.input_tokens, event.output_tokens, event.cost_usd) ?? state.usage;
+          if (state.usage) emit({ type: 'usage', usage: state.usage });
+        }
       },
       noFinal: 'goose printed no complete event',
     })();

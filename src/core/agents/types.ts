@@ -35,9 +35,20 @@ export interface AgentVerdict {
   lastMessage?: string;
 }
 
+/**
+ * What a line of the agent's output meant, normalised across agents: the run's event timeline
+ * (README: Run events) is built from these. Never the full input of a tool.
+ */
+export type AgentEvent =
+  | { type: 'message'; text: string }
+  | { type: 'tool'; name: string; status: 'started' | 'succeeded' | 'failed'; id?: string }
+  | { type: 'usage'; usage: RunUsage }
+  | { type: 'error'; message: string };
+
 /** Reads one run's stdout, line by line, then judges it together with the exit code. */
 export interface AgentOutputParser {
-  line(line: string): void;
+  /** Reads a line; returns the events it carried, if any. */
+  line(line: string): AgentEvent[] | void;
   /** The agent's session id as soon as it is known, so a run cut short by a crash stays resumable. */
   sessionId(): string | undefined;
   finish(exitCode: number | null): AgentVerdict;
