@@ -5,6 +5,7 @@ import { BUILTIN_AGENTS } from '../core/agents/builtins';
 import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../core/ids';
 import type { Workspace } from '../core/types';
+import { WEBHOOK_EVENTS, type WebhookOptions } from '../core/webhooks';
 
 /** The daemon's config file (README: The daemon). Unknown keys are errors that name the key. */
 
@@ -31,6 +32,8 @@ const AgentSchema = v.strictObject({
   kind: v.optional(v.picklist(['agent', 'utility'])),
 });
 
+const webhookEvents = v.optional(v.pipe(v.array(v.picklist(WEBHOOK_EVENTS)), v.minLength(1)));
+
 const WorkspaceSchema = v.strictObject({
   id: v.pipe(v.string(), v.regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)),
   path: v.pipe(v.string(), v.minLength(1)),
@@ -39,6 +42,18 @@ const WorkspaceSchema = v.strictObject({
   headlessAgent: v.optional(v.string()),
   defaultAgent: v.optional(v.string()),
   env: v.optional(v.record(v.string(), v.string())),
+  webhook: v.optional(v.strictObject({ url: v.string(), secret: v.optional(v.string()), events: webhookEvents })),
+});
+
+const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
+
+const WebhooksSchema = v.strictObject({
+  secret: v.optional(v.string()),
+  allowPerStartUrls: v.optional(v.boolean()),
+  allowPrivateTargets: v.optional(v.boolean()),
+  retryDelaysMs: v.optional(v.pipe(v.array(positiveInt), v.minLength(1))),
+  timeoutMs: v.optional(positiveInt),
+  concurrency: v.optional(positiveInt),
 });
 
 const ConfigSchema = v.strictObject({
@@ -47,6 +62,7 @@ const ConfigSchema = v.strictObject({
   publicHosts: v.optional(stringList),
   agents: v.optional(v.record(v.pipe(v.string(), v.regex(NAME, `must match ${NAME.source}`)), AgentSchema)),
   workspaces: v.optional(v.pipe(v.array(WorkspaceSchema), v.minLength(1))),
+  webhooks: v.optional(WebhooksSchema),
 });
 
 export interface DaemonConfig {
@@ -55,6 +71,7 @@ export interface DaemonConfig {
   publicHosts?: string[];
   agents: Record<string, CommandAgentDefinition>;
   workspaces: Workspace[];
+  webhooks?: WebhookOptions;
 }
 
 export class ConfigError extends Error {}
@@ -116,5 +133,6 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     publicHosts: config.publicHosts,
     agents,
     workspaces,
+    webhooks: config.webhooks,
   };
 }

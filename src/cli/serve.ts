@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createNodeServer } from '../adapters/node';
 import { isLoopbackAddress } from '../core/auth';
-import { createHeadlessHandler } from '../core/handler';
+import { type HeadlessHandler, createHeadlessHandler } from '../core/handler';
 import { createSqliteKeyv } from '../core/store';
 import { ConfigError, loadConfig } from './config';
 import { fail } from './fail';
@@ -84,24 +84,35 @@ export async function serve(argv: string[]): Promise<void> {
     fail(error instanceof ConfigError ? error.message : String(error));
   }
 
+  const webhookSecret = process.env.HEADLESS_WEBHOOK_SECRET || undefined;
   const env = { ...process.env };
   delete env.HEADLESS_ADMIN_TOKEN;
+  delete env.HEADLESS_WEBHOOK_SECRET;
   const store = await createSqliteKeyv(resolve(cwd, values['data-dir']));
   let apiUrl = '';
-  const handler = createHeadlessHandler({
-    workspaces: config.workspaces,
-    agents: config.agents,
-    store,
-    adminToken,
-    maxConcurrentRuns: config.maxConcurrentRuns,
-    defaultAgent: config.defaultAgent,
-    publicHosts: config.publicHosts,
-    env,
-    // Known only once the port is bound; read per request.
-    get apiUrl() {
-      return apiUrl;
-    },
-  });
+  let handler: HeadlessHandler;
+  try {
+    handler = createHeadlessHandler({
+      workspaces: config.workspaces,
+      agents: config.agents,
+      store,
+      adminToken,
+      maxConcurrentRuns: config.maxConcurrentRuns,
+      defaultAgent: config.defaultAgent,
+      publicHosts: config.publicHosts,
+      // The secret may come from the environment, so it need not sit in the config file.
+      webhooks: { ...config.webhooks, ...(webhookSecret === undefined ? {} : { secret: webhookSecret }) },
+      env,
+      // Known only once the port is bound; read per request.
+      get apiUrl() {
+        return apiUrl;
+      },
+    });
+  } catch (error) {
+    // A bad webhook URL or secret in the config: say which.
+    await store.disconnect();
+    fail(error instanceof Error ? error.message : String(error));
+  }
   await handler.ready;
 
   const server = createNodeServer(handler);

@@ -12,6 +12,7 @@ import { Inbox } from './inbox';
 import { HttpProblem, errorToResponse } from './problem';
 import { type RouteMatch, type RouteServices, matchRoute } from './routes';
 import { RunEvents } from './run-events';
+import { type WebhookOptions, Webhooks } from './webhooks';
 import { RunTokens } from './run-tokens';
 import { RunService } from './runs';
 import { SessionBook } from './sessions';
@@ -46,6 +47,8 @@ export interface HeadlessHandlerOptions {
   apiUrl?: string;
   /** Environment runs start from. @default process.env */
   env?: NodeJS.ProcessEnv;
+  /** Completion webhooks: the signing secret, per-start URLs, private targets, retries (README: Webhooks). @default none */
+  webhooks?: WebhookOptions;
   /** How often an idle event stream sends a keep-alive (README: Run events). @default 15000 */
   heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
@@ -105,6 +108,8 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   const sessions = new SessionBook(store, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const inbox = new Inbox(store);
   const events = new RunEvents({ store, log });
+  const webhooks = new Webhooks({ ...options.webhooks, store, log, workspace: async (id) => (isValidId(id) ? resolveWorkspace(id) : undefined) });
+  for (const ws of workspaceList?.values() ?? []) webhooks.checkWorkspace(ws);
   const runs = new RunService({
     store,
     registry,
@@ -112,6 +117,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     tokens,
     spawner: options.spawner ?? createExecaSpawner(),
     events,
+    webhooks,
     maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
     defaultAgent: options.defaultAgent,
     adminToken: options.adminToken,
@@ -122,6 +128,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   const ready = (async () => {
     await inbox.load();
     await runs.load();
+    await webhooks.load();
   })();
   ready.catch(() => undefined);
 
@@ -203,6 +210,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
       closing ??= (async () => {
         await ready.catch(() => undefined);
         await runs.shutdown();
+        await webhooks.close();
         await store.close();
       })();
       return closing;

@@ -11,7 +11,7 @@ const outputKey = (taskId: string) => `output:${taskId}`;
 
 /** The public record: the stored one without what only crash recovery needs. */
 export function publicRecord(stored: StoredRun): RunRecord {
-  const { process: _process, bootId: _bootId, ...record } = stored;
+  const { process: _process, bootId: _bootId, webhookTargets: _targets, ...record } = stored;
   return record;
 }
 

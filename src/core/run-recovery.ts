@@ -1,5 +1,6 @@
 import { reapEarlierRun } from './process-tree';
 import type { RunEvents } from './run-events';
+import type { Webhooks } from './webhooks';
 import { INTERRUPTED } from './run-outcome';
 import { type RunRecords, publicRecord } from './run-records';
 import type { StoredRun } from './types';
@@ -7,9 +8,14 @@ import type { StoredRun } from './types';
 /**
  * Crash recovery, at start-up: indexes every stored run, and each one still `running` (its
  * service stopped or crashed) becomes `interrupted` after what is left of its processes is
- * killed, and its event timeline ends. It is never re-run. Returns how many were interrupted.
+ * killed, its event timeline ends and its webhooks are queued. It is never re-run. Returns how many were interrupted.
  */
-export async function recoverRuns(records: RunRecords, events: RunEvents, log: (message: string, error?: unknown) => void): Promise<number> {
+export async function recoverRuns({ records, events, webhooks, log }: {
+  records: RunRecords;
+  events: RunEvents;
+  webhooks: Webhooks;
+  log: (message: string, error?: unknown) => void;
+}): Promise<number> {
   const orphans: StoredRun[] = [];
   for await (const run of records.loadAll()) if (run.status === 'running') orphans.push(run);
   const now = new Date();
@@ -22,6 +28,8 @@ export async function recoverRuns(records: RunRecords, events: RunEvents, log: (
       durationMs: Math.max(0, now.getTime() - Date.parse(run.createdAt)),
       error: INTERRUPTED,
     };
+    // Its webhooks are queued before the record ends, so a crash here cannot lose them.
+    await webhooks.enqueue(final, 'run.ended', publicRecord(final));
     await records.replaceOrphan(final);
     // Its timeline ends too, so a reader following it is told how it ended.
     await events.endStored(publicRecord(final)).catch((error: unknown) => log(`could not end the events of ${run.taskId}`, error));

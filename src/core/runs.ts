@@ -17,6 +17,7 @@ import type { SessionBook } from './sessions';
 import { type ProcessOutput, SpawnFailure, type Spawner } from './spawner';
 import type { HeadlessStore } from './store';
 import type { RunError, RunRecord, RunStatus, SessionState, StoredRun, Workspace } from './types';
+import type { WebhookTarget, Webhooks } from './webhooks';
 
 /** Grace between SIGTERM and SIGKILL for the watchdog and cancel. */
 const KILL_GRACE_MS = 5000;
@@ -68,6 +69,7 @@ export interface RunServiceOptions {
   tokens: RunTokens;
   spawner: Spawner;
   events: RunEvents;
+  webhooks: Webhooks;
   maxConcurrentRuns: number;
   defaultAgent?: string;
   adminToken?: string;
@@ -108,10 +110,11 @@ export class RunService {
   /** Loads what start-up needs and interrupts the runs an earlier boot left `running`. */
   async load(): Promise<void> {
     await this.admission.loadLastAgents();
-    await recoverRuns(this.records, this.o.events, this.o.log);
+    await recoverRuns({ records: this.records, events: this.o.events, webhooks: this.o.webhooks, log: this.o.log });
   }
 
   async start(workspace: Workspace, request: StartRequest, apiUrl: string): Promise<StartedRun> {
+    const webhookTargets = this.o.webhooks.targetsFor(workspace, request.webhook);
     const reservation = await this.admission.admit(workspace, request);
     const { taskId, resumeId, adapter } = reservation;
     // Opened first, so a reader who learns of the run finds its timeline.
@@ -119,7 +122,7 @@ export class RunService {
     let record: StoredRun;
     let session: SessionState;
     try {
-      ({ record, session } = await this.admitRecord(workspace, request, reservation));
+      ({ record, session } = await this.admitRecord(workspace, request, reservation, webhookTargets));
     } catch (error) {
       this.o.events.discard(taskId);
       reservation.release();
@@ -130,7 +133,7 @@ export class RunService {
   }
 
   /** Makes the Session and the `running` record durable; nothing is acknowledged before. */
-  private async admitRecord(workspace: Workspace, request: StartRequest, reservation: Reservation) {
+  private async admitRecord(workspace: Workspace, request: StartRequest, reservation: Reservation, webhookTargets: WebhookTarget[]) {
     const { sessions } = this.o;
     const { adapter, resumeId, taskId } = reservation;
     const now = new Date().toISOString();
@@ -155,6 +158,7 @@ export class RunService {
       exitCode: null,
       signal: null,
       bootId: this.bootId,
+      ...(webhookTargets.length > 0 ? { webhookTargets } : {}),
     };
     await this.records.create(record);
     return { record, session };
@@ -232,6 +236,10 @@ export class RunService {
               sessionIdNoted = true;
               void this.o.sessions.noteAgentSessionId(record.resumeId, id);
               this.o.events.append(record.taskId, 'agent.session', { resumeId: record.resumeId });
+              const { taskId, resumeId, workspaceId, agent } = record;
+              this.o.webhooks
+                .enqueue(record, 'agent.session', { taskId, resumeId, workspaceId, agent })
+                .catch((error: unknown) => this.o.log(`could not queue the agent.session webhooks of ${taskId}`, error));
             }
           },
         },
@@ -300,6 +308,11 @@ export class RunService {
     reservation.release();
 
     await live.processSaved?.catch(() => undefined);
+    // Queued before the final record is stored: were the service to die in between, recovery
+    // would find the run `running` and queue them (again, which is a no-op) itself.
+    await this.o.webhooks
+      .enqueue(final, 'run.ended', publicRecord(final))
+      .catch((error: unknown) => this.o.log(`could not queue the webhooks of ${record.taskId}`, error));
     await this.records.finish(final);
     await this.records.saveOutput(record.taskId, end.output);
     await this.o.events.end(publicRecord(final));
@@ -325,7 +338,8 @@ export class RunService {
   async get(taskId: string): Promise<RunRecord> {
     const stored = await this.find(taskId);
     if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
-    return publicRecord(stored);
+    if (!stored.webhookTargets) return publicRecord(stored);
+    return { ...publicRecord(stored), webhooks: await this.o.webhooks.view(stored) };
   }
 
   /** The last `bytes` bytes of each stream of a run, running or ended. */

@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { ID_PATTERN } from './ids';
 import { HttpProblem, type ProblemCode } from './problem';
 import { RUN_STATUSES, type RunStatus } from './types';
+import { WEBHOOK_EVENTS } from './webhooks';
 
 /**
  * Request schemas. Each validator's message is the problem code it stands for, so the first
@@ -61,6 +62,15 @@ const StartBody = v.strictObject(
       TIMEOUT_DEFAULT,
     ),
     wait: v.optional(v.boolean('invalid_body'), false),
+    webhook: v.optional(
+      v.strictObject(
+        {
+          url: v.string('invalid_body'),
+          events: v.optional(v.pipe(v.array(v.picklist(WEBHOOK_EVENTS)), v.minLength(1))),
+        },
+        'invalid_body',
+      ),
+    ),
   },
   'invalid_body',
 );

@@ -1,4 +1,5 @@
 /** The records the service stores and shows. */
+import type { WebhookDeliveryView, WebhookTarget, WorkspaceWebhook } from './webhooks';
 
 export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -27,6 +28,8 @@ export interface RunRecord {
   usage?: RunUsage;
   /** The agent's final assistant text, where it prints it (at most 4000 characters). */
   lastMessage?: string;
+  /** Its webhook deliveries (on `GET /api/headless/:taskId` of a run that has webhooks). */
+  webhooks?: WebhookDeliveryView[];
 }
 
 export interface RunUsage {
@@ -45,6 +48,8 @@ export interface StoredRun extends RunRecord {
   };
   /** Id of the service boot that started the run. */
   bootId: string;
+  /** Where its webhooks go. */
+  webhookTargets?: WebhookTarget[];
 }
 
 export interface SessionState {
@@ -97,4 +102,6 @@ export interface Workspace {
   defaultAgent?: string;
   /** Added to every run's environment. */
   env?: Record<string, string>;
+  /** Told when each run ends (README: Webhooks). */
+  webhook?: WorkspaceWebhook;
 }
