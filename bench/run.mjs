@@ -2,7 +2,8 @@
 // `npm run bench`: each figure is measured against a baseline taken in the same run (these
 // machines are noisy), through the real daemon (dist/cli.js, i.e. the node adapter) and the fake
 // agent from the tests. Absolute values are printed beside the ratios; nothing is asserted.
-// BENCH_PROFILE=1 runs the daemons under `node --cpu-prof` (profiles land in bench/results/).
+// BENCH_PROFILE=1 runs the daemons under `node --cpu-prof` (profiles land in bench/results/);
+// BENCH_ONLY=<part of a name> runs only the matching figures.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -34,11 +35,11 @@ function cleanup() {
 process.on('exit', cleanup);
 
 /** Starts the daemon in `dir` with `config`; resolves with its base URL and process. */
-async function daemon(config, dir = tempDir()) {
+async function daemon(config, dir = tempDir(), env = process.env) {
   writeFileSync(join(dir, 'headless.config.json'), JSON.stringify(config));
   const flags = PROFILE ? [`--cpu-prof`, `--cpu-prof-dir=${RESULTS}`] : [];
   if (PROFILE) mkdirSync(RESULTS, { recursive: true });
-  const { child, url } = await spawnDaemon(dir, flags);
+  const { child, url } = await spawnDaemon(dir, flags, env);
   children.add(child);
   return {
     url,
@@ -201,6 +202,58 @@ async function floods() {
   row('4 × 1 GB stdout floods: GET p99', `${during.latency.p99} ms`, `${idle.latency.p99} ms idle`, `${during.latency.p99} ms`, '≤ 100 ms', during.latency.p99 <= 100);
 }
 
+/** Follows a run's SSE stream; `stall` stops reading after the first chunk (a reader gone quiet). */
+async function follow(url, stall) {
+  const res = await fetch(url);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  let events = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (stall) return { events: 0, ended: false, cancel: () => reader.cancel() };
+    text += decoder.decode(value, { stream: true });
+    const frames = text.split('\n\n');
+    text = frames.pop();
+    events += frames.filter((f) => f.startsWith('id: ')).length;
+  }
+  return { events, ended: true };
+}
+
+// 6. 200 SSE readers (50 of them stalled) on one busy run vs the daemon idle: RSS growth and GET p99 meanwhile.
+async function eventReaders() {
+  const bin = tempDir();
+  writeFileSync(join(bin, 'claude'), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'bench/busy-claude.mjs')}" "$@"\n`, { mode: 0o755 });
+  const EVENTS = 3000;
+  const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, BUSY_EVENTS: String(EVENTS), BUSY_RATE: '300' };
+  const d = await daemon(fakeConfig({ workspaces: [{ id: 'ws', path: '.', agents: ['fake', 'claude'] }] }), undefined, env);
+  const first = await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'echo x', agent: 'fake', wait: true })).json();
+  const getUrl = `${d.url}/api/headless/${first.taskId}`;
+  await load(getUrl, 10, 1);
+  const idleRss = rssMb(d.pid);
+  const idle = await load(getUrl, 10, 2);
+  const busy = await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'busy', agent: 'claude' })).json();
+  let peak = idleRss;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMb(d.pid));
+  }, 50);
+  const following = Array.from({ length: 200 }, (_, i) => follow(`${d.url}/api/headless/${busy.taskId}/events`, i % 4 === 3));
+  const during = await load(getUrl, 10, DURATION);
+  const readers = await Promise.all(following);
+  clearInterval(sampler);
+  const reading = readers.filter((r) => r.ended);
+  const stalled = readers.filter((r) => !r.ended);
+  const record = await (await fetch(`${d.url}/api/headless/${busy.taskId}`)).json();
+  for (const r of stalled) await r.cancel();
+  await d.stop();
+  // init → agent.session; each message or tool call → one event; result → usage; plus run.started and run.ended.
+  if (record.status !== 'succeeded' || reading.some((r) => r.events !== EVENTS + 4)) throw new Error(`a reader missed events: ${reading.map((r) => r.events)}`);
+  const growth = peak - idleRss;
+  row('200 SSE readers (50 stalled) on one busy run: RSS growth', `${growth.toFixed(1)} MB (${EVENTS} events, ${reading.length} readers got all)`, `${idleRss.toFixed(1)} MB idle`, `+${growth.toFixed(1)} MB`, '≤ 30 MB', growth <= 30);
+  row('200 SSE readers on one busy run: GET p99', `${during.latency.p99} ms`, `${idle.latency.p99} ms idle`, `${during.latency.p99} ms`, '≤ 20 ms', during.latency.p99 <= 20);
+}
+
 const started = Date.now();
 for (const [name, fn] of [
   ['GET throughput', getThroughput],
@@ -208,7 +261,9 @@ for (const [name, fn] of [
   ['500 concurrent runs', manyRuns],
   ['list scaling', listScaling],
   ['stdout floods', floods],
+  ['event readers', eventReaders],
 ]) {
+  if (process.env.BENCH_ONLY && !name.includes(process.env.BENCH_ONLY)) continue;
   console.error(`bench: ${name}…`);
   await fn();
 }

@@ -5,8 +5,8 @@ import { join, resolve } from 'node:path';
 const ROOT = resolve(import.meta.dirname, '..');
 
 /** Resolves with the child and its base URL once it prints its `listening on` line. */
-export async function spawnDaemon(dir, nodeFlags = []) {
-  const child = spawn(process.execPath, [...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function spawnDaemon(dir, nodeFlags = [], env = process.env) {
+  const child = spawn(process.execPath, [...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise((done, fail) => {
     let out = '';
     child.stdout.on('data', (c) => {

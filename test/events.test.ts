@@ -1,7 +1,9 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { BUILTIN_AGENTS } from '../src/core/agents/builtins';
-import type { AgentAdapter } from '../src/core/index';
+import { type AgentAdapter, createSqliteKeyv } from '../src/core/index';
 import { api, cleanupDaemons, startDaemon, startFakeDaemon, waitRun } from './helpers/daemon';
 import { parseSse, readToEnd, sseEvents } from './helpers/events';
 import { FAKE_AGENT, type TestHost, closeAllHosts, createTestHost, problem } from './helpers/harness';
@@ -159,6 +161,27 @@ describe('run events', () => {
     expect(all.length).toBe(1000);
     expect(all[0]!.seq).toBe(503);
     expect(all.at(-1)).toMatchObject({ seq: 1502, type: 'run.ended' });
+  });
+
+  it('stores the kept events in segments: the same events after a restart, old segments deleted', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-events-'));
+    try {
+      const first = await host({ store: await createSqliteKeyv(dir) });
+      const taskId = await start(first, 'messages 1500 10');
+      await first.waitEnded(taskId);
+      const before = await page(first, taskId, '&limit=1000');
+      await first.close();
+      const keyv = await createSqliteKeyv(dir);
+      const rows = (await (keyv.store as { query(sql: string): Promise<Array<{ key: string }>> }).query(`SELECT key FROM headless WHERE key LIKE 'hrw:events:%'`)).map((r) => r.key);
+      // Events 503 to 1502 are kept: segments 5 to 15 (of 100 each), and the head.
+      expect(rows.sort()).toEqual([`hrw:events:${taskId}`, ...Array.from({ length: 11 }, (_, i) => `hrw:events:${taskId}:${i + 5}`)].sort());
+      const second = await host({ store: keyv });
+      const after = await page(second, taskId, '&limit=1000');
+      expect(after.events).toEqual(before.events);
+      expect(after.events[0]!.seq).toBe(503);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('keeps at most 1 MiB of events per run; each message is cut at 4000 characters', async () => {

@@ -24,7 +24,7 @@ export async function handleNodeRequest(handler: HeadlessHandler, req: IncomingM
     res.writeHead(response.status, headers);
     res.flushHeaders();
     // pipeline waits for the socket to drain, and cancels the stream when the client goes away.
-    await pipeline(Readable.from(response.body as unknown as AsyncIterable<Uint8Array>, { objectMode: false }), res).catch((error: NodeJS.ErrnoException) => {
+    await pipeline(nodeReadable(response.body), res).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'ERR_STREAM_PREMATURE_CLOSE') throw error;
     });
     return;
@@ -33,6 +33,10 @@ export async function handleNodeRequest(handler: HeadlessHandler, req: IncomingM
   res.writeHead(response.status, headers);
   res.end(body);
 }
+
+/** whatwg-node's streams are Node streams inside: pipe that one, skipping the web-stream layer. */
+const nodeReadable = (body: ReadableStream<Uint8Array>): Readable =>
+  (body as { readable?: Readable }).readable ?? Readable.from(body as unknown as AsyncIterable<Uint8Array>, { objectMode: false });
 
 export function toNodeListener(handler: HeadlessHandler): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {

@@ -17,6 +17,18 @@ const FORMATS: Record<StreamFormat, { type: string; event(e: RunEvent): string; 
   ndjson: { type: 'application/x-ndjson; charset=utf-8', event: (e) => `${JSON.stringify(e)}\n`, heartbeat: '\n', opening: '' },
 };
 
+/** Each event's bytes per format, made once however many readers follow the run. */
+const encoded: Record<StreamFormat, WeakMap<RunEvent, Buffer>> = { sse: new WeakMap(), ndjson: new WeakMap() };
+
+function bytesOf(format: StreamFormat, event: RunEvent): Buffer {
+  let bytes = encoded[format].get(event);
+  if (!bytes) {
+    bytes = Buffer.from(FORMATS[format].event(event));
+    encoded[format].set(event, bytes);
+  }
+  return bytes;
+}
+
 /**
  * Streams a reader until its run has ended. It pulls: the next events are read only when the
  * client has taken the last ones, so a slow client costs one batch of memory and never slows
@@ -31,7 +43,7 @@ export function eventStreamResponse(reader: EventReader, format: StreamFormat, h
     },
     async pull(controller) {
       const { events, ended } = await reader.next(heartbeatMs);
-      if (events.length > 0) controller.enqueue(encoder.encode(events.map(f.event).join('')));
+      if (events.length > 0) controller.enqueue(Buffer.concat(events.map((e) => bytesOf(format, e))));
       else if (!ended) controller.enqueue(encoder.encode(f.heartbeat));
       if (ended) controller.close();
     },

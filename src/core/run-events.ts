@@ -1,4 +1,5 @@
 import type { AgentEvent } from './agents/types';
+import { BoundedCache } from './bounded-cache';
 import { clip } from './run-outcome';
 import type { HeadlessStore } from './store';
 import type { RunRecord, RunUsage } from './types';
@@ -51,14 +52,29 @@ export interface RunEventsOptions {
   flushMs?: number;
 }
 
-const eventsKey = (taskId: string) => `events:${taskId}`;
+/**
+ * Stored as a head (`events:<taskId>`: the first and last kept sequence numbers) and segments of
+ * `SEGMENT` events (`events:<taskId>:<n>`), so a write costs the new events, not the timeline.
+ */
+const SEGMENT = 100;
+const headKey = (taskId: string) => `events:${taskId}`;
+const segmentKey = (taskId: string, n: number) => `events:${taskId}:${n}`;
+const segmentOf = (seq: number) => Math.floor((seq - 1) / SEGMENT);
+/** Ended timelines kept in memory, so readers arriving together read the store once. */
+const ENDED_CACHE = 16;
 /** Events handed to a reader at once. */
 const BATCH = 100;
+/**
+ * A reader is handed events at most this often: the first after a quiet spell at once, then in
+ * batches, so a busy run costs each reader a few wake-ups a second, not one per event.
+ */
+const READER_INTERVAL_MS = 100;
 const TEXT_MAX = 4000;
 const NAME_MAX = 200;
 
-interface StoredTimeline {
-  events: RunEvent[];
+interface StoredHead {
+  first: number;
+  last: number;
   ended: boolean;
 }
 
@@ -79,16 +95,16 @@ export function fromAgentEvent(event: AgentEvent): { [T in AgentEvent['type']]: 
 class Timeline {
   private sizes: number[] = [];
   private bytes = 0;
-  private lastSeq: number;
+  lastSeq: number;
   /** Readers waiting for the next change. */
   private readonly waiters = new Set<() => void>();
-  /** Set when events were added since the store last took the timeline. */
-  dirty = false;
+  /** The sequence numbers the store holds (0, 0: none yet). */
+  saved = { first: 0, last: 0 };
 
   constructor(
     public events: RunEvent[],
     public ended: boolean,
-    private readonly limits: { maxEvents: number; maxBytes: number },
+    readonly limits: { maxEvents: number; maxBytes: number },
   ) {
     this.sizes = events.map(sizeOf);
     this.bytes = this.sizes.reduce((a, b) => a + b, 0);
@@ -110,7 +126,6 @@ class Timeline {
       this.events.shift();
       this.bytes -= this.sizes.shift()!;
     }
-    this.dirty = true;
     if (type === 'run.ended') this.ended = true;
     this.wake();
     return event;
@@ -146,9 +161,40 @@ class Timeline {
     });
   }
 
-  stored(): StoredTimeline {
-    return { events: this.events, ended: this.ended };
+  get firstSeq(): number {
+    return this.events[0]?.seq ?? this.lastSeq + 1;
   }
+
+  /** The kept events of segment `n`. */
+  segment(n: number): RunEvent[] {
+    const start = Math.max(0, n * SEGMENT + 1 - this.firstSeq);
+    return this.events.slice(start, Math.max(0, (n + 1) * SEGMENT + 1 - this.firstSeq));
+  }
+}
+
+async function loadTimeline(store: HeadlessStore, taskId: string, limits: Timeline['limits']): Promise<Timeline> {
+  const head = await store.get<StoredHead>(headKey(taskId));
+  if (!head || head.last < head.first) return new Timeline([], true, limits);
+  const keys: string[] = [];
+  for (let n = segmentOf(head.first); n <= segmentOf(head.last); n++) keys.push(segmentKey(taskId, n));
+  const events = (await store.getMany<RunEvent[]>(keys)).flatMap((segment) => segment ?? []).filter((e) => e.seq >= head.first && e.seq <= head.last);
+  const timeline = new Timeline(events, head.ended, limits);
+  timeline.saved = { first: head.first, last: head.last };
+  return timeline;
+}
+
+/** Writes the segments with new events, drops those left behind, then the head. */
+async function saveTimeline(store: HeadlessStore, taskId: string, timeline: Timeline): Promise<void> {
+  const { firstSeq: first, lastSeq: last, saved, ended } = timeline;
+  if (last === saved.last && first === saved.first) return;
+  const writes: Promise<void>[] = [];
+  for (let n = segmentOf(Math.max(saved.last + 1, first)); n <= segmentOf(last); n++) writes.push(store.set(segmentKey(taskId, n), timeline.segment(n)));
+  if (saved.last > 0) {
+    for (let n = segmentOf(saved.first); n < Math.min(segmentOf(first), segmentOf(saved.last) + 1); n++) writes.push(store.delete(segmentKey(taskId, n)));
+  }
+  await Promise.all(writes);
+  await store.set(headKey(taskId), { first, last, ended } satisfies StoredHead);
+  timeline.saved = { first, last };
 }
 
 const sizeOf = (event: RunEvent) => Buffer.byteLength(JSON.stringify(event));
@@ -161,6 +207,7 @@ export class RunEvents {
   private readonly live = new Map<string, { timeline: Timeline; timer?: NodeJS.Timeout; writing: Promise<void> }>();
   private readonly limits: { maxEvents: number; maxBytes: number };
   private readonly flushMs: number;
+  private readonly ended = new BoundedCache<string, Promise<Timeline>>(ENDED_CACHE);
 
   constructor(private readonly o: RunEventsOptions) {
     this.limits = { maxEvents: o.maxEvents ?? 1000, maxBytes: o.maxBytes ?? 1_048_576 };
@@ -206,10 +253,10 @@ export class RunEvents {
 
   /** Ends the stored timeline of a run an earlier boot left running (crash recovery). */
   async endStored(record: RunRecord): Promise<void> {
-    const stored = await this.o.store.get<StoredTimeline>(eventsKey(record.taskId));
-    const timeline = new Timeline(stored?.events ?? [], false, this.limits);
+    const timeline = await loadTimeline(this.o.store, record.taskId, this.limits);
+    timeline.ended = false;
     timeline.append('run.ended', record);
-    await this.o.store.set(eventsKey(record.taskId), timeline.stored());
+    await saveTimeline(this.o.store, record.taskId, timeline);
   }
 
   /** Writes a live timeline; writes of one run never overlap, so an older one never lands last. */
@@ -217,10 +264,8 @@ export class RunEvents {
     const entry = this.live.get(taskId);
     if (!entry) return Promise.resolve();
     entry.writing = entry.writing.then(async () => {
-      if (!entry.timeline.dirty) return;
-      entry.timeline.dirty = false;
       try {
-        await this.o.store.set(eventsKey(taskId), entry.timeline.stored());
+        await saveTimeline(this.o.store, taskId, entry.timeline);
       } catch (error) {
         this.o.log(`could not store the events of ${taskId}`, error);
       }
@@ -231,22 +276,32 @@ export class RunEvents {
   /** A page of a run's events after `after`. */
   async page(taskId: string, after: number, limit: number): Promise<EventPage> {
     const live = this.live.get(taskId);
-    if (live) return live.timeline.page(after, limit);
-    const stored = await this.o.store.get<StoredTimeline>(eventsKey(taskId));
-    return new Timeline(stored?.events ?? [], true, this.limits).page(after, limit);
+    return (live?.timeline ?? (await this.endedTimeline(taskId))).page(after, limit);
+  }
+
+  /** An ended run's timeline, read once for all the readers that ask while it is cached. */
+  private endedTimeline(taskId: string): Promise<Timeline> {
+    let loading = this.ended.get(taskId);
+    if (!loading) {
+      loading = loadTimeline(this.o.store, taskId, this.limits);
+      this.ended.set(taskId, loading);
+      loading.catch(() => this.ended.delete(taskId));
+    }
+    return loading;
   }
 
   /** Follows a run's events after `after`: live while it runs, then to its end. */
   reader(taskId: string, after: number): EventReader {
     let cursor = after;
+    let handed = 0;
     const stop = new AbortController();
     const live = this.live.get(taskId)?.timeline;
-    let stored: Promise<Timeline> | undefined;
-    const timeline = async () =>
-      live ?? (stored ??= this.o.store.get<StoredTimeline>(eventsKey(taskId)).then((t) => new Timeline(t?.events ?? [], true, this.limits)));
+    const timeline = async () => live ?? this.endedTimeline(taskId);
     return {
       async next(waitMs) {
         const source = await timeline();
+        const early = handed + READER_INTERVAL_MS - Date.now();
+        if (early > 0 && !source.ended) await new Promise((resolve) => setTimeout(resolve, early));
         let page = source.page(cursor, BATCH);
         if (page.events.length === 0 && !page.ended && !stop.signal.aborted) {
           await source.wait(waitMs, stop.signal);
@@ -254,6 +309,7 @@ export class RunEvents {
         }
         if (stop.signal.aborted) return { events: [], ended: true };
         cursor = page.events.at(-1)?.seq ?? cursor;
+        if (page.events.length > 0) handed = Date.now();
         return page;
       },
       close: () => stop.abort(),
