@@ -240,7 +240,7 @@ export class RunEvents {
     }, this.flushMs);
   }
 
-  /** Ends a running run's timeline with its final record, and stores it. */
+  /** Ends a running run's timeline with its final record at once (before it awaits), then stores it. */
   async end(record: RunRecord): Promise<void> {
     const entry = this.live.get(record.taskId);
     if (!entry) return;
@@ -248,6 +248,7 @@ export class RunEvents {
     entry.timer = undefined;
     entry.timeline.append('run.ended', record);
     await this.write(record.taskId);
+    this.ended.set(record.taskId, Promise.resolve(entry.timeline));
     this.live.delete(record.taskId);
   }
 

@@ -304,6 +304,8 @@ export class RunService {
       await this.o.sessions.setAgentSessionId(record.resumeId, live.resumedFrom);
     } else await this.o.sessions.noteAgentSessionId(record.resumeId, verdict.agentSessionId);
     live.record = final;
+    // The timeline ends (in memory, at once) as the record does, so no reader sees one without the other.
+    const timelineStored = this.o.events.end(publicRecord(final));
     this.o.tokens.revoke(record.taskId);
     reservation.release();
 
@@ -315,7 +317,7 @@ export class RunService {
       .catch((error: unknown) => this.o.log(`could not queue the webhooks of ${record.taskId}`, error));
     await this.records.finish(final);
     await this.records.saveOutput(record.taskId, end.output);
-    await this.o.events.end(publicRecord(final));
+    await timelineStored;
     this.live.delete(record.taskId);
     live.resolve({ record: publicRecord(final), output: end.output });
     return publicRecord(final);
