@@ -43,6 +43,8 @@ const STATUS = {
 
 export type ProblemCode = keyof typeof STATUS;
 
+export const problemStatus = (code: ProblemCode): number => STATUS[code];
+
 const TITLES: Partial<Record<ProblemCode, string>> = {
   unauthorized: 'Unauthorized',
   forbidden: 'Forbidden',

@@ -4,14 +4,44 @@ import type { Credential } from './auth';
 import { readEmptyBody, readJsonObject } from './body';
 import type { IdempotencyKeys, StoredAnswer } from './idempotency';
 import type { Inbox } from './inbox';
-import { HttpProblem } from './problem';
+import { HttpProblem, type ProblemCode } from './problem';
 import type { RunService } from './runs';
 import type { WorkspaceReport } from './agents/doctor';
+import {
+  AgentsReportSchema,
+  EventPageSchema,
+  InboxItemSchema,
+  InboxListSchema,
+  RunEventSchema,
+  RunListSchema,
+  RunOutputSchema,
+  RunRecordSchema,
+  SessionViewSchema,
+  StartAcceptedSchema,
+  SyncResultSchema,
+} from './api-schemas';
 import { eventStreamResponse } from './event-stream';
+import { type RouteDoc, openApiDocument } from './openapi';
 import type { RunEvents } from './run-events';
-import { parseAgentsQuery, parseEventsQuery, parseInboxPush, parseInboxQuery, parseListQuery, parseOutputQuery, parseStartBody } from './schemas';
+import {
+  AgentsQuery,
+  EventsQuery,
+  InboxPush,
+  InboxQuery,
+  ListQuery,
+  OutputQuery,
+  StartBody,
+  parseAgentsQuery,
+  parseEventsQuery,
+  parseInboxPush,
+  parseInboxQuery,
+  parseListQuery,
+  parseOutputQuery,
+  parseStartBody,
+} from './schemas';
 import type { SessionBook } from './sessions';
 import type { Workspace } from './types';
+import { version } from '../../package.json';
 
 /** The HTTP routes of the API: each path, its method and its handler, in one table. */
 
@@ -53,7 +83,10 @@ type ParamNames<Path extends string> = Path extends `${string}:${infer Name}/${i
 export interface Route {
   name: string;
   method: 'GET' | 'POST';
+  path: string;
   segments: string[];
+  /** What the OpenAPI document says of it. */
+  doc: RouteDoc;
   handle(context: RouteContext<Record<string, string>>): Promise<Response>;
 }
 
@@ -61,10 +94,13 @@ function route<Path extends string>(
   name: string,
   method: Route['method'],
   path: Path,
+  doc: RouteDoc,
   handle: (context: RouteContext<Record<ParamNames<Path>, string>>) => Promise<Response>,
 ): Route {
-  return { name, method, segments: path.slice(1).split('/'), handle: handle as Route['handle'] };
+  return { name, method, path, segments: path.slice(1).split('/'), doc, handle: handle as Route['handle'] };
 }
+
+const SESSION_PROBLEMS: ProblemCode[] = ['session_not_found'];
 
 /** An answer as a JSON response; a content type of its own (problem JSON) wins. */
 const answer = (a: StoredAnswer, extra: Record<string, string> = {}) =>
@@ -72,8 +108,29 @@ const answer = (a: StoredAnswer, extra: Record<string, string> = {}) =>
 
 const json = (body: unknown, status = 200) => answer({ status, body, headers: {} });
 
+let openApi: Record<string, unknown> | undefined;
+
 export const ROUTES: Route[] = [
-  route('runs.start', 'POST', '/api/workspaces/:workspaceId/headless', async ({ request, params, services, apiUrl, basePath }) => {
+  route(
+    'runs.start',
+    'POST',
+    '/api/workspaces/:workspaceId/headless',
+    {
+      summary: 'Start a run',
+      body: StartBody,
+      headers: [{ name: 'Idempotency-Key', description: '1–255 printable ASCII characters: a retry with the same body gets the first answer.' }],
+      responses: {
+        202: { description: 'Started (async); Location names the run.', schema: StartAcceptedSchema },
+        200: { description: 'Ended (sync, `wait: true`).', schema: SyncResultSchema },
+      },
+      problems: [
+        'invalid_body', 'prompt_required', 'prompt_too_long', 'invalid_timeout', 'invalid_resume_id', 'agent_unknown', 'agent_not_headless',
+        'agent_disabled', 'no_headless_agent', 'resume_requires_async', 'invalid_idempotency_key', 'invalid_webhook', 'webhook_not_allowed',
+        'workspace_not_found', 'session_not_found', 'session_other_workspace', 'session_busy', 'session_retired', 'session_not_resumable',
+        'idempotency_key_in_use', 'body_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'capacity_reached', 'spawn_failed', 'shutting_down',
+      ],
+    },
+    async ({ request, params, services, apiUrl, basePath }) => {
     const body = await readJsonObject(request);
     const start = parseStartBody(body);
     const execute = async (): Promise<StoredAnswer> => {
@@ -91,16 +148,44 @@ export const ROUTES: Route[] = [
     const { answer: first, replayed } = await services.idempotency.run(params.workspaceId, key, body, execute);
     return answer(first, replayed ? { 'idempotent-replayed': 'true' } : {});
   }),
-  route('runs.list', 'GET', '/api/headless', async ({ url, services }) => {
+  route(
+    'runs.list',
+    'GET',
+    '/api/headless',
+    { summary: 'List the runs of a workspace, newest first', query: ListQuery, responses: { 200: { description: 'A page.', schema: RunListSchema } }, problems: ['invalid_body', 'workspace_not_found'] },
+    async ({ url, services }) => {
     const query = parseListQuery(url);
     await services.workspace(query.wsId);
     return json(await services.runs.list(query.wsId, query.status, query.limit, query.cursor));
   }),
-  route('runs.get', 'GET', '/api/headless/:taskId', async ({ params, services }) => json(await services.runs.get(params.taskId))),
-  route('runs.output', 'GET', '/api/headless/:taskId/output', async ({ url, params, services }) =>
-    json(await services.runs.output(params.taskId, parseOutputQuery(url).tail)),
+  route(
+    'runs.get',
+    'GET',
+    '/api/headless/:taskId',
+    { summary: 'Read a run', responses: { 200: { description: 'The run record.', schema: RunRecordSchema } }, problems: ['run_not_found'] },
+    async ({ params, services }) => json(await services.runs.get(params.taskId)),
   ),
-  route('runs.events', 'GET', '/api/headless/:taskId/events', async ({ request, url, params, services }) => {
+  route(
+    'runs.output',
+    'GET',
+    '/api/headless/:taskId/output',
+    { summary: "The tail of a run's output", query: OutputQuery, responses: { 200: { description: 'The last bytes of stdout and stderr.', schema: RunOutputSchema } }, problems: ['invalid_body', 'run_not_found'] },
+    async ({ url, params, services }) => json(await services.runs.output(params.taskId, parseOutputQuery(url).tail)),
+  ),
+  route(
+    'runs.events',
+    'GET',
+    '/api/headless/:taskId/events',
+    {
+      summary: "A run's events: Server-Sent Events, JSON lines (Accept: application/x-ndjson) or a page (format=json)",
+      query: EventsQuery,
+      headers: [{ name: 'Last-Event-ID', description: 'Replay the events after this sequence number (wins over `after`).' }],
+      responses: {
+        200: { description: 'With `format=json`: a page. Otherwise a stream of RunEvent, as SSE or one JSON object per line.', schema: EventPageSchema, stream: RunEventSchema },
+      },
+      problems: ['invalid_body', 'run_not_found'],
+    },
+    async ({ request, url, params, services }) => {
     const query = parseEventsQuery(url, request.headers.get('last-event-id'));
     const { taskId } = await services.runs.get(params.taskId);
     if (query.page) {
@@ -111,33 +196,74 @@ export const ROUTES: Route[] = [
     const ndjson = (request.headers.get('accept') ?? '').includes('application/x-ndjson');
     return eventStreamResponse(services.events.reader(taskId, query.after), ndjson ? 'ndjson' : 'sse', services.heartbeatMs);
   }),
-  route('runs.cancel', 'POST', '/api/headless/:taskId/cancel', async ({ request, params, services }) => {
+  route(
+    'runs.cancel',
+    'POST',
+    '/api/headless/:taskId/cancel',
+    { summary: 'Cancel a running run', responses: { 202: { description: 'Stopping; the record.', schema: RunRecordSchema } }, problems: ['run_not_found', 'run_not_running', 'invalid_body', 'unsupported_media_type'] },
+    async ({ request, params, services }) => {
     await readEmptyBody(request);
     return json(await services.runs.cancel(params.taskId), 202);
   }),
-  route('sessions.get', 'GET', '/api/sessions/:resumeId', async ({ params, services }) =>
-    json(services.sessions.view(await services.sessions.require(params.resumeId))),
+  route(
+    'sessions.get',
+    'GET',
+    '/api/sessions/:resumeId',
+    { summary: 'Read a Session', responses: { 200: { description: 'The Session.', schema: SessionViewSchema } }, problems: SESSION_PROBLEMS },
+    async ({ params, services }) => json(services.sessions.view(await services.sessions.require(params.resumeId))),
   ),
-  route('sessions.retire', 'POST', '/api/sessions/:resumeId/retire', async ({ request, params, services }) => {
+  route(
+    'sessions.retire',
+    'POST',
+    '/api/sessions/:resumeId/retire',
+    { summary: 'Retire a Session', responses: { 200: { description: 'The retired Session.', schema: SessionViewSchema } }, problems: [...SESSION_PROBLEMS, 'session_busy', 'invalid_body', 'unsupported_media_type'] },
+    async ({ request, params, services }) => {
     await readEmptyBody(request);
     return json(await services.sessions.retire(params.resumeId));
   }),
-  route('inbox.push', 'POST', '/api/workspaces/:workspaceId/inbox', async ({ request, params, services, credential }) => {
+  route(
+    'inbox.push',
+    'POST',
+    '/api/workspaces/:workspaceId/inbox',
+    { summary: 'Push an Inbox item (a run token may)', body: InboxPush, responses: { 201: { description: 'The item.', schema: InboxItemSchema } }, problems: ['invalid_body', 'workspace_not_found', 'body_too_large', 'unsupported_media_type'] },
+    async ({ request, params, services, credential }) => {
     const item = parseInboxPush(await readJsonObject(request));
     const workspace = await services.workspace(params.workspaceId);
     const grant = credential.kind === 'run' ? credential.grant : undefined;
     return json(await services.inbox.push(workspace.id, item, grant), 201);
   }),
-  route('inbox.list', 'GET', '/api/workspaces/:workspaceId/inbox', async ({ url, params, services }) => {
+  route(
+    'inbox.list',
+    'GET',
+    '/api/workspaces/:workspaceId/inbox',
+    { summary: 'List the Inbox, newest first', query: InboxQuery, responses: { 200: { description: 'A page.', schema: InboxListSchema } }, problems: ['invalid_body', 'workspace_not_found'] },
+    async ({ url, params, services }) => {
     const workspace = await services.workspace(params.workspaceId);
     const query = parseInboxQuery(url);
     return json(await services.inbox.list(workspace.id, query.unread, query.limit, query.cursor));
   }),
-  route('agents.check', 'GET', '/api/agents', async ({ url, services }) => {
+  route(
+    'agents.check',
+    'GET',
+    '/api/agents',
+    { summary: "Check each workspace's agents (as `doctor` does)", query: AgentsQuery, responses: { 200: { description: 'The checks.', schema: AgentsReportSchema } }, problems: ['invalid_body', 'workspace_not_found'] },
+    async ({ url, services }) => {
     const query = parseAgentsQuery(url);
     return json({ workspaces: await services.diagnose(query.wsId) });
   }),
-  route('inbox.read', 'POST', '/api/workspaces/:workspaceId/inbox/:itemId/read', async ({ request, params, services }) => {
+  route(
+    'openapi',
+    'GET',
+    '/openapi.json',
+    { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1.' } }, problems: [] },
+    async () => json((openApi ??= openApiDocument(ROUTES, version))),
+  ),
+  route(
+    'inbox.read',
+    'POST',
+    '/api/workspaces/:workspaceId/inbox/:itemId/read',
+    { summary: 'Mark an Inbox item read', responses: { 200: { description: 'The item.', schema: InboxItemSchema } }, problems: ['workspace_not_found', 'inbox_item_not_found', 'invalid_body', 'unsupported_media_type'] },
+    async ({ request, params, services }) => {
     await readEmptyBody(request);
     const workspace = await services.workspace(params.workspaceId);
     return json(await services.inbox.markRead(workspace.id, params.itemId));

@@ -43,7 +43,7 @@ const DETAILS: Partial<Record<ProblemCode, string>> = {
   invalid_resume_id: `a string matching ${ID_PATTERN.source}`,
 };
 
-const StartBody = v.strictObject(
+export const StartBody = v.strictObject(
   {
     prompt: v.pipe(
       v.string('invalid_body'),
@@ -91,7 +91,7 @@ const limitSchema = v.optional(
   '50',
 );
 
-const ListQuery = v.strictObject(
+export const ListQuery = v.strictObject(
   {
     wsId: v.pipe(v.string(), v.minLength(1)),
     status: v.optional(v.picklist(RUN_STATUSES)),
@@ -118,7 +118,7 @@ export function parseListQuery(url: URL): { wsId: string; status?: RunStatus; li
 /** At most the tail each stream keeps (64 KiB). */
 export const OUTPUT_TAIL_MAX = 65_536;
 
-const OutputQuery = v.strictObject(
+export const OutputQuery = v.strictObject(
   { tail: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d{0,4}$/), v.transform(Number), v.maxValue(OUTPUT_TAIL_MAX)), String(OUTPUT_TAIL_MAX)) },
   'invalid_body',
 );
@@ -129,7 +129,7 @@ export function parseOutputQuery(url: URL): { tail: number } {
 
 const SEQ = /^(0|[1-9]\d{0,14})$/;
 
-const EventsQuery = v.strictObject(
+export const EventsQuery = v.strictObject(
   {
     after: v.optional(v.pipe(v.string(), v.regex(SEQ))),
     format: v.optional(v.picklist(['json'])),
@@ -147,13 +147,13 @@ export function parseEventsQuery(url: URL, lastEventId: string | null): { after:
   return { after: Number(lastEventId ?? q.after ?? 0), page: q.format === 'json', limit: Number(q.limit) };
 }
 
-const AgentsQuery = v.strictObject({ wsId: v.optional(v.pipe(v.string(), v.minLength(1))) }, 'invalid_body');
+export const AgentsQuery = v.strictObject({ wsId: v.optional(v.pipe(v.string(), v.minLength(1))) }, 'invalid_body');
 
 export function parseAgentsQuery(url: URL): { wsId?: string } {
   return parse(AgentsQuery, queryObject(url));
 }
 
-const InboxQuery = v.strictObject(
+export const InboxQuery = v.strictObject(
   {
     unread: v.optional(v.picklist(['true', 'false'])),
     limit: limitSchema,
@@ -170,7 +170,7 @@ export function parseInboxQuery(url: URL): { unread: boolean; limit: number; cur
 export const INBOX_TITLE_MAX = 200;
 export const INBOX_BODY_MAX = 64_000;
 
-const InboxPush = v.strictObject(
+export const InboxPush = v.strictObject(
   {
     title: v.pipe(v.string(), v.check((t) => t.trim() !== ''), v.maxLength(INBOX_TITLE_MAX)),
     body: v.optional(v.pipe(v.string(), v.maxLength(INBOX_BODY_MAX)), ''),

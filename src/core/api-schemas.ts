@@ -1,0 +1,123 @@
+import * as v from 'valibot';
+import { RUN_EVENT_TYPES } from './run-events';
+import { RUN_STATUSES, type InboxItem, type RunRecord, type SessionView } from './types';
+import { WEBHOOK_EVENTS, type WebhookDeliveryView } from './webhooks';
+
+/**
+ * The answers of the API as valibot schemas: the OpenAPI document is generated from these and
+ * the request schemas, and the typed client checks what it receives against them. Each one is
+ * held to its TypeScript type at compile time (the `exact` checks below), so they cannot drift.
+ */
+
+const nullableString = v.nullable(v.string());
+const nullableNumber = v.nullable(v.number());
+
+export const RunUsageSchema = v.object({
+  inputTokens: v.number(),
+  outputTokens: v.number(),
+  costUsd: v.optional(v.number()),
+});
+
+export const RunErrorSchema = v.object({ code: v.string(), message: v.string() });
+
+export const WebhookDeliverySchema = v.object({
+  id: nullableString,
+  url: v.string(),
+  event: v.picklist(WEBHOOK_EVENTS),
+  state: v.picklist(['waiting', 'pending', 'delivered', 'failed']),
+  attempts: v.number(),
+  nextAttemptAt: nullableString,
+  lastStatus: v.optional(v.number()),
+  lastError: v.optional(v.string()),
+  deliveredAt: v.optional(v.string()),
+});
+
+export const RunRecordSchema = v.pipe(
+  v.object({
+    taskId: v.string(),
+    resumeId: v.string(),
+    workspaceId: v.string(),
+    agent: v.string(),
+    mode: v.picklist(['async', 'sync']),
+    status: v.picklist(RUN_STATUSES),
+    createdAt: v.string(),
+    endedAt: nullableString,
+    durationMs: nullableNumber,
+    timeoutMs: v.number(),
+    exitCode: nullableNumber,
+    signal: nullableString,
+    error: v.optional(RunErrorSchema),
+    usage: v.optional(RunUsageSchema),
+    lastMessage: v.optional(v.string()),
+    webhooks: v.optional(v.array(WebhookDeliverySchema)),
+  }),
+  v.description('A run: process status only, never the prompt, output or a token.'),
+);
+
+export const ProcessOutputSchema = v.object({ stdout: v.string(), stderr: v.string(), truncated: v.boolean() });
+
+export const StartAcceptedSchema = v.object({ taskId: v.string(), resumeId: v.string(), status: v.literal('running') });
+
+export const SyncResultSchema = v.object({ ...RunRecordSchema.entries, output: ProcessOutputSchema });
+
+export const RunListSchema = v.object({ runs: v.array(RunRecordSchema), nextCursor: nullableString });
+
+export const RunOutputSchema = v.object({
+  taskId: v.string(),
+  status: v.picklist(RUN_STATUSES),
+  ...ProcessOutputSchema.entries,
+  retained: v.boolean(),
+});
+
+export const RunEventSchema = v.pipe(
+  v.object({ seq: v.number(), time: v.string(), type: v.picklist(RUN_EVENT_TYPES), data: v.record(v.string(), v.unknown()) }),
+  v.description('One event of a run (README: Run events); `data` depends on `type`.'),
+);
+
+export const EventPageSchema = v.object({
+  taskId: v.string(),
+  events: v.array(RunEventSchema),
+  ended: v.boolean(),
+  nextAfter: nullableNumber,
+});
+
+export const SessionViewSchema = v.object({
+  resumeId: v.string(),
+  workspaceId: v.string(),
+  agent: v.string(),
+  status: v.picklist(['idle', 'busy', 'retired']),
+  createdAt: v.string(),
+  lastRunAt: v.string(),
+  runCount: v.number(),
+  resumable: v.boolean(),
+});
+
+export const InboxItemSchema = v.object({
+  id: v.string(),
+  workspaceId: v.string(),
+  taskId: nullableString,
+  resumeId: nullableString,
+  title: v.string(),
+  body: v.string(),
+  createdAt: v.string(),
+  readAt: nullableString,
+});
+
+export const InboxListSchema = v.object({ items: v.array(InboxItemSchema), nextCursor: nullableString });
+
+export const AgentsReportSchema = v.object({
+  workspaces: v.array(v.object({ workspaceId: v.string(), agents: v.array(v.record(v.string(), v.unknown())) })),
+});
+
+export const ProblemSchema = v.pipe(
+  v.object({ type: v.string(), title: v.string(), status: v.number(), detail: v.string(), code: v.string() }),
+  v.description('RFC 9457 problem details; `code` names the error (README: Errors).'),
+);
+
+// Compile-time: each schema's output is exactly the type the service answers with.
+type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const exact = <T extends true>(): T | undefined => undefined;
+exact<Exact<v.InferOutput<typeof RunRecordSchema>, RunRecord>>();
+exact<Exact<v.InferOutput<typeof SessionViewSchema>, SessionView>>();
+exact<Exact<v.InferOutput<typeof InboxItemSchema>, InboxItem>>();
+exact<Exact<v.InferOutput<typeof WebhookDeliverySchema>, WebhookDeliveryView>>();

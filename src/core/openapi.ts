@@ -1,0 +1,132 @@
+import { type ConversionConfig, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema';
+import type * as v from 'valibot';
+import {
+  AgentsReportSchema,
+  EventPageSchema,
+  InboxItemSchema,
+  InboxListSchema,
+  ProblemSchema,
+  RunEventSchema,
+  RunListSchema,
+  RunOutputSchema,
+  RunRecordSchema,
+  SessionViewSchema,
+  StartAcceptedSchema,
+  SyncResultSchema,
+} from './api-schemas';
+import { type ProblemCode, problemStatus } from './problem';
+
+/** The OpenAPI 3.1 document, generated from the route table and the valibot schemas. */
+
+type Schema = v.GenericSchema;
+
+/** What a route says of itself for the document. */
+export interface RouteDoc {
+  summary: string;
+  query?: Schema;
+  body?: Schema;
+  /** Request headers it reads. */
+  headers?: Array<{ name: string; description: string }>;
+  /** Its success answers: status → description, the schema of a JSON body, and of each item of a stream. */
+  responses: Record<number, { description: string; schema?: Schema; stream?: Schema }>;
+  /** The problems it can answer with, besides those of every route (the gate, 404, 405, 503). */
+  problems: ProblemCode[];
+}
+
+/** Named schemas, shown once under `components.schemas` and referred to. */
+const COMPONENTS: Record<string, Schema> = {
+  RunRecord: RunRecordSchema,
+  StartAccepted: StartAcceptedSchema,
+  SyncResult: SyncResultSchema,
+  RunList: RunListSchema,
+  RunOutput: RunOutputSchema,
+  RunEvent: RunEventSchema,
+  EventPage: EventPageSchema,
+  SessionView: SessionViewSchema,
+  InboxItem: InboxItemSchema,
+  InboxList: InboxListSchema,
+  AgentsReport: AgentsReportSchema,
+  Problem: ProblemSchema,
+};
+
+/** Every route can be refused by the gate, and any can meet a store that fails. */
+const COMMON_PROBLEMS: ProblemCode[] = ['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'internal', 'storage_unavailable'];
+
+const config = (typeMode: 'input' | 'output'): ConversionConfig => ({
+  target: 'draft-2020-12',
+  typeMode,
+  // Transforms (query strings to numbers) have no JSON Schema: the string form is what is sent.
+  errorMode: 'ignore',
+  overrideRef: ({ referenceId }) => `#/components/schemas/${referenceId}`,
+});
+
+const NAMES = new Map(Object.entries(COMPONENTS).map(([name, schema]) => [schema, name]));
+
+function jsonSchema(schema: Schema, typeMode: 'input' | 'output'): Record<string, unknown> {
+  const name = NAMES.get(schema);
+  if (name && typeMode === 'output') return { $ref: `#/components/schemas/${name}` };
+  const { $schema: _, $defs: __, ...rest } = toJsonSchema(schema, { ...config(typeMode), definitions: typeMode === 'output' ? COMPONENTS : undefined }) as Record<string, unknown>;
+  return rest;
+}
+
+function content(r: RouteDoc['responses'][number]): Record<string, unknown> {
+  const types: Record<string, unknown> = {};
+  if (r.schema) types['application/json'] = { schema: jsonSchema(r.schema, 'output') };
+  if (r.stream) {
+    types['text/event-stream'] = { schema: jsonSchema(r.stream, 'output') };
+    types['application/x-ndjson'] = { schema: jsonSchema(r.stream, 'output') };
+  }
+  return types;
+}
+
+function parameters(path: string, doc: RouteDoc): unknown[] {
+  const params: unknown[] = [...path.matchAll(/:(\w+)/g)].map(([, name]) => ({ name, in: 'path', required: true, schema: { type: 'string' } }));
+  if (doc.query) {
+    const query = jsonSchema(doc.query, 'input') as { properties?: Record<string, unknown>; required?: string[] };
+    for (const [name, schema] of Object.entries(query.properties ?? {})) {
+      params.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema });
+    }
+  }
+  for (const header of doc.headers ?? []) params.push({ name: header.name, in: 'header', required: false, description: header.description, schema: { type: 'string' } });
+  return params;
+}
+
+function problemResponses(codes: ProblemCode[]): Record<string, unknown> {
+  const byStatus = new Map<number, ProblemCode[]>();
+  for (const code of [...codes, ...COMMON_PROBLEMS]) byStatus.set(problemStatus(code), [...(byStatus.get(problemStatus(code)) ?? []), code]);
+  return Object.fromEntries(
+    [...byStatus].map(([status, list]) => [
+      String(status),
+      { description: `Problem: ${[...new Set(list)].join(', ')}`, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+    ]),
+  );
+}
+
+export function openApiDocument(routes: ReadonlyArray<{ name: string; method: string; path: string; doc: RouteDoc }>, version: string): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const { doc } = route;
+    const openPath = route.path.replace(/:(\w+)/g, '{$1}');
+    const responses: Record<string, unknown> = {};
+    for (const [status, r] of Object.entries(doc.responses)) {
+      responses[status] = { description: r.description, ...(r.schema || r.stream ? { content: content(r) } : {}) };
+    }
+    (paths[openPath] ??= {})[route.method.toLowerCase()] = {
+      operationId: route.name,
+      summary: doc.summary,
+      parameters: parameters(route.path, doc),
+      ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(doc.body, 'input') } } } } : {}),
+      responses: { ...responses, ...problemResponses(doc.problems) },
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'headless-run-webhook', version, description: 'Make a workspace run a coding agent headless, and read back what happened.' },
+    paths,
+    components: {
+      schemas: toJsonSchemaDefs(COMPONENTS, config('output')),
+      securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'HEADLESS_ADMIN_TOKEN; local callers need none.' } },
+    },
+    security: [{}, { adminToken: [] }],
+  };
+}
