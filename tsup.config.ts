@@ -7,6 +7,7 @@ export default defineConfig([
       node: 'src/adapters/node.ts',
       express: 'src/adapters/express.ts',
       deno: 'src/adapters/deno.ts',
+      client: 'src/client/index.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,

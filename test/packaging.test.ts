@@ -33,7 +33,7 @@ afterAll(() => rmSync(consumer, { recursive: true, force: true }));
 const probe = `
   const handler = m.createHeadlessHandler({ workspaces: [{ id: 'w', path: process.cwd() }] });
   const res = await handler.fetch('http://localhost/api/headless?wsId=w', { headers: { host: 'localhost' } }, { remoteAddress: '127.0.0.1' });
-  console.log(res.status, typeof node.createNodeServer, typeof express.toExpressMiddleware, typeof deno.serveDeno);
+  console.log(res.status, typeof node.createNodeServer, typeof express.toExpressMiddleware, typeof deno.serveDeno, typeof client.createClient);
   await handler.close();
 `;
 
@@ -41,16 +41,18 @@ describe('packaging', () => {
   it('loads with require() from a CommonJS project', () => {
     const script = `const m = require('headless-run-webhook'); const node = require('headless-run-webhook/node');
       const express = require('headless-run-webhook/express'); const deno = require('headless-run-webhook/deno');
+      const client = require('headless-run-webhook/client');
       (async () => { ${probe} })();`;
     const r = sh(process.execPath, ['-e', script], consumer);
-    expect(r.out.trim()).toBe('200 function function function');
+    expect(r.out.trim()).toBe('200 function function function function');
   });
 
   it('loads with import from an ES module', () => {
     const script = `const m = await import('headless-run-webhook'); const node = await import('headless-run-webhook/node');
-      const express = await import('headless-run-webhook/express'); const deno = await import('headless-run-webhook/deno'); ${probe}`;
+      const express = await import('headless-run-webhook/express'); const deno = await import('headless-run-webhook/deno');
+      const client = await import('headless-run-webhook/client'); ${probe}`;
     const r = sh(process.execPath, ['--input-type=module', '-e', script], consumer);
-    expect(r.out.trim()).toBe('200 function function function');
+    expect(r.out.trim()).toBe('200 function function function function');
   });
 
   it('ships the commands', () => {

@@ -5,7 +5,8 @@ import { BUILTIN_AGENTS } from '../core/agents/builtins';
 import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../core/ids';
 import type { Workspace } from '../core/types';
-import { WEBHOOK_EVENTS, type WebhookOptions } from '../core/webhooks';
+import { WEBHOOK_EVENTS } from '../core/types';
+import type { WebhookOptions } from '../core/webhooks';
 
 /** The daemon's config file (README: The daemon). Unknown keys are errors that name the key. */
 

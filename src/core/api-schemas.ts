@@ -1,7 +1,6 @@
 import * as v from 'valibot';
-import { RUN_EVENT_TYPES } from './run-events';
-import { RUN_STATUSES, type InboxItem, type RunRecord, type SessionView } from './types';
-import { WEBHOOK_EVENTS, type WebhookDeliveryView } from './webhooks';
+import { type InboxItem, RUN_EVENT_TYPES, RUN_STATUSES, type RunRecord, type SessionView, WEBHOOK_EVENTS } from './types';
+import type { WebhookDeliveryView } from './webhooks';
 
 /**
  * The answers of the API as valibot schemas: the OpenAPI document is generated from these and

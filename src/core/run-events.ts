@@ -2,12 +2,10 @@ import type { AgentEvent } from './agents/types';
 import { BoundedCache } from './bounded-cache';
 import { clip } from './run-outcome';
 import type { HeadlessStore } from './store';
-import type { RunRecord, RunUsage } from './types';
+import type { RunEventType, RunRecord, RunUsage } from './types';
 
 /** A run's event timeline (README: Run events): kept per run, bounded, stored, and followed live. */
 
-export const RUN_EVENT_TYPES = ['run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended'] as const;
-export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 
 export interface RunEventData {
   'run.started': Pick<RunRecord, 'taskId' | 'resumeId' | 'workspaceId' | 'agent' | 'mode'>;

@@ -4,6 +4,14 @@ import type { WebhookDeliveryView, WebhookTarget, WorkspaceWebhook } from './web
 export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
+/** The types of a run's events (README: Run events). */
+export const RUN_EVENT_TYPES = ['run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended'] as const;
+export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
+
+/** The events a webhook can be told of. */
+export const WEBHOOK_EVENTS = ['run.ended', 'agent.session'] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
 export interface RunError {
   code: string;
   message: string;

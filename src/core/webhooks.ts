@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { HttpProblem } from './problem';
 import type { HeadlessStore } from './store';
-import type { StoredRun, Workspace } from './types';
+import type { StoredRun, WebhookEvent, Workspace } from './types';
 import { RefusedTarget, checkWebhookUrl, postWebhook } from './webhook-target';
 
 /**
@@ -10,8 +10,6 @@ import { RefusedTarget, checkWebhookUrl, postWebhook } from './webhook-target';
  * than a day, and given up visibly. The store is the truth; timers only say when to look again.
  */
 
-export const WEBHOOK_EVENTS = ['run.ended', 'agent.session'] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** Where a run's webhooks go; kept on the run record from its start. */
 export interface WebhookTarget {

@@ -1,0 +1,280 @@
+import * as v from 'valibot';
+import {
+  AgentsReportSchema,
+  InboxItemSchema,
+  InboxListSchema,
+  RunEventSchema,
+  RunListSchema,
+  RunOutputSchema,
+  RunRecordSchema,
+  SessionViewSchema,
+  StartAcceptedSchema,
+  SyncResultSchema,
+} from '../core/api-schemas';
+import type { ProblemCode } from '../core/problem';
+import type { RunEvent } from '../core/run-events';
+import type { InboxItem, RunRecord, RunStatus, SessionView, WebhookEvent } from '../core/types';
+
+/**
+ * The typed client of the HTTP API (README: Typed client). Every answer is checked against the
+ * same valibot schemas the server's OpenAPI document is made from; every error is a
+ * `HeadlessError` whose `code` is the problem code.
+ */
+
+export type { InboxItem, RunEvent, RunRecord, RunStatus, SessionView };
+
+export interface ClientOptions {
+  /** The service's base URL, e.g. `http://127.0.0.1:47331` (with its mount path, if any). */
+  url: string;
+  /** The admin token (`HEADLESS_ADMIN_TOKEN`), or a run token; none for a local caller. */
+  token?: string;
+  /** @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /** How many times a start is retried (with the same `Idempotency-Key`) after a network error or a 502/503/504. @default 3 */
+  startRetries?: number;
+}
+
+export interface StartOptions {
+  prompt: string;
+  agent?: string;
+  resumeId?: string;
+  timeoutMs?: number;
+  webhook?: { url: string; events?: WebhookEvent[] };
+}
+
+export type StartAccepted = v.InferOutput<typeof StartAcceptedSchema>;
+export type SyncResult = v.InferOutput<typeof SyncResultSchema>;
+export type RunOutput = v.InferOutput<typeof RunOutputSchema>;
+export type AgentsReport = v.InferOutput<typeof AgentsReportSchema>;
+
+/** `network`: the service could not be reached; `invalid_answer`: it answered what the schemas do not allow. */
+export type ClientErrorCode = ProblemCode | 'network' | 'invalid_answer';
+
+export class HeadlessError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ClientErrorCode,
+    message: string,
+    /** The problem JSON, when the service sent one. */
+    readonly problem?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'HeadlessError';
+  }
+}
+
+const RETRIED_STATUS = new Set([502, 503, 504]);
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+
+export interface HeadlessClient {
+  /** Starts a run; resolves once it is recorded (`202`), or with `wait: true` once it has ended. */
+  start(workspaceId: string, options: StartOptions & { wait?: false }, request?: { idempotencyKey?: string }): Promise<StartAccepted>;
+  start(workspaceId: string, options: StartOptions & { wait: true }, request?: { idempotencyKey?: string }): Promise<SyncResult>;
+  get(taskId: string): Promise<RunRecord>;
+  /** Every run of a workspace, newest first, a page at a time. */
+  list(workspaceId: string, options?: { status?: RunStatus; pageSize?: number }): AsyncIterable<RunRecord>;
+  listPage(workspaceId: string, options?: { status?: RunStatus; limit?: number; cursor?: string }): Promise<v.InferOutput<typeof RunListSchema>>;
+  cancel(taskId: string): Promise<RunRecord>;
+  output(taskId: string, tail?: number): Promise<RunOutput>;
+  /** A run's events from `after` on, live until `run.ended`; reconnects (with Last-Event-ID) if the stream drops. */
+  events(taskId: string, options?: { after?: number; signal?: AbortSignal }): AsyncIterable<RunEvent>;
+  /** The final record: follows the event stream, or polls the record if the stream cannot be had. */
+  wait(taskId: string, options?: { signal?: AbortSignal; pollMs?: number; onEvent?: (event: RunEvent) => void }): Promise<RunRecord>;
+  agents(workspaceId?: string): Promise<AgentsReport>;
+  inbox: {
+    list(workspaceId: string, options?: { unread?: boolean; pageSize?: number }): AsyncIterable<InboxItem>;
+    push(workspaceId: string, item: { title: string; body?: string }): Promise<InboxItem>;
+    markRead(workspaceId: string, itemId: string): Promise<InboxItem>;
+  };
+  sessions: {
+    get(resumeId: string): Promise<SessionView>;
+    retire(resumeId: string): Promise<SessionView>;
+  };
+}
+
+export function createClient(options: ClientOptions): HeadlessClient {
+  const base = options.url.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const headers = (extra: Record<string, string> = {}) => ({ ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...extra });
+  const enc = encodeURIComponent;
+
+  async function send(method: string, path: string, body?: unknown, extra: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+    try {
+      return await doFetch(`${base}${path}`, {
+        method,
+        headers: headers(body === undefined ? extra : { 'content-type': 'application/json', ...extra }),
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
+      });
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      throw new HeadlessError(0, 'network', `cannot reach ${base}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`);
+    }
+  }
+
+  async function answer<S extends v.GenericSchema>(res: Response, schema: S): Promise<v.InferOutput<S>> {
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new HeadlessError(res.status, 'invalid_answer', `the service answered ${res.status} with a body that is not JSON`);
+    }
+    if (!res.ok) {
+      const problem = body as Record<string, unknown>;
+      const code = typeof problem.code === 'string' ? (problem.code as ProblemCode) : 'internal';
+      throw new HeadlessError(res.status, code, typeof problem.detail === 'string' ? problem.detail : `the service answered ${res.status}`, problem);
+    }
+    const parsed = v.safeParse(schema, body);
+    if (!parsed.success) throw new HeadlessError(res.status, 'invalid_answer', `unexpected answer: ${v.summarize(parsed.issues)}`);
+    return parsed.output;
+  }
+
+  const call = async <S extends v.GenericSchema>(schema: S, method: string, path: string, body?: unknown) => answer(await send(method, path, body), schema);
+  const query = (params: Record<string, string | number | boolean | undefined>) => {
+    const q = new URLSearchParams();
+    for (const [k, value] of Object.entries(params)) if (value !== undefined) q.set(k, String(value));
+    const text = q.toString();
+    return text ? `?${text}` : '';
+  };
+
+  async function start(workspaceId: string, body: StartOptions & { wait?: boolean }, request: { idempotencyKey?: string } = {}) {
+    // A key makes every retry safe: the service answers a repeat with the first answer.
+    const key = request.idempotencyKey ?? crypto.randomUUID();
+    const retries = options.startRetries ?? 3;
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        res = await send('POST', `/api/workspaces/${enc(workspaceId)}/headless`, body, { 'idempotency-key': key });
+      } catch (error) {
+        if (attempt < retries && error instanceof HeadlessError && error.code === 'network') {
+          await sleep(250 * 2 ** attempt);
+          continue;
+        }
+        throw error;
+      }
+      if (attempt < retries && RETRIED_STATUS.has(res.status)) {
+        await res.body?.cancel();
+        await sleep(250 * 2 ** attempt);
+        continue;
+      }
+      return body.wait ? answer(res, SyncResultSchema) : answer(res, StartAcceptedSchema);
+    }
+  }
+
+  async function* pages<T>(fetchPage: (cursor?: string) => Promise<{ items: T[]; next: string | null }>): AsyncIterable<T> {
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await fetchPage(cursor);
+      yield* page.items;
+      if (page.next === null) return;
+      cursor = page.next;
+    }
+  }
+
+  const listPage: HeadlessClient['listPage'] = (workspaceId, o = {}) =>
+    call(RunListSchema, 'GET', `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor })}`);
+
+  async function* events(taskId: string, o: { after?: number; signal?: AbortSignal } = {}): AsyncIterable<RunEvent> {
+    let after = o.after ?? 0;
+    // Reconnects after a dropped stream, a bounded number of times in a row.
+    for (let drops = 0; drops < 5; ) {
+      const res = await send('GET', `/api/headless/${enc(taskId)}/events`, undefined, { accept: 'text/event-stream', 'last-event-id': String(after) }, o.signal);
+      if (!res.ok) await answer(res, RunEventSchema);
+      let progressed = false;
+      try {
+        for await (const data of sseData(res.body!)) {
+          const event = v.parse(RunEventSchema, JSON.parse(data)) as RunEvent;
+          after = event.seq;
+          progressed = true;
+          yield event;
+          if (event.type === 'run.ended') return;
+        }
+        // The stream ended without run.ended: the run's timeline ended elsewhere (e.g. a shutdown).
+        return;
+      } catch (error) {
+        if (o.signal?.aborted) return;
+        if (error instanceof v.ValiError || error instanceof SyntaxError) throw new HeadlessError(200, 'invalid_answer', `unexpected event: ${error.message}`);
+        drops = progressed ? 1 : drops + 1;
+        await sleep(500 * drops, o.signal);
+      }
+    }
+    throw new HeadlessError(0, 'network', `the event stream of ${taskId} kept dropping`);
+  }
+
+  async function get(taskId: string) {
+    return call(RunRecordSchema, 'GET', `/api/headless/${enc(taskId)}`) as Promise<RunRecord>;
+  }
+
+  async function wait(taskId: string, o: { signal?: AbortSignal; pollMs?: number; onEvent?: (event: RunEvent) => void } = {}): Promise<RunRecord> {
+    try {
+      for await (const event of events(taskId, { signal: o.signal })) {
+        o.onEvent?.(event);
+        if (event.type === 'run.ended') return event.data;
+      }
+    } catch (error) {
+      // A problem about the run itself (404) is the answer; anything else falls back to polling.
+      if (error instanceof HeadlessError && error.status >= 400 && error.status < 500) throw error;
+    }
+    for (;;) {
+      const record = await get(taskId);
+      if (record.status !== 'running' || o.signal?.aborted) return record;
+      await sleep(o.pollMs ?? 1000, o.signal);
+    }
+  }
+
+  return {
+    start: start as HeadlessClient['start'],
+    get,
+    listPage,
+    list: (workspaceId, o = {}) =>
+      pages(async (cursor) => {
+        const page = await listPage(workspaceId, { status: o.status, limit: o.pageSize, cursor });
+        return { items: page.runs as RunRecord[], next: page.nextCursor };
+      }),
+    cancel: (taskId) => call(RunRecordSchema, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,
+    output: (taskId, tail) => call(RunOutputSchema, 'GET', `/api/headless/${enc(taskId)}/output${query({ tail })}`),
+    events,
+    wait,
+    agents: (workspaceId) => call(AgentsReportSchema, 'GET', `/api/agents${query({ wsId: workspaceId })}`),
+    inbox: {
+      list: (workspaceId, o = {}) =>
+        pages(async (cursor) => {
+          const page = await call(InboxListSchema, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.pageSize, cursor })}`);
+          return { items: page.items, next: page.nextCursor };
+        }),
+      push: (workspaceId, item) => call(InboxItemSchema, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox`, item),
+      markRead: (workspaceId, itemId) => call(InboxItemSchema, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox/${enc(itemId)}/read`),
+    },
+    sessions: {
+      get: (resumeId) => call(SessionViewSchema, 'GET', `/api/sessions/${enc(resumeId)}`),
+      retire: (resumeId) => call(SessionViewSchema, 'POST', `/api/sessions/${enc(resumeId)}/retire`),
+    },
+  };
+}
+
+/** The `data` of each event of a Server-Sent Events body. */
+async function* sseData(body: ReadableStream<Uint8Array>): AsyncIterable<string> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let data: string[] = [];
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buffer.indexOf('\n')) !== -1) {
+      const line = buffer.slice(0, nl).replace(/\r$/, '');
+      buffer = buffer.slice(nl + 1);
+      if (line === '') {
+        if (data.length > 0) yield data.join('\n');
+        data = [];
+      } else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+    }
+  }
+}
