@@ -1,23 +1,44 @@
+import { version } from '../../package.json';
+import { CALLER_COMMANDS, CALLER_USAGE, caller } from './caller';
 import { DOCTOR_USAGE, doctor } from './doctor';
 import { fail } from './fail';
+import { MCP_USAGE, mcp } from './mcp';
 import { SERVE_USAGE, serve } from './serve';
 
-/** `headless-run-webhook <command>`: the daemon (`serve`) and the agent check (`doctor`). */
+/** `headless-run-webhook <command>`: the daemon, the agent check, and the caller commands. */
 
-const USAGE = `Usage: headless-run-webhook <command>
+const USAGE = `Usage: headless-run-webhook <command> [--help] [--version]
 
 Commands:
-  serve     run the daemon
-  doctor    check the agents each workspace can run
+  serve      run the daemon
+  doctor     check the agents each workspace can run
+  run        start a run (and wait for it, or follow its events)
+  status     show a run
+  list       list a workspace's runs
+  cancel     cancel a run
+  inbox      list the Inbox, or mark an item read
+  sessions   show or retire a Session
+  mcp        serve the API as MCP tools over stdio
 
 ${SERVE_USAGE}
 
-${DOCTOR_USAGE}`;
+${DOCTOR_USAGE}
 
-const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, doctor };
+${Object.values(CALLER_USAGE).join('\n')}
+
+${MCP_USAGE}
+(each caller command: --url URL, --json; see "headless-run-webhook run --help")`;
+
+const commands: Record<string, (argv: string[]) => Promise<void>> = {
+  serve,
+  doctor,
+  ...Object.fromEntries(CALLER_COMMANDS.map((name) => [name, (argv: string[]) => caller(name, argv)])),
+  mcp,
+};
 
 const [command, ...rest] = process.argv.slice(2);
 const run = command === undefined ? undefined : commands[command];
-if (run) run(rest).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error), 1));
+if (command === '--version' || (run && rest.includes('--version'))) process.stdout.write(`${version}\n`);
+else if (run) run(rest).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error), 1));
 else if (command === undefined || command === '--help' || command === '-h') process.stdout.write(`${USAGE}\n`);
 else fail(`unknown command "${command}"\n${USAGE}`);

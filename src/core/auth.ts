@@ -5,7 +5,8 @@ import type { RunTokenGrant, RunTokens } from './run-tokens';
 
 /**
  * The request's credential, read once from its `Authorization` header. A live run token is
- * valid only for its own workspace's Inbox push: `inScope` is that rule, decided once.
+ * valid only for its own workspace's Inbox push: `inScope` is that rule, decided once. It may
+ * also reach `/mcp`, whose tool calls are each such a request, decided by the same rule.
  */
 export type Credential =
   | { kind: 'none' }
@@ -23,7 +24,7 @@ export function readCredential(request: Request, tokens: RunTokens, route: strin
   const token = match[1]!;
   const grant = tokens.lookup(token);
   if (!grant) return { kind: 'bearer', token };
-  return { kind: 'run', grant, inScope: route === 'inbox.push' && grant.workspaceId === workspaceId };
+  return { kind: 'run', grant, inScope: route === 'mcp' || (route === 'inbox.push' && grant.workspaceId === workspaceId) };
 }
 
 /** What the gate knows about a request beyond the request itself. */

@@ -195,6 +195,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
         apiUrl: options.apiUrl ?? `${url.origin}${basePath}`,
         credential,
         services,
+        dispatch: (target, init) => Promise.resolve(adapter.fetch(target, init, ctx)),
       });
     } catch (error) {
       return errorToResponse(error, log);

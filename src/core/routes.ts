@@ -41,6 +41,7 @@ import {
 } from './schemas';
 import type { SessionBook } from './sessions';
 import type { Workspace } from './types';
+import { createClient } from '../client/index';
 import { version } from '../../package.json';
 
 /** The HTTP routes of the API: each path, its method and its handler, in one table. */
@@ -71,6 +72,8 @@ export interface RouteContext<P> {
   apiUrl: string;
   credential: Credential;
   services: RouteServices;
+  /** Answers another request in-process, as if it came from the same peer. */
+  dispatch(url: string, init: RequestInit): Promise<Response>;
 }
 
 /** `/a/:x/b/:y` → `"x" | "y"`. */
@@ -251,6 +254,26 @@ export const ROUTES: Route[] = [
     const query = parseAgentsQuery(url);
     return json({ workspaces: await services.diagnose(query.wsId) });
   }),
+  route(
+    'mcp',
+    'POST',
+    '/mcp',
+    { summary: 'The API as MCP tools (Streamable HTTP, stateless, JSON answers)', responses: { 200: { description: 'A JSON-RPC answer.' }, 202: { description: 'A notification, taken.' } }, problems: [] },
+    async ({ request, apiUrl, dispatch }) => {
+      // Each tool call is a request to this handler, with this request's Host and credential:
+      // the gate decides it exactly as it would a direct call.
+      const forward = (input: string | URL | Request, init: RequestInit = {}) => {
+        const headers = new Headers(init.headers);
+        for (const name of ['host', 'authorization']) {
+          const value = request.headers.get(name);
+          if (value !== null) headers.set(name, value);
+        }
+        return dispatch(String(input), { ...init, headers });
+      };
+      const { answerMcp } = await import('./mcp');
+      return answerMcp(request, createClient({ url: apiUrl, fetch: forward as typeof fetch }));
+    },
+  ),
   route(
     'openapi',
     'GET',

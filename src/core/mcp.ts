@@ -1,0 +1,137 @@
+import { toJsonSchema } from '@valibot/to-json-schema';
+import * as v from 'valibot';
+import { HeadlessError, type HeadlessClient } from '../client/index';
+import { version } from '../../package.json';
+import { InboxPush, StartBody } from './schemas';
+import { RUN_STATUSES } from './types';
+
+/**
+ * The API as MCP tools (README: MCP server), over the typed client: the same tools whether served
+ * over stdio (`headless-run-webhook mcp`) or mounted by the handler at `/mcp`. Their input
+ * schemas are the request schemas' own fields, converted to JSON Schema.
+ */
+
+const id = v.pipe(v.string(), v.minLength(1));
+const limit = v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(500)));
+
+interface Tool<S extends v.GenericSchema> {
+  description: string;
+  input: S;
+  call(client: HeadlessClient, args: v.InferOutput<S>, context: McpContext): Promise<unknown>;
+}
+
+const tool = <S extends v.GenericSchema>(t: Tool<S>) => t as unknown as Tool<v.GenericSchema>;
+
+/** What a tool may take from where it is served. */
+export interface McpContext {
+  /** The workspace of the run this server is inside (stdio, `HEADLESS_WORKSPACE_ID`). */
+  workspaceId?: string;
+}
+
+const TOOLS: Record<string, Tool<v.GenericSchema>> = {
+  start_run: tool({
+    description: 'Start a coding-agent run in a workspace. Answers at once with its taskId and resumeId; use wait_run for the end.',
+    input: v.strictObject({
+      workspaceId: id,
+      prompt: StartBody.entries.prompt,
+      agent: StartBody.entries.agent,
+      resumeId: StartBody.entries.resumeId,
+      timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    }),
+    call: (client, { workspaceId, ...request }) => client.start(workspaceId, request),
+  }),
+  get_run: tool({
+    description: 'Read a run record: status, exit code, error, usage, last message.',
+    input: v.strictObject({ taskId: id }),
+    call: (client, { taskId }) => client.get(taskId),
+  }),
+  list_runs: tool({
+    description: "List a workspace's runs, newest first.",
+    input: v.strictObject({ workspaceId: id, status: v.optional(v.picklist(RUN_STATUSES)), limit, cursor: v.optional(v.string()) }),
+    call: (client, { workspaceId, ...page }) => client.listPage(workspaceId, page),
+  }),
+  cancel_run: tool({
+    description: 'Cancel a running run (its whole process group is stopped).',
+    input: v.strictObject({ taskId: id }),
+    call: (client, { taskId }) => client.cancel(taskId),
+  }),
+  wait_run: tool({
+    description: 'Wait for a run to end and answer its final record; after timeoutSeconds (default 600) answers the record as it is.',
+    input: v.strictObject({ taskId: id, timeoutSeconds: v.optional(v.pipe(v.number(), v.minValue(1), v.maxValue(3600))) }),
+    call: (client, { taskId, timeoutSeconds }) => client.wait(taskId, { signal: AbortSignal.timeout((timeoutSeconds ?? 600) * 1000) }),
+  }),
+  read_inbox: tool({
+    description: "Read a workspace's Inbox, where agents report their results, newest first.",
+    input: v.strictObject({ workspaceId: id, unread: v.optional(v.boolean()), limit }),
+    call: async (client, { workspaceId, unread, limit: max = 20 }) => {
+      const items = [];
+      for await (const item of client.inbox.list(workspaceId, { unread, pageSize: max })) {
+        items.push(item);
+        if (items.length >= max) break;
+      }
+      return { items };
+    },
+  }),
+  inbox_push: tool({
+    description: "Report a result to the workspace's Inbox. Inside a run, the run's own workspace and token are used.",
+    input: v.strictObject({ workspaceId: v.optional(id), title: InboxPush.entries.title, body: InboxPush.entries.body }),
+    call: (client, { workspaceId, title, body }, context) => {
+      const target = workspaceId ?? context.workspaceId;
+      if (!target) throw new HeadlessError(400, 'invalid_body', 'workspaceId is required outside a run');
+      return client.inbox.push(target, { title, body });
+    },
+  }),
+};
+
+export const MCP_TOOLS = Object.keys(TOOLS);
+
+/** An MCP server whose tools call the API through `client`. */
+export async function createMcpServer(client: HeadlessClient, context: McpContext = {}) {
+  // Loaded when MCP is used, so the library and the daemon do not pay for the SDK otherwise.
+  const [{ Server }, { CallToolRequestSchema, ListToolsRequestSchema }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/index.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  const server = new Server({ name: 'headless-run-webhook', version }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: Object.entries(TOOLS).map(([name, t]) => {
+      const { $schema: _, ...inputSchema } = toJsonSchema(t.input, { errorMode: 'ignore', typeMode: 'input' }) as Record<string, unknown>;
+      return { name, description: t.description, inputSchema: inputSchema as { type: 'object' } };
+    }),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const t = TOOLS[request.params.name];
+    if (!t) return failure(`unknown tool "${request.params.name}"`);
+    const args = v.safeParse(t.input, request.params.arguments ?? {});
+    if (!args.success) {
+      // The request schemas' messages are problem codes (e.g. prompt_required); others are invalid_body.
+      const issue = args.issues[0];
+      const code = /^[a-z_]+$/.test(issue.message) ? issue.message : 'invalid_body';
+      const field = v.getDotPath(issue);
+      return failure(`${code}: ${field ? `argument "${field}" is invalid` : 'the arguments have the wrong shape'} (${issue.message})`);
+    }
+    try {
+      const result = (await t.call(client, args.output, context)) as Record<string, unknown>;
+      return { content: [{ type: 'text' as const, text: JSON.stringify(result) }], structuredContent: result };
+    } catch (error) {
+      if (error instanceof HeadlessError) return failure(`${error.code}: ${error.message}`);
+      throw error;
+    }
+  });
+  return server;
+}
+
+const failure = (text: string) => ({ isError: true, content: [{ type: 'text' as const, text }] });
+
+/** Answers one Streamable HTTP request (stateless: a server per request, JSON answers). */
+export async function answerMcp(request: Request, client: HeadlessClient): Promise<Response> {
+  const { WebStandardStreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
+  const server = await createMcpServer(client);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  await server.connect(transport);
+  try {
+    return await transport.handleRequest(request);
+  } finally {
+    await server.close();
+  }
+}
