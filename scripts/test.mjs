@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// `npm test`: build (the daemon tests run dist/), run vitest, then print the plain
-// "N passed, N failed" line CI reads (vitest's own summary is not one it recognises).
+// `npm test`: build (the daemon tests run dist/), make sure Debian's chromium is there for the
+// status-page test, run vitest, then print the plain "N passed, N failed" line CI reads
+// (vitest's own summary is not one it recognises).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -12,6 +13,18 @@ for (const [tool, args] of [['tsc', ['--noEmit']], ['tsup', ['--silent']]]) {
   if (step.status !== 0) {
     console.log(`0 passed, 1 failed (${tool} failed)`);
     process.exit(1);
+  }
+}
+
+// The browser test drives Debian's chromium (no browser download: none is reachable here). As
+// root with apt it is installed once; otherwise the test says it is skipped, except in CI.
+const CHROMIUM = '/usr/bin/chromium';
+if (!existsSync(CHROMIUM) && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
+  const install = () => spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
+  console.log('installing Debian chromium for the status-page test…');
+  if (!install()) {
+    spawnSync('apt-get', ['update'], { stdio: 'ignore' });
+    install();
   }
 }
 

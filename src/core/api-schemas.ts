@@ -104,6 +104,8 @@ export const InboxItemSchema = v.object({
 
 export const InboxListSchema = v.object({ items: v.array(InboxItemSchema), nextCursor: nullableString });
 
+export const WorkspaceListSchema = v.object({ workspaces: v.array(v.object({ id: v.string(), tag: v.optional(v.string()) })) });
+
 export const AgentsReportSchema = v.object({
   workspaces: v.array(v.object({ workspaceId: v.string(), agents: v.array(v.record(v.string(), v.unknown())) })),
 });

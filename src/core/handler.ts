@@ -139,6 +139,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     sessions,
     inbox,
     idempotency: new IdempotencyKeys(store, log),
+    workspaces: () => [...(workspaceList?.values() ?? [])].map((ws) => ({ id: ws.id, ...(ws.tag === undefined ? {} : { tag: ws.tag }) })),
     async workspace(id) {
       const ws = isValidId(id) ? await resolveWorkspace(id) : undefined;
       if (!ws) throw new HttpProblem('workspace_not_found', `No workspace "${id}".`);

@@ -13,6 +13,7 @@ import {
   SessionViewSchema,
   StartAcceptedSchema,
   SyncResultSchema,
+  WorkspaceListSchema,
 } from './api-schemas';
 import { type ProblemCode, problemStatus } from './problem';
 
@@ -46,6 +47,7 @@ const COMPONENTS: Record<string, Schema> = {
   InboxItem: InboxItemSchema,
   InboxList: InboxListSchema,
   AgentsReport: AgentsReportSchema,
+  WorkspaceList: WorkspaceListSchema,
   Problem: ProblemSchema,
 };
 

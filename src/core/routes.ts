@@ -19,8 +19,10 @@ import {
   SessionViewSchema,
   StartAcceptedSchema,
   SyncResultSchema,
+  WorkspaceListSchema,
 } from './api-schemas';
 import { eventStreamResponse } from './event-stream';
+import { statusPage, statusPageScript } from './status-page';
 import { type RouteDoc, openApiDocument } from './openapi';
 import type { RunEvents } from './run-events';
 import {
@@ -57,6 +59,8 @@ export interface RouteServices {
   /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
   workspace(id: string): Promise<Workspace>;
   idempotency: IdempotencyKeys;
+  /** The listed workspaces (none when they come from a resolver). */
+  workspaces(): Array<Pick<Workspace, 'id' | 'tag'>>;
   /** The agent checks of one workspace, or of every listed one. */
   diagnose(workspaceId: string | undefined): Promise<WorkspaceReport[]>;
 }
@@ -254,6 +258,15 @@ export const ROUTES: Route[] = [
     const query = parseAgentsQuery(url);
     return json({ workspaces: await services.diagnose(query.wsId) });
   }),
+  route(
+    'workspaces.list',
+    'GET',
+    '/api/workspaces',
+    { summary: 'The listed workspaces (ids and tags; none when they come from a resolver)', responses: { 200: { description: 'The workspaces.', schema: WorkspaceListSchema } }, problems: [] },
+    async ({ services }) => json({ workspaces: services.workspaces() }),
+  ),
+  route('page', 'GET', '/', { summary: 'The status page (HTML)', responses: { 200: { description: 'text/html' } }, problems: [] }, async () => statusPage()),
+  route('page.script', 'GET', '/app.js', { summary: "The status page's script", responses: { 200: { description: 'text/javascript' } }, problems: [] }, async () => statusPageScript()),
   route(
     'mcp',
     'POST',
