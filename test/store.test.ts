@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { OrderedIndex } from '../src/core/ordered-index';
 import { StorageError } from '../src/core/problem';
-import { type HeadlessStore, createMemoryKeyv, createSqliteKeyv, keyvStore } from '../src/core/store';
+import { type HeadlessStore, createMemoryKeyv, createPostgresKeyv, createSqliteKeyv, keyvStore } from '../src/core/store';
 import { closeAllHosts, createTestHost, problem } from './helpers/harness';
+import { type TestPostgres, startPostgres } from './helpers/postgres';
 import { noneMarked } from './helpers/processes';
 import { refusingKeyv } from './helpers/stores';
 
@@ -25,7 +26,20 @@ const implementations: Array<[string, () => Promise<{ store: HeadlessStore; reop
       return { store: keyvStore(await createSqliteKeyv(dir)), reopen: async () => keyvStore(await createSqliteKeyv(dir)) };
     },
   ],
+  [
+    'postgres',
+    async () => {
+      const url = await postgres.database();
+      return { store: keyvStore(await createPostgresKeyv(url)), reopen: async () => keyvStore(await createPostgresKeyv(url)) };
+    },
+  ],
 ];
+
+let postgres: TestPostgres;
+beforeAll(async () => {
+  postgres = await startPostgres();
+}, 60_000);
+afterAll(() => postgres?.stop());
 
 /** One conformance suite, run against every store the project ships. */
 describe.each(implementations)('store conformance: %s', (_name, make) => {
@@ -66,6 +80,15 @@ describe.each(implementations)('store conformance: %s', (_name, make) => {
     await store.close();
   });
 
+  it('a prefix is literal: _ and % match only themselves', async () => {
+    const { store } = await make();
+    await Promise.all([store.set('a_b:1', 1), store.set('axb:2', 2), store.set('a%b:3', 3), store.set('a_b:4', 4)]);
+    const keys: string[] = [];
+    for await (const [key] of store.scan('a_b:')) keys.push(key);
+    expect(keys.sort()).toEqual(['a_b:1', 'a_b:4']);
+    await store.close();
+  });
+
   it('keeps data across a reopen (when durable)', async () => {
     const { store, reopen } = await make();
     if (!reopen) return;
@@ -74,6 +97,21 @@ describe.each(implementations)('store conformance: %s', (_name, make) => {
     const again = await reopen();
     expect(await again.get('run:keep')).toEqual({ kept: true });
     await again.close();
+  });
+});
+
+describe('postgres: one service per database', () => {
+  it('a second store on the same database is refused, naming why; closing the first frees it', async () => {
+    const url = await postgres.database();
+    const first = await createPostgresKeyv(url);
+    await expect(createPostgresKeyv(url)).rejects.toThrow(/another headless-run-webhook service uses postgresql:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/\w+; several services on one database are not supported yet/);
+    await first.disconnect();
+    const second = await createPostgresKeyv(url);
+    await second.disconnect();
+  });
+
+  it('an unreachable server is a StorageError that hides the password', async () => {
+    await expect(createPostgresKeyv('postgresql://u:secret@127.0.0.1:9/x')).rejects.toThrow(/^cannot open postgresql:\/\/u:\*\*\*@127\.0\.0\.1:9\/x: /);
   });
 });
 

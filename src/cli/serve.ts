@@ -4,18 +4,20 @@ import { parseArgs } from 'node:util';
 import { createNodeServer } from '../adapters/node';
 import { isLoopbackAddress } from '../core/auth';
 import { type HeadlessHandler, createHeadlessHandler } from '../core/handler';
-import { createSqliteKeyv } from '../core/store';
+import { createPostgresKeyv, createSqliteKeyv } from '../core/store';
 import { ConfigError, loadConfig } from './config';
 import { fail } from './fail';
 
 /** `headless-run-webhook serve`: the drop-in daemon (README: The daemon). */
 
-export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR]
+export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR] [--store URL]
 
   --config FILE    config file (default: ./headless.config.json if present)
   --port N         port (default 47331; when not given, the next 20 ports are tried)
   --host H         address to bind (default 127.0.0.1)
   --data-dir DIR   where runs, Sessions and the Inbox are stored (default ./.headless)
+  --store URL      store them in PostgreSQL instead: postgres://… (or HEADLESS_STORE_URL,
+                   which keeps a password out of the process list)
 
 The admin token for non-local callers is read from HEADLESS_ADMIN_TOKEN only.`;
 
@@ -54,6 +56,7 @@ export async function serve(argv: string[]): Promise<void> {
         port: { type: 'string' },
         host: { type: 'string', default: '127.0.0.1' },
         'data-dir': { type: 'string', default: '.headless' },
+        store: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -88,7 +91,15 @@ export async function serve(argv: string[]): Promise<void> {
   const env = { ...process.env };
   delete env.HEADLESS_ADMIN_TOKEN;
   delete env.HEADLESS_WEBHOOK_SECRET;
-  const store = await createSqliteKeyv(resolve(cwd, values['data-dir']));
+  delete env.HEADLESS_STORE_URL;
+  const storeUrl = values.store ?? (process.env.HEADLESS_STORE_URL || undefined);
+  if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl)) fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
+  let store;
+  try {
+    store = storeUrl === undefined ? await createSqliteKeyv(resolve(cwd, values['data-dir'])) : await createPostgresKeyv(storeUrl);
+  } catch (error) {
+    fail(error instanceof Error ? error.message : String(error), 1);
+  }
   let apiUrl = '';
   let handler: HeadlessHandler;
   try {

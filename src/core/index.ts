@@ -6,7 +6,7 @@ export { HttpProblem, StorageError } from './problem';
 export type { ProblemCode } from './problem';
 export { createExecaSpawner, SpawnFailure } from './spawner';
 export type { ExecaSpawnerOptions, ProcessExit, SpawnedProcess, SpawnOptions, Spawner } from './spawner';
-export { createMemoryKeyv, createSqliteKeyv } from './store';
+export { createMemoryKeyv, createPostgresKeyv, createSqliteKeyv } from './store';
 export { BUILTIN_AGENTS } from './agents/builtins';
 export { createCommandAgent } from './agents/command-agent';
 export type { CommandAgentDefinition } from './agents/command-agent';

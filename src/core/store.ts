@@ -18,14 +18,14 @@ export interface HeadlessStore {
   close(): Promise<void>;
 }
 
-interface SqliteLikeStore {
+interface SqlStore {
   query(sql: string, ...params: unknown[]): Promise<Array<{ key: string; value: string }>>;
-  opts: { table: string };
+  opts: { table: string; schema?: string; dialect?: string };
 }
 
-function isSqliteStore(store: unknown): store is SqliteLikeStore {
-  const s = store as Partial<SqliteLikeStore> | undefined;
-  return typeof s?.query === 'function' && typeof s.opts?.table === 'string';
+function sqlStore(store: unknown): SqlStore | undefined {
+  const s = store as Partial<SqlStore> | undefined;
+  return typeof s?.query === 'function' && typeof s.opts?.table === 'string' ? (s as SqlStore) : undefined;
 }
 
 const SCAN_BATCH = 1000;
@@ -40,20 +40,21 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
   keyv.throwOnErrors = true;
   const prefixOf = () => (keyv.namespace ? `${keyv.namespace}:` : '');
 
-  // @keyv/sqlite's own iterator pages with LIMIT/OFFSET recursively: quadratic over a large
-  // table. Walk the primary key instead.
-  async function* scanSqlite<T>(store: SqliteLikeStore, prefix: string): AsyncIterable<[string, T]> {
-    const table = store.opts.table;
+  // @keyv/sqlite's own iterator pages with LIMIT/OFFSET recursively (quadratic over a large
+  // table), and @keyv/postgres's walks the whole namespace: walk the primary key from the prefix.
+  async function* scanSql<T>(store: SqlStore, prefix: string): AsyncIterable<[string, T]> {
     const full = prefixOf() + prefix;
+    const postgres = store.opts.dialect === 'postgres';
     let after = full;
     for (;;) {
       let rows: Array<{ key: string; value: string }>;
       try {
-        rows = await store.query(
-          `SELECT key, value FROM ${table} WHERE key > ? AND key < ? ORDER BY key LIMIT ${SCAN_BATCH}`,
-          after,
-          `${full}\uffff`,
-        );
+        rows = postgres
+          ? await store.query(
+              `SELECT key, value FROM "${store.opts.schema ?? 'public'}"."${store.opts.table}" WHERE key > $1 AND key LIKE $2 ORDER BY key LIMIT ${SCAN_BATCH}`,
+              [after, `${full.replace(/[%_\\]/g, '\\$&')}%`],
+            )
+          : await store.query(`SELECT key, value FROM ${store.opts.table} WHERE key > ? AND key < ? ORDER BY key LIMIT ${SCAN_BATCH}`, after, `${full}\uffff`);
       } catch (error) {
         fail('scan', error);
       }
@@ -111,7 +112,8 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
       }
     },
     scan<T>(prefix: string) {
-      return isSqliteStore(keyv.store) ? scanSqlite<T>(keyv.store, prefix) : scanGeneric<T>(prefix);
+      const sql = sqlStore(keyv.store);
+      return sql ? scanSql<T>(sql, prefix) : scanGeneric<T>(prefix);
     },
     async close() {
       await keyv.disconnect();
@@ -141,4 +143,37 @@ export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
     throw new StorageError(`cannot open ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
   return new Keyv({ store: sqlite, namespace: 'hrw', throwOnErrors: true });
+}
+
+/** A connection string without its password, for messages. */
+const redact = (url: string) => url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+
+/**
+ * A store in PostgreSQL (README: Running several instances). It holds a session-level advisory
+ * lock on the database for as long as it is open: until the fleet coordination lands, a second
+ * service on the same database is refused, since its crash recovery would interrupt the first
+ * one's runs.
+ */
+export async function createPostgresKeyv(url: string): Promise<Keyv> {
+  const [{ KeyvPostgres }, { default: pg }] = await Promise.all([import('@keyv/postgres'), import('pg')]);
+  const lock = new pg.Client({ connectionString: url });
+  // A dropped lock connection must not crash the service; the store's own pool reports its errors.
+  lock.on('error', () => undefined);
+  try {
+    await lock.connect();
+    const { rows } = await lock.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext('headless-run-webhook')) AS ok");
+    if (!rows[0]?.ok) throw new StorageError(`another headless-run-webhook service uses ${redact(url)}; several services on one database are not supported yet`);
+  } catch (error) {
+    await lock.end().catch(() => undefined);
+    if (error instanceof StorageError) throw error;
+    throw new StorageError(`cannot open ${redact(url)}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const store = new KeyvPostgres({ uri: url, table: 'headless' });
+  const keyv = new Keyv({ store, namespace: 'hrw', throwOnErrors: true });
+  const disconnect = keyv.disconnect.bind(keyv);
+  keyv.disconnect = async () => {
+    await disconnect();
+    await lock.end().catch(() => undefined);
+  };
+  return keyv;
 }
