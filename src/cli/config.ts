@@ -64,6 +64,7 @@ const ConfigSchema = v.strictObject({
   agents: v.optional(v.record(v.pipe(v.string(), v.regex(NAME, `must match ${NAME.source}`)), AgentSchema)),
   workspaces: v.optional(v.pipe(v.array(WorkspaceSchema), v.minLength(1))),
   webhooks: v.optional(WebhooksSchema),
+  retentionDays: v.optional(v.pipe(v.number(), v.minValue(0))),
 });
 
 export interface DaemonConfig {
@@ -73,6 +74,7 @@ export interface DaemonConfig {
   agents: Record<string, CommandAgentDefinition>;
   workspaces: Workspace[];
   webhooks?: WebhookOptions;
+  retentionDays?: number;
 }
 
 export class ConfigError extends Error {}
@@ -135,5 +137,6 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     agents,
     workspaces,
     webhooks: config.webhooks,
+    retentionDays: config.retentionDays,
   };
 }

@@ -111,6 +111,7 @@ export async function serve(argv: string[]): Promise<void> {
       maxConcurrentRuns: config.maxConcurrentRuns,
       defaultAgent: config.defaultAgent,
       publicHosts: config.publicHosts,
+      retentionDays: config.retentionDays,
       // The secret may come from the environment, so it need not sit in the config file.
       webhooks: { ...config.webhooks, ...(webhookSecret === undefined ? {} : { secret: webhookSecret }) },
       env,

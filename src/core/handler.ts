@@ -11,6 +11,7 @@ import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
 import { HttpProblem, errorToResponse } from './problem';
 import { type RouteMatch, type RouteServices, matchRoute } from './routes';
+import { Retention } from './retention';
 import { RunEvents } from './run-events';
 import { type WebhookOptions, Webhooks } from './webhooks';
 import { RunTokens } from './run-tokens';
@@ -49,6 +50,8 @@ export interface HeadlessHandlerOptions {
   env?: NodeJS.ProcessEnv;
   /** Completion webhooks: the signing secret, per-start URLs, private targets, retries (README: Webhooks). @default none */
   webhooks?: WebhookOptions;
+  /** Ended runs, Inbox items and expired idempotency keys older than this many days are deleted, hourly; 0 keeps everything. @default 30 */
+  retentionDays?: number;
   /** How often an idle event stream sends a keep-alive (README: Run events). @default 15000 */
   heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
@@ -124,11 +127,16 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     baseEnv: env,
     log,
   });
+  const retentionDays = options.retentionDays ?? 30;
+  if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
+  const idempotency = new IdempotencyKeys(store, log);
+  const retention = new Retention({ days: retentionDays, records: runs.records, events, webhooks, inbox, idempotency, log });
   const gate = options.authorize ?? createDefaultGate({ adminToken: options.adminToken, publicHosts: options.publicHosts });
   const ready = (async () => {
     await inbox.load();
     await runs.load();
     await webhooks.load();
+    retention.start();
   })();
   ready.catch(() => undefined);
 
@@ -138,7 +146,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     heartbeatMs: options.heartbeatMs ?? 15_000,
     sessions,
     inbox,
-    idempotency: new IdempotencyKeys(store, log),
+    idempotency,
     workspaces: () => [...(workspaceList?.values() ?? [])].map((ws) => ({ id: ws.id, ...(ws.tag === undefined ? {} : { tag: ws.tag }) })),
     async workspace(id) {
       const ws = isValidId(id) ? await resolveWorkspace(id) : undefined;
@@ -211,6 +219,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     close: () => {
       closing ??= (async () => {
         await ready.catch(() => undefined);
+        await retention.close();
         await runs.shutdown();
         await webhooks.close();
         await store.close();

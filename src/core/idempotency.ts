@@ -51,6 +51,18 @@ export class IdempotencyKeys {
     private readonly ttlMs = IDEMPOTENCY_TTL_MS,
   ) {}
 
+  /** Deletes the keys that have expired (Keyv hides them, but SQL stores keep their rows); returns how many. */
+  async prune(now: number): Promise<number> {
+    let count = 0;
+    for await (const [id, entry] of this.store.scan<Entry>('idem:')) {
+      if (Date.parse(entry.createdAt) + this.ttlMs < now && !this.inFlight.has(id)) {
+        await this.store.delete(id);
+        count++;
+      }
+    }
+    return count;
+  }
+
   /**
    * Runs `execute` at most once for `key` within `scope`. `execute` returns the answer, or throws
    * an HttpProblem; one carrying a `taskId` (a run was recorded) is kept and replayed too.

@@ -24,6 +24,11 @@ export function newSortableId(prefix: string): string {
   return `${prefix}${time}${seq}${randomBytes(8).toString('hex')}`;
 }
 
+/** Sorts after every id `newSortableId(prefix)` made before `time`, and before every later one. */
+export function sortableIdBound(prefix: string, time: number): string {
+  return `${prefix}${Math.max(0, time).toString(36).padStart(9, '0')}`;
+}
+
 /** A fresh unguessable secret (256 bits). */
 export function newSecret(): string {
   return randomBytes(32).toString('base64url');

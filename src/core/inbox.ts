@@ -43,6 +43,17 @@ export class Inbox {
     return { items: items.filter((i): i is InboxItem => i !== undefined), nextCursor: page.next };
   }
 
+  /** Deletes up to `limit` of the items created before `bound` (a sortable id bound); returns how many. */
+  async prune(bound: string, limit: number): Promise<number> {
+    const old = this.index.oldest(bound, limit);
+    for (const { group, id } of old) {
+      const item = await this.store.get<InboxItem>(key(id));
+      await this.store.delete(key(id));
+      this.index.delete(group, id, item?.readAt === null ? 'unread' : 'read');
+    }
+    return old.length;
+  }
+
   async markRead(workspaceId: string, itemId: string): Promise<InboxItem> {
     const item = await this.store.get<InboxItem>(key(itemId));
     if (!item || item.workspaceId !== workspaceId) {

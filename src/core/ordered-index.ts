@@ -71,6 +71,25 @@ export class OrderedIndex<B extends string> {
     insert(this.bucket(group, to), id);
   }
 
+  delete(groupName: string, id: string, bucket: B): void {
+    const group = this.groups.get(groupName);
+    if (!group) return;
+    remove(group.all, id);
+    remove(this.bucket(group, bucket), id);
+  }
+
+  /** Up to `limit` ids that sort before `bound` (the oldest), across every group. */
+  oldest(bound: string, limit: number): Array<{ group: string; id: string }> {
+    const found: Array<{ group: string; id: string }> = [];
+    for (const [name, group] of this.groups) {
+      for (const id of group.all) {
+        if (id >= bound || found.length >= limit) break;
+        found.push({ group: name, id });
+      }
+    }
+    return found;
+  }
+
   /** Newest first, ids strictly older than `cursor`. */
   page(groupName: string, bucket: B | undefined, limit: number, cursor?: string): Page {
     const group = this.groups.get(groupName);

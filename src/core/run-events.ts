@@ -258,6 +258,14 @@ export class RunEvents {
     await saveTimeline(this.o.store, record.taskId, timeline);
   }
 
+  /** Deletes an ended run's stored timeline. */
+  async forget(taskId: string): Promise<void> {
+    const head = await this.o.store.get<StoredHead>(headKey(taskId));
+    if (head) for (let n = segmentOf(head.first); n <= segmentOf(head.last); n++) await this.o.store.delete(segmentKey(taskId, n));
+    await this.o.store.delete(headKey(taskId));
+    this.ended.delete(taskId);
+  }
+
   /** Writes a live timeline; writes of one run never overlap, so an older one never lands last. */
   private write(taskId: string): Promise<void> {
     const entry = this.live.get(taskId);

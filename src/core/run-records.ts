@@ -141,6 +141,19 @@ export class RunRecords {
     return stored;
   }
 
+  /** Up to `limit` of the oldest runs created before `bound` (a sortable id bound). */
+  oldest(bound: string, limit: number): Array<{ group: string; id: string }> {
+    return this.index.oldest(bound, limit);
+  }
+
+  /** Deletes an ended run's record and output tail. */
+  async forget(run: StoredRun): Promise<void> {
+    await this.o.store.delete(outputKey(run.taskId));
+    await this.o.store.delete(runKey(run.taskId));
+    this.index.delete(run.workspaceId, run.taskId, run.status);
+    this.cache.delete(run.taskId);
+  }
+
   page(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string) {
     return this.index.page(workspaceId, status, limit, cursor);
   }

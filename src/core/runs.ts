@@ -91,7 +91,8 @@ const emptyOutput: ProcessOutput = { stdout: '', stderr: '', truncated: false };
 export class RunService {
   private readonly live = new Map<string, LiveRun>();
   private readonly admission: Admission;
-  private readonly records: RunRecords;
+  /** The stored runs; retention prunes through them. */
+  readonly records: RunRecords;
   private readonly bootId = newSortableId('boot_');
 
   constructor(private readonly o: RunServiceOptions) {

@@ -200,6 +200,13 @@ export class Webhooks {
     });
   }
 
+  /** Deletes a run's deliveries from the outbox. */
+  async forget(run: StoredRun): Promise<void> {
+    for (const [index, target] of (run.webhookTargets ?? []).entries()) {
+      for (const event of target.events) await this.o.store.delete(deliveryKey(run.taskId, index, event));
+    }
+  }
+
   /** Schedules every pending delivery in the store (start-up: those an earlier boot left). */
   async load(): Promise<void> {
     for await (const [key, d] of this.o.store.scan<Delivery>('webhook:')) {

@@ -1,0 +1,92 @@
+import { setImmediate as yieldToRequests } from 'node:timers/promises';
+import type { IdempotencyKeys } from './idempotency';
+import { sortableIdBound } from './ids';
+import type { Inbox } from './inbox';
+import type { RunEvents } from './run-events';
+import type { RunRecords } from './run-records';
+import type { Webhooks } from './webhooks';
+
+/**
+ * Retention (README: Retention): ended runs (record, output, events, webhook deliveries) and
+ * Inbox items older than the configured age are deleted, and expired idempotency keys, in small
+ * batches that give way to requests between them. Candidates come from the in-memory indexes,
+ * whose ids sort by creation time, so a pass never scans what it keeps.
+ */
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const BATCH = 100;
+const INTERVAL_MS = 60 * 60 * 1000;
+
+export interface RetentionOptions {
+  /** Age in days after which things are deleted; 0 keeps everything. */
+  days: number;
+  records: RunRecords;
+  events: RunEvents;
+  webhooks: Webhooks;
+  inbox: Inbox;
+  idempotency: IdempotencyKeys;
+  log: (message: string, error?: unknown) => void;
+}
+
+export interface Pruned {
+  runs: number;
+  inboxItems: number;
+  idempotencyKeys: number;
+}
+
+export class Retention {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private closed = false;
+
+  constructor(private readonly o: RetentionOptions) {}
+
+  /** Prunes now, then every hour. */
+  start(): void {
+    if (this.o.days <= 0) return;
+    const pass = () => {
+      this.running = this.prune().catch((error: unknown) => this.o.log('retention pass failed', error));
+      void this.running.then(() => {
+        if (!this.closed) this.timer = setTimeout(pass, INTERVAL_MS).unref();
+      });
+    };
+    pass();
+  }
+
+  /** One pass: everything created before `now - days`. */
+  async prune(now = Date.now()): Promise<Pruned> {
+    const cutoff = now - this.o.days * DAY_MS;
+    const pruned: Pruned = { runs: 0, inboxItems: 0, idempotencyKeys: 0 };
+    const { records, events, webhooks } = this.o;
+    for (;;) {
+      const batch = records.oldest(sortableIdBound('run_', cutoff), BATCH);
+      let deleted = 0;
+      for (const { id } of batch) {
+        if (this.closed) return pruned;
+        const run = await records.find(id);
+        // A run still running (only possible with a clock gone backwards) is kept.
+        if (!run || run.status === 'running') continue;
+        await webhooks.forget(run);
+        await events.forget(run.taskId);
+        await records.forget(run);
+        deleted++;
+      }
+      pruned.runs += deleted;
+      if (batch.length < BATCH || deleted === 0) break;
+      await yieldToRequests();
+    }
+    for (let n = BATCH; n === BATCH && !this.closed; ) {
+      n = await this.o.inbox.prune(sortableIdBound('inb_', cutoff), BATCH);
+      pruned.inboxItems += n;
+      await yieldToRequests();
+    }
+    if (!this.closed) pruned.idempotencyKeys = await this.o.idempotency.prune(now);
+    return pruned;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+}
