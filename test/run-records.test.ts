@@ -45,7 +45,7 @@ describe('run records', () => {
     const { records: r } = records();
     await r.create(running('run_a'));
     await r.create(running('run_b'));
-    expect(r.page('ws', 'running', 10).ids).toEqual(['run_b', 'run_a']);
+    expect((await r.page('ws', 'running', 10)).ids).toEqual(['run_b', 'run_a']);
     const found = await r.find('run_a');
     expect(found?.status).toBe('running');
     expect(publicRecord(found!)).not.toHaveProperty('process');
@@ -68,8 +68,8 @@ describe('run records', () => {
       await r.find(id);
     }
     expect((await r.find('run_a'))?.status).toBe('failed');
-    expect(r.page('ws', 'running', 10).ids).toEqual([]);
-    expect(r.page('ws', 'failed', 10).ids).toContain('run_a');
+    expect((await r.page('ws', 'running', 10)).ids).toEqual([]);
+    expect((await r.page('ws', 'failed', 10)).ids).toContain('run_a');
   });
 
   it('the background stores a refused final record once the store takes writes again', async () => {
@@ -100,6 +100,6 @@ describe('run records', () => {
     state.failing = true;
     await expect(r.create(running('run_a'))).rejects.toBeInstanceOf(StorageError);
     await expect(r.save(running('run_a'))).rejects.toBeInstanceOf(StorageError);
-    expect(r.page('ws', undefined, 10).ids).toEqual([]);
+    expect((await r.page('ws', undefined, 10)).ids).toEqual([]);
   });
 });

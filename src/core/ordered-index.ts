@@ -18,7 +18,10 @@ function lowerBound(ids: string[], id: string): number {
 function insert(ids: string[], id: string): void {
   // Ids are mostly created in order, so the common case is an append.
   if (ids.length === 0 || ids[ids.length - 1]! < id) ids.push(id);
-  else ids.splice(lowerBound(ids, id), 0, id);
+  else {
+    const at = lowerBound(ids, id);
+    if (ids[at] !== id) ids.splice(at, 0, id);
+  }
 }
 
 function remove(ids: string[], id: string): void {

@@ -59,9 +59,9 @@ export class Retention {
     const pruned: Pruned = { runs: 0, inboxItems: 0, idempotencyKeys: 0 };
     const { records, events, webhooks } = this.o;
     for (;;) {
-      const batch = records.oldest(sortableIdBound('run_', cutoff), BATCH);
+      const batch = await records.oldest(sortableIdBound('run_', cutoff), BATCH);
       let deleted = 0;
-      for (const { id } of batch) {
+      for (const id of batch) {
         if (this.closed) return pruned;
         const run = await records.find(id);
         // A run still running (only possible with a clock gone backwards) is kept.

@@ -1,6 +1,7 @@
 import { BoundedCache } from './bounded-cache';
-import { OrderedIndex } from './ordered-index';
+import type { Page } from './ordered-index';
 import { StorageError } from './problem';
+import { type RunIndex, createRunIndex } from './run-index';
 import type { ProcessOutput } from './spawner';
 import type { HeadlessStore } from './store';
 import type { RunRecord, RunStatus, StoredRun } from './types';
@@ -33,7 +34,7 @@ export interface RunRecordsOptions {
  * the store takes them.
  */
 export class RunRecords {
-  private readonly index = new OrderedIndex<RunStatus>();
+  private readonly index: RunIndex;
   private readonly cache: BoundedCache<string, StoredRun>;
   private readonly unsaved = new Map<string, StoredRun>();
   private readonly retryDelaysMs: number[];
@@ -43,22 +44,23 @@ export class RunRecords {
 
   constructor(private readonly o: RunRecordsOptions) {
     this.cache = new BoundedCache(o.cacheSize ?? 2000);
+    this.index = createRunIndex(o.store);
     this.retryDelaysMs = o.retryDelaysMs ?? [50, 200, 1000, 3000];
     this.backgroundRetryMs = o.backgroundRetryMs ?? 30_000;
   }
 
-  /** Every stored run, indexed on the way. Start-up only. */
-  async *loadAll(): AsyncIterable<StoredRun> {
-    for await (const [, run] of this.o.store.scan<StoredRun>('run:')) {
-      this.index.add(run.workspaceId, run.taskId, run.status);
-      yield run;
-    }
+  /** Prepares the list index; then the runs recorded `running` (what crash recovery needs). Start-up only. */
+  async loadRunning(): Promise<StoredRun[]> {
+    await this.index.load();
+    const ids = await this.index.running();
+    const runs = await this.o.store.getMany<StoredRun>(ids.map(runKey));
+    return runs.filter((r): r is StoredRun => r !== undefined && r.status === 'running');
   }
 
   /** Stores a new `running` record; it is listed once it is durable. */
   async create(record: StoredRun): Promise<void> {
     await this.o.store.set(runKey(record.taskId), record);
-    this.index.add(record.workspaceId, record.taskId, record.status);
+    await this.index.add(record);
   }
 
   /** Rewrites a running record (e.g. with its process); throws if the store refuses. */
@@ -69,7 +71,7 @@ export class RunRecords {
   /** Stores the final record of a run found `running` at start-up; throws if the store refuses. */
   async replaceOrphan(final: StoredRun): Promise<void> {
     await this.o.store.set(runKey(final.taskId), final);
-    this.index.move(final.workspaceId, final.taskId, 'running', final.status);
+    await this.index.move(final, 'running', final.status);
   }
 
   /**
@@ -79,7 +81,8 @@ export class RunRecords {
    */
   async finish(final: StoredRun): Promise<void> {
     this.unsaved.set(final.taskId, final);
-    this.index.move(final.workspaceId, final.taskId, 'running', final.status);
+    // Listed under its final status at once where the index can take it (it is retried with the record).
+    await this.index.move(final, 'running', final.status).catch(() => undefined);
     for (let attempt = 0; ; attempt++) {
       if (await this.tryStore(final)) return;
       const delay = this.retryDelaysMs[attempt];
@@ -96,6 +99,7 @@ export class RunRecords {
   private async tryStore(final: StoredRun): Promise<boolean> {
     try {
       await this.o.store.set(runKey(final.taskId), final);
+      await this.index.move(final, 'running', final.status);
     } catch (error) {
       if (error instanceof StorageError) return false;
       this.o.log(`could not store the final record of ${final.taskId}`, error);
@@ -142,7 +146,7 @@ export class RunRecords {
   }
 
   /** Up to `limit` of the oldest runs created before `bound` (a sortable id bound). */
-  oldest(bound: string, limit: number): Array<{ group: string; id: string }> {
+  oldest(bound: string, limit: number): Promise<string[]> {
     return this.index.oldest(bound, limit);
   }
 
@@ -150,11 +154,11 @@ export class RunRecords {
   async forget(run: StoredRun): Promise<void> {
     await this.o.store.delete(outputKey(run.taskId));
     await this.o.store.delete(runKey(run.taskId));
-    this.index.delete(run.workspaceId, run.taskId, run.status);
+    await this.index.delete(run);
     this.cache.delete(run.taskId);
   }
 
-  page(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string) {
+  page(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<Page> {
     return this.index.page(workspaceId, status, limit, cursor);
   }
 

@@ -16,8 +16,7 @@ export async function recoverRuns({ records, events, webhooks, log }: {
   webhooks: Webhooks;
   log: (message: string, error?: unknown) => void;
 }): Promise<number> {
-  const orphans: StoredRun[] = [];
-  for await (const run of records.loadAll()) if (run.status === 'running') orphans.push(run);
+  const orphans = await records.loadRunning();
   const now = new Date();
   for (const run of orphans) {
     reapEarlierRun(run.taskId, run.process?.pid, run.process?.startTime);

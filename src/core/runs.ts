@@ -354,7 +354,7 @@ export class RunService {
   }
 
   async list(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<{ runs: RunRecord[]; nextCursor: string | null }> {
-    const page = this.records.page(workspaceId, status, limit, cursor);
+    const page = await this.records.page(workspaceId, status, limit, cursor);
     const runs = await Promise.all(page.ids.map((id) => this.find(id)));
     return { runs: runs.filter((r): r is StoredRun => r !== undefined).map(publicRecord), nextCursor: page.next };
   }

@@ -15,7 +15,15 @@ export interface HeadlessStore {
   delete(key: string): Promise<void>;
   /** Every entry whose key starts with `prefix`, in one pass. Used once, at start-up. */
   scan<T>(prefix: string): AsyncIterable<[key: string, value: T]>;
+  /** SQL on the same database, where the Keyv store is SQLite or PostgreSQL (for tables of our own). */
+  sql?: SqlAccess;
   close(): Promise<void>;
+}
+
+export interface SqlAccess {
+  dialect: 'sqlite' | 'postgres';
+  /** Runs one statement; failures are `StorageError`s. */
+  query<T>(sql: string, params?: unknown[]): Promise<T[]>;
 }
 
 interface SqlStore {
@@ -79,7 +87,24 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
     }
   }
 
+  const sql = sqlStore(keyv.store);
+  const dialect = sql?.opts.dialect === 'postgres' ? 'postgres' : 'sqlite';
   return {
+    ...(sql
+      ? {
+          sql: {
+            dialect,
+            async query<T>(text: string, params: unknown[] = []) {
+              try {
+                // @keyv/postgres takes the values as one array; @keyv/sqlite as arguments.
+                return (dialect === 'postgres' ? await sql.query(text, params) : await sql.query(text, ...params)) as T[];
+              } catch (error) {
+                fail('query', error);
+              }
+            },
+          } satisfies SqlAccess,
+        }
+      : {}),
     async get<T>(key: string) {
       try {
         return (await keyv.get<T>(key)) ?? undefined;
@@ -112,7 +137,6 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
       }
     },
     scan<T>(prefix: string) {
-      const sql = sqlStore(keyv.store);
       return sql ? scanSql<T>(sql, prefix) : scanGeneric<T>(prefix);
     },
     async close() {

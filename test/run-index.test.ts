@@ -1,0 +1,90 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Keyv } from 'keyv';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createMemoryKeyv, createPostgresKeyv, createSqliteKeyv } from '../src/core/index';
+import { closeAllHosts, createTestHost } from './helpers/harness';
+import { type TestPostgres, startPostgres } from './helpers/postgres';
+
+/** The list index over every store: in memory, and as a table of its own in SQLite and PostgreSQL. */
+
+const dirs: string[] = [];
+let postgres: TestPostgres;
+beforeAll(async () => {
+  postgres = await startPostgres();
+}, 60_000);
+afterEach(closeAllHosts);
+afterAll(async () => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  await postgres?.stop();
+});
+
+const sqliteDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hrw-index-'));
+  dirs.push(dir);
+  return dir;
+};
+
+const stores: Array<[string, () => Promise<() => Promise<Keyv>>]> = [
+  ['memory', async () => { const keyv = createMemoryKeyv(); return async () => keyv; }],
+  ['sqlite', async () => { const dir = sqliteDir(); return () => createSqliteKeyv(dir); }],
+  ['postgres', async () => { const url = await postgres.database(); return () => createPostgresKeyv(url); }],
+];
+
+describe.each(stores)('list index: %s', (name, make) => {
+  it('pages newest first without gaps or repeats, filters by status, and is right after a restart', async () => {
+    const open = await make();
+    const host = await createTestHost({ store: await open() });
+    const ids: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      const { taskId } = await host.start(i % 3 === 0 ? 'exit 1' : 'echo x');
+      await host.waitEnded(taskId);
+      ids.push(taskId);
+    }
+    const { taskId: running } = await host.start('sleep 30000');
+    const pages = async (query: string) => {
+      const seen: string[] = [];
+      let cursor = '';
+      for (let i = 0; i < 10; i++) {
+        const page = (await (await host.request('GET', `/api/headless?wsId=ws&limit=3${query}${cursor}`)).json()) as { runs: Array<{ taskId: string }>; nextCursor: string | null };
+        seen.push(...page.runs.map((r) => r.taskId));
+        if (page.nextCursor === null) return seen;
+        cursor = `&cursor=${page.nextCursor}`;
+      }
+      throw new Error('too many pages');
+    };
+    expect(await pages('')).toEqual([running, ...[...ids].reverse()]);
+    expect(await pages('&status=failed')).toEqual([ids[6], ids[3], ids[0]]);
+    expect(await pages('&status=running')).toEqual([running]);
+    expect(await pages('&status=timed_out')).toEqual([]);
+    await host.request('POST', `/api/headless/${running}/cancel`);
+    await host.waitEnded(running);
+    expect(await pages('&status=running')).toEqual([]);
+    expect(await pages('&status=cancelled')).toEqual([running]);
+    if (name === 'memory') return;
+    await host.close();
+    const again = await createTestHost({ store: await open() });
+    const list = (await (await again.request('GET', '/api/headless?wsId=ws&limit=50')).json()) as { runs: Array<{ taskId: string }> };
+    expect(list.runs.map((r) => r.taskId)).toEqual([running, ...[...ids].reverse()]);
+  });
+});
+
+describe('a store written before the index table existed', () => {
+  it('is indexed once at start-up from its records, then read from the table', async () => {
+    const dir = sqliteDir();
+    const host = await createTestHost({ store: await createSqliteKeyv(dir) });
+    const { taskId } = await host.start('echo x');
+    await host.waitEnded(taskId);
+    await host.close();
+    // Remove the table and its mark, as a store of an older version would be.
+    const keyv = await createSqliteKeyv(dir);
+    const sqlite = keyv.store as { query(sql: string): Promise<unknown[]> };
+    await sqlite.query('DROP TABLE headless_runs');
+    await keyv.delete('meta:run-index');
+    await keyv.disconnect();
+    const again = await createTestHost({ store: await createSqliteKeyv(dir) });
+    const list = (await (await again.request('GET', '/api/headless?wsId=ws')).json()) as { runs: Array<{ taskId: string }> };
+    expect(list.runs.map((r) => r.taskId)).toEqual([taskId]);
+  });
+});
