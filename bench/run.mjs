@@ -256,17 +256,23 @@ async function eventReaders() {
   const first = await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'echo x', agent: 'fake', wait: true })).json();
   const getUrl = `${d.url}/api/headless/${first.taskId}`;
   await load(getUrl, 10, 1);
-  const idleRss = rssMb(d.pid);
-  const idle = await load(getUrl, 10, 2);
+  // The baseline is the daemon under the same GET load without the readers: what they add is the figure.
+  const sample = () => {
+    const state = { peak: rssMb(d.pid) };
+    const timer = setInterval(() => {
+      state.peak = Math.max(state.peak, rssMb(d.pid));
+    }, 50);
+    return { stop: () => (clearInterval(timer), state.peak) };
+  };
+  const quiet = sample();
+  const idle = await load(getUrl, 10, DURATION);
+  const idleRss = quiet.stop();
   const busy = await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'busy', agent: 'claude' })).json();
-  let peak = idleRss;
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, rssMb(d.pid));
-  }, 50);
+  const loud = sample();
   const following = Array.from({ length: 200 }, (_, i) => follow(`${d.url}/api/headless/${busy.taskId}/events`, i % 4 === 3));
   const during = await load(getUrl, 10, DURATION);
   const readers = await Promise.all(following);
-  clearInterval(sampler);
+  const peak = loud.stop();
   const reading = readers.filter((r) => r.ended);
   const stalled = readers.filter((r) => !r.ended);
   const record = await (await fetch(`${d.url}/api/headless/${busy.taskId}`)).json();
@@ -275,8 +281,8 @@ async function eventReaders() {
   // init → agent.session; each message or tool call → one event; result → usage; plus run.started and run.ended.
   if (record.status !== 'succeeded' || reading.some((r) => r.events !== EVENTS + 4)) throw new Error(`a reader missed events: ${reading.map((r) => r.events)}`);
   const growth = peak - idleRss;
-  row('200 SSE readers (50 stalled) on one busy run: RSS growth', `${growth.toFixed(1)} MB (${EVENTS} events, ${reading.length} readers got all)`, `${idleRss.toFixed(1)} MB idle`, `+${growth.toFixed(1)} MB`, '≤ 30 MB', growth <= 30);
-  row('200 SSE readers on one busy run: GET p99', `${during.latency.p99} ms`, `${idle.latency.p99} ms idle`, `${during.latency.p99} ms`, '≤ 20 ms', during.latency.p99 <= 20);
+  row('200 SSE readers (50 stalled) on one busy run: RSS growth', `${growth.toFixed(1)} MB (${EVENTS} events, ${reading.length} readers got all)`, `${idleRss.toFixed(1)} MB under the same GET load`, `+${growth.toFixed(1)} MB`, '≤ 30 MB', growth <= 30);
+  row('200 SSE readers on one busy run: GET p99', `${during.latency.p99} ms`, `${idle.latency.p99} ms without readers`, `${during.latency.p99} ms`, '≤ 20 ms', during.latency.p99 <= 20);
 }
 
 const started = Date.now();
