@@ -53,6 +53,14 @@ describe.each(targets)('conformance: %s', (_name, make) => {
     expect(await waitEnded(taskId)).toMatchObject({ taskId, resumeId, workspaceId: 'ws', agent: 'fake', status: 'succeeded', exitCode: 0 });
   });
 
+  it('the event stream of a run, live to its end', async () => {
+    const { taskId } = (await start({ prompt: 'session conf-1; sleep 200; echo x' })).json();
+    const res = await target.send('GET', `/api/headless/${taskId}/events`);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect([...res.text.matchAll(/^event: (.+)$/gm)].map((m) => m[1])).toEqual(['run.started', 'agent.session', 'run.ended']);
+  });
+
   it('sync start: 200 with the output; HEADLESS_API_URL is the base URL, mount path included', async () => {
     const res = await start({ prompt: 'dump-env', wait: true });
     expect(res.status).toBe(200);

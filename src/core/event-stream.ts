@@ -1,4 +1,5 @@
-import { ReadableStream, Response } from '@whatwg-node/fetch';
+import { Readable } from 'node:stream';
+import { Response } from '@whatwg-node/fetch';
 import type { EventReader, RunEvent } from './run-events';
 
 /** A run's timeline as a streamed HTTP answer: Server-Sent Events, or JSON lines. */
@@ -36,22 +37,32 @@ function bytesOf(format: StreamFormat, event: RunEvent): Buffer {
  */
 export function eventStreamResponse(reader: EventReader, format: StreamFormat, heartbeatMs: number): Response {
   const f = FORMATS[format];
-  const encoder = new TextEncoder();
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      if (f.opening) controller.enqueue(encoder.encode(f.opening));
+  let reading = false;
+  // A Node stream: whatwg-node's Response carries it as it is, and the node adapter pipes it
+  // straight to the socket, with no web-stream layer allocating on every read.
+  const body = new Readable({
+    read() {
+      if (reading) return;
+      reading = true;
+      reader.next(heartbeatMs).then(
+        ({ events, ended }) => {
+          reading = false;
+          if (events.length > 0) this.push(Buffer.concat(events.map((e) => bytesOf(format, e))));
+          else if (!ended) this.push(f.heartbeat);
+          if (ended) this.push(null);
+        },
+        (error: unknown) => this.destroy(error instanceof Error ? error : new Error(String(error))),
+      );
     },
-    async pull(controller) {
-      const { events, ended } = await reader.next(heartbeatMs);
-      if (events.length > 0) controller.enqueue(Buffer.concat(events.map((e) => bytesOf(format, e))));
-      else if (!ended) controller.enqueue(encoder.encode(f.heartbeat));
-      if (ended) controller.close();
-    },
-    cancel() {
+    destroy(error, callback) {
       reader.close();
+      callback(error);
     },
   });
-  return new Response(body, {
+  if (f.opening) body.push(f.opening);
+  // Where Response is the runtime's own (Deno), it takes a web stream.
+  const stream = Response === (globalThis.Response as unknown) ? Readable.toWeb(body) : body;
+  return new Response(stream as never, {
     status: 200,
     headers: { 'content-type': f.type, 'cache-control': 'no-store', 'x-accel-buffering': 'no' },
   });

@@ -143,19 +143,17 @@ class Timeline {
     return { events, ended: this.ended && start + events.length >= this.events.length };
   }
 
-  /** Settles at the next change, or after `ms`, or when `signal` aborts. */
-  wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return Promise.resolve();
+  /** Settles at the next change or after `ms`; `hold` receives the function that settles it now. */
+  wait(ms: number, hold: (wake: () => void) => void): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        signal.removeEventListener('abort', done);
         this.waiters.delete(done);
         resolve();
       };
       const timer = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
       this.waiters.add(done);
+      hold(done);
     });
   }
 
@@ -301,25 +299,38 @@ export class RunEvents {
   reader(taskId: string, after: number): EventReader {
     let cursor = after;
     let handed = 0;
-    const stop = new AbortController();
+    let closed = false;
+    // The pending wait, settled at once by close(): one function, no listeners to add and remove.
+    let wake: (() => void) | undefined;
+    const hold = (w: () => void) => {
+      wake = w;
+    };
     const live = this.live.get(taskId)?.timeline;
-    const timeline = async () => live ?? this.endedTimeline(taskId);
     return {
-      async next(waitMs) {
-        const source = await timeline();
+      next: async (waitMs) => {
+        const source = live ?? (await this.endedTimeline(taskId));
         const early = handed + READER_INTERVAL_MS - Date.now();
-        if (early > 0 && !source.ended) await new Promise((resolve) => setTimeout(resolve, early));
+        if (early > 0 && !source.ended && !closed) {
+          await new Promise<void>((resolve) => {
+            hold(resolve);
+            setTimeout(resolve, early);
+          });
+        }
         let page = source.page(cursor, BATCH);
-        if (page.events.length === 0 && !page.ended && !stop.signal.aborted) {
-          await source.wait(waitMs, stop.signal);
+        if (page.events.length === 0 && !page.ended && !closed) {
+          await source.wait(waitMs, hold);
           page = source.page(cursor, BATCH);
         }
-        if (stop.signal.aborted) return { events: [], ended: true };
+        wake = undefined;
+        if (closed) return { events: [], ended: true };
         cursor = page.events.at(-1)?.seq ?? cursor;
         if (page.events.length > 0) handed = Date.now();
         return page;
       },
-      close: () => stop.abort(),
+      close: () => {
+        closed = true;
+        wake?.();
+      },
     };
   }
 
