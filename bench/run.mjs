@@ -167,7 +167,7 @@ async function seed(dir, count) {
       index.push(taskId, 'ws', status);
     }
     await sqlite.query(`INSERT INTO headless (key, value) VALUES ${Array(records.length / 2).fill('(?, ?)').join(', ')}`, ...records);
-    await sqlite.query(`INSERT INTO headless_runs (task_id, workspace_id, status) VALUES ${Array(index.length / 3).fill('(?, ?, ?)').join(', ')}`, ...index);
+    await sqlite.query(`INSERT INTO headless_runs (id, workspace_id, bucket) VALUES ${Array(index.length / 3).fill('(?, ?, ?)').join(', ')}`, ...index);
   }
   await sqlite.query('COMMIT');
   await keyv.disconnect();

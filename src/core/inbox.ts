@@ -1,5 +1,5 @@
 import { newSortableId } from './ids';
-import { OrderedIndex, type Page } from './ordered-index';
+import { type IndexEntry, type SortedIndex, createSortedIndex } from './sorted-index';
 import { HttpProblem } from './problem';
 import type { RunTokenGrant } from './run-tokens';
 import type { HeadlessStore } from './store';
@@ -7,17 +7,18 @@ import type { InboxItem } from './types';
 
 const key = (id: string) => `inbox:${id}`;
 type Bucket = 'unread' | 'read';
+const indexEntry = (item: InboxItem): IndexEntry<Bucket> => ({ group: item.workspaceId, id: item.id, bucket: item.readAt === null ? 'unread' : 'read' });
 
 /** The Inbox (README: The Inbox): the durable result channel agents push their reports to. */
 export class Inbox {
-  private readonly index = new OrderedIndex<Bucket>();
+  private readonly index: SortedIndex<Bucket>;
 
-  constructor(private readonly store: HeadlessStore) {}
+  constructor(private readonly store: HeadlessStore) {
+    this.index = createSortedIndex(store, { table: 'headless_inbox', prefix: 'inbox:', entry: indexEntry });
+  }
 
-  async load(): Promise<void> {
-    for await (const [, item] of this.store.scan<InboxItem>('inbox:')) {
-      this.index.add(item.workspaceId, item.id, item.readAt === null ? 'unread' : 'read');
-    }
+  load(): Promise<void> {
+    return this.index.load();
   }
 
   /** Attribution comes only from the run token, never from the body. */
@@ -33,23 +34,22 @@ export class Inbox {
       readAt: null,
     };
     await this.store.set(key(item.id), item);
-    this.index.add(workspaceId, item.id, 'unread');
+    await this.index.add(indexEntry(item));
     return item;
   }
 
   async list(workspaceId: string, unread: boolean, limit: number, cursor?: string): Promise<{ items: InboxItem[]; nextCursor: string | null }> {
-    const page: Page = this.index.page(workspaceId, unread ? 'unread' : undefined, limit, cursor);
+    const page = await this.index.page(workspaceId, unread ? 'unread' : undefined, limit, cursor);
     const items = await this.store.getMany<InboxItem>(page.ids.map(key));
     return { items: items.filter((i): i is InboxItem => i !== undefined), nextCursor: page.next };
   }
 
   /** Deletes up to `limit` of the items created before `bound` (a sortable id bound); returns how many. */
   async prune(bound: string, limit: number): Promise<number> {
-    const old = this.index.oldest(bound, limit);
-    for (const { group, id } of old) {
-      const item = await this.store.get<InboxItem>(key(id));
-      await this.store.delete(key(id));
-      this.index.delete(group, id, item?.readAt === null ? 'unread' : 'read');
+    const old = await this.index.oldest(bound, limit);
+    for (const entry of old) {
+      await this.store.delete(key(entry.id));
+      await this.index.delete(entry);
     }
     return old.length;
   }
@@ -62,7 +62,7 @@ export class Inbox {
     if (item.readAt !== null) return item;
     const read = { ...item, readAt: new Date().toISOString() };
     await this.store.set(key(itemId), read);
-    this.index.move(workspaceId, itemId, 'unread', 'read');
+    await this.index.move(indexEntry(read), 'unread');
     return read;
   }
 }

@@ -81,16 +81,22 @@ export class OrderedIndex<B extends string> {
     remove(this.bucket(group, bucket), id);
   }
 
-  /** Up to `limit` ids that sort before `bound` (the oldest), across every group. */
-  oldest(bound: string, limit: number): Array<{ group: string; id: string }> {
-    const found: Array<{ group: string; id: string }> = [];
+  /** Up to `limit` ids that sort before `bound` (the oldest), across every group, with their bucket. */
+  oldest(bound: string, limit: number): Array<{ group: string; id: string; bucket: B }> {
+    const found: Array<{ group: string; id: string; bucket: B }> = [];
     for (const [name, group] of this.groups) {
       for (const id of group.all) {
         if (id >= bound || found.length >= limit) break;
-        found.push({ group: name, id });
+        const bucket = [...group.buckets].find(([, ids]) => ids[lowerBound(ids, id)] === id)?.[0];
+        if (bucket !== undefined) found.push({ group: name, id, bucket });
       }
     }
     return found;
+  }
+
+  /** Every id in `bucket`, across every group. */
+  inBucket(bucket: B): string[] {
+    return [...this.groups.values()].flatMap((group) => group.buckets.get(bucket) ?? []);
   }
 
   /** Newest first, ids strictly older than `cursor`. */

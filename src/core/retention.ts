@@ -9,7 +9,7 @@ import type { Webhooks } from './webhooks';
 /**
  * Retention (README: Retention): ended runs (record, output, events, webhook deliveries) and
  * Inbox items older than the configured age are deleted, and expired idempotency keys, in small
- * batches that give way to requests between them. Candidates come from the in-memory indexes,
+ * batches that give way to requests between them. Candidates come from the list indexes,
  * whose ids sort by creation time, so a pass never scans what it keeps.
  */
 

@@ -1,7 +1,7 @@
 import { BoundedCache } from './bounded-cache';
 import type { Page } from './ordered-index';
 import { StorageError } from './problem';
-import { type RunIndex, createRunIndex } from './run-index';
+import { type IndexEntry, type SortedIndex, createSortedIndex } from './sorted-index';
 import type { ProcessOutput } from './spawner';
 import type { HeadlessStore } from './store';
 import type { RunRecord, RunStatus, StoredRun } from './types';
@@ -9,6 +9,8 @@ import type { RunRecord, RunStatus, StoredRun } from './types';
 const runKey = (taskId: string) => `run:${taskId}`;
 /** A run's output tail, stored once it ends: beside the record, never in it. */
 const outputKey = (taskId: string) => `output:${taskId}`;
+
+const indexEntry = (run: StoredRun): IndexEntry<RunStatus> => ({ group: run.workspaceId, id: run.taskId, bucket: run.status });
 
 /** The public record: the stored one without what only crash recovery needs. */
 export function publicRecord(stored: StoredRun): RunRecord {
@@ -34,7 +36,7 @@ export interface RunRecordsOptions {
  * the store takes them.
  */
 export class RunRecords {
-  private readonly index: RunIndex;
+  private readonly index: SortedIndex<RunStatus>;
   private readonly cache: BoundedCache<string, StoredRun>;
   private readonly unsaved = new Map<string, StoredRun>();
   private readonly retryDelaysMs: number[];
@@ -44,7 +46,7 @@ export class RunRecords {
 
   constructor(private readonly o: RunRecordsOptions) {
     this.cache = new BoundedCache(o.cacheSize ?? 2000);
-    this.index = createRunIndex(o.store);
+    this.index = createSortedIndex(o.store, { table: 'headless_runs', prefix: 'run:', entry: indexEntry });
     this.retryDelaysMs = o.retryDelaysMs ?? [50, 200, 1000, 3000];
     this.backgroundRetryMs = o.backgroundRetryMs ?? 30_000;
   }
@@ -52,7 +54,7 @@ export class RunRecords {
   /** Prepares the list index; then the runs recorded `running` (what crash recovery needs). Start-up only. */
   async loadRunning(): Promise<StoredRun[]> {
     await this.index.load();
-    const ids = await this.index.running();
+    const ids = await this.index.inBucket('running');
     const runs = await this.o.store.getMany<StoredRun>(ids.map(runKey));
     return runs.filter((r): r is StoredRun => r !== undefined && r.status === 'running');
   }
@@ -60,7 +62,7 @@ export class RunRecords {
   /** Stores a new `running` record; it is listed once it is durable. */
   async create(record: StoredRun): Promise<void> {
     await this.o.store.set(runKey(record.taskId), record);
-    await this.index.add(record);
+    await this.index.add(indexEntry(record));
   }
 
   /** Rewrites a running record (e.g. with its process); throws if the store refuses. */
@@ -71,7 +73,7 @@ export class RunRecords {
   /** Stores the final record of a run found `running` at start-up; throws if the store refuses. */
   async replaceOrphan(final: StoredRun): Promise<void> {
     await this.o.store.set(runKey(final.taskId), final);
-    await this.index.move(final, 'running', final.status);
+    await this.index.move(indexEntry(final), 'running');
   }
 
   /**
@@ -82,7 +84,7 @@ export class RunRecords {
   async finish(final: StoredRun): Promise<void> {
     this.unsaved.set(final.taskId, final);
     // Listed under its final status at once where the index can take it (it is retried with the record).
-    await this.index.move(final, 'running', final.status).catch(() => undefined);
+    await this.index.move(indexEntry(final), 'running').catch(() => undefined);
     for (let attempt = 0; ; attempt++) {
       if (await this.tryStore(final)) return;
       const delay = this.retryDelaysMs[attempt];
@@ -99,7 +101,7 @@ export class RunRecords {
   private async tryStore(final: StoredRun): Promise<boolean> {
     try {
       await this.o.store.set(runKey(final.taskId), final);
-      await this.index.move(final, 'running', final.status);
+      await this.index.move(indexEntry(final), 'running');
     } catch (error) {
       if (error instanceof StorageError) return false;
       this.o.log(`could not store the final record of ${final.taskId}`, error);
@@ -146,15 +148,15 @@ export class RunRecords {
   }
 
   /** Up to `limit` of the oldest runs created before `bound` (a sortable id bound). */
-  oldest(bound: string, limit: number): Promise<string[]> {
-    return this.index.oldest(bound, limit);
+  async oldest(bound: string, limit: number): Promise<string[]> {
+    return (await this.index.oldest(bound, limit)).map((e) => e.id);
   }
 
   /** Deletes an ended run's record and output tail. */
   async forget(run: StoredRun): Promise<void> {
     await this.o.store.delete(outputKey(run.taskId));
     await this.o.store.delete(runKey(run.taskId));
-    await this.index.delete(run);
+    await this.index.delete(indexEntry(run));
     this.cache.delete(run.taskId);
   }
 

@@ -7,7 +7,7 @@ import { createMemoryKeyv, createPostgresKeyv, createSqliteKeyv } from '../src/c
 import { closeAllHosts, createTestHost } from './helpers/harness';
 import { type TestPostgres, startPostgres } from './helpers/postgres';
 
-/** The list index over every store: in memory, and as a table of its own in SQLite and PostgreSQL. */
+/** The list indexes (runs, Inbox) over every store: in memory, and as tables of their own in SQLite and PostgreSQL. */
 
 const dirs: string[] = [];
 let postgres: TestPostgres;
@@ -68,6 +68,27 @@ describe.each(stores)('list index: %s', (name, make) => {
     const list = (await (await again.request('GET', '/api/headless?wsId=ws&limit=50')).json()) as { runs: Array<{ taskId: string }> };
     expect(list.runs.map((r) => r.taskId)).toEqual([running, ...[...ids].reverse()]);
   });
+
+  it('the Inbox: newest first, unread filter, mark read, and right after a restart', async () => {
+    const open = await make();
+    const host = await createTestHost({ store: await open() });
+    const push = async (title: string, ws = 'ws') => ((await (await host.request('POST', `/api/workspaces/${ws}/inbox`, { json: { title } })).json()) as { id: string }).id;
+    const a = await push('a');
+    const b = await push('b');
+    const c = await push('c');
+    await push('elsewhere', 'other');
+    await host.request('POST', `/api/workspaces/ws/inbox/${b}/read`);
+    const titles = async (h: typeof host, query = '') =>
+      ((await (await h.request('GET', `/api/workspaces/ws/inbox${query}`)).json()) as { items: Array<{ id: string }> }).items.map((i) => i.id);
+    expect(await titles(host)).toEqual([c, b, a]);
+    expect(await titles(host, '?unread=true')).toEqual([c, a]);
+    const page = (await (await host.request('GET', '/api/workspaces/ws/inbox?limit=2')).json()) as { nextCursor: string };
+    expect(await titles(host, `?limit=2&cursor=${page.nextCursor}`)).toEqual([a]);
+    if (name === 'memory') return;
+    await host.close();
+    const again = await createTestHost({ store: await open() });
+    expect(await titles(again, '?unread=true')).toEqual([c, a]);
+  });
 });
 
 describe('a store written before the index table existed', () => {
@@ -81,7 +102,7 @@ describe('a store written before the index table existed', () => {
     const keyv = await createSqliteKeyv(dir);
     const sqlite = keyv.store as { query(sql: string): Promise<unknown[]> };
     await sqlite.query('DROP TABLE headless_runs');
-    await keyv.delete('meta:run-index');
+    await keyv.delete('meta:index:headless_runs');
     await keyv.disconnect();
     const again = await createTestHost({ store: await createSqliteKeyv(dir) });
     const list = (await (await again.request('GET', '/api/headless?wsId=ws')).json()) as { runs: Array<{ taskId: string }> };
