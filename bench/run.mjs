@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { createSqliteKeyv } from '../dist/index.js';
+import { startPostgres } from '../test/fixtures/postgres.mjs';
 import { spawnDaemon } from './spawn-daemon.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -285,6 +286,30 @@ async function eventReaders() {
   row('200 SSE readers on one busy run: GET p99', `${during.latency.p99} ms`, `${idle.latency.p99} ms without readers`, `${during.latency.p99} ms`, '≤ 20 ms', during.latency.p99 <= 20);
 }
 
+// 7. A list page (an index read plus a read of 50 records) with the store in PostgreSQL vs in SQLite.
+async function postgresStore() {
+  const postgres = await startPostgres();
+  try {
+    const measure = async (env) => {
+      const d = await daemon(fakeConfig({ maxConcurrentRuns: 8 }), tempDir(), { ...process.env, ...env });
+      for (let i = 0; i < 200; i += 8) {
+        await Promise.all(Array.from({ length: 8 }, () => post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'echo x', wait: true })));
+      }
+      const url = `${d.url}/api/headless?wsId=ws&limit=50`;
+      await load(url, 10, 1);
+      const result = await load(url, 10, DURATION);
+      await d.stop();
+      return result;
+    };
+    const sqlite = await measure({});
+    const pg = await measure({ HEADLESS_STORE_URL: await postgres.database() });
+    const ratio = pg.requests.average / sqlite.requests.average;
+    row('list page req/s, store in PostgreSQL', `${Math.round(pg.requests.average)} req/s, p99 ${pg.latency.p99} ms`, `${Math.round(sqlite.requests.average)} req/s in SQLite`, ratio.toFixed(2), '≥ 0.7', ratio >= 0.7);
+  } finally {
+    await postgres.stop();
+  }
+}
+
 const started = Date.now();
 for (const [name, fn] of [
   ['GET throughput', getThroughput],
@@ -293,6 +318,7 @@ for (const [name, fn] of [
   ['list scaling', listScaling],
   ['stdout floods', floods],
   ['event readers', eventReaders],
+  ['postgres store', postgresStore],
 ]) {
   if (process.env.BENCH_ONLY && !name.includes(process.env.BENCH_ONLY)) continue;
   console.error(`bench: ${name}…`);

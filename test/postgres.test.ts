@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from './helpers/daemon';
-import { type TestPostgres, startPostgres } from './helpers/postgres';
+import { type TestPostgres, startPostgres } from './fixtures/postgres.mjs';
 
 /** The daemon on a real PostgreSQL (README: Running several instances). */
 

@@ -5,7 +5,7 @@ import type { Keyv } from 'keyv';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryKeyv, createPostgresKeyv, createSqliteKeyv } from '../src/core/index';
 import { closeAllHosts, createTestHost } from './helpers/harness';
-import { type TestPostgres, startPostgres } from './helpers/postgres';
+import { type TestPostgres, startPostgres } from './fixtures/postgres.mjs';
 
 /** The list indexes (runs, Inbox) over every store: in memory, and as tables of their own in SQLite and PostgreSQL. */
 

@@ -6,7 +6,7 @@ import { OrderedIndex } from '../src/core/ordered-index';
 import { StorageError } from '../src/core/problem';
 import { type HeadlessStore, createMemoryKeyv, createPostgresKeyv, createSqliteKeyv, keyvStore } from '../src/core/store';
 import { closeAllHosts, createTestHost, problem } from './helpers/harness';
-import { type TestPostgres, startPostgres } from './helpers/postgres';
+import { type TestPostgres, startPostgres } from './fixtures/postgres.mjs';
 import { noneMarked } from './helpers/processes';
 import { refusingKeyv } from './helpers/stores';
 
