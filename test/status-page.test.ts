@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,7 +72,7 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     await expect.poll(() => page.locator('#session').textContent()).toContain('retired');
 
     await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'Nightly checks: 2 tests fail', body: 'test/api.test.ts: 2 failures in "list pages"; a fix is on branch fix/list-pages.' });
-    const shot = process.env.SCREENSHOT ?? join(mkdtempSync(join(tmpdir(), 'hrw-shot-')), 'status-page.png');
+    const shot = process.env.SCREENSHOT ?? join(dirs[0]!, 'status-page.png');
     await expect.poll(() => page.locator('#inbox li').count(), { timeout: 10_000 }).toBe(1);
     await page.screenshot({ path: resolve(shot) });
 

@@ -60,17 +60,24 @@ const hosts = new Set<TestHost>();
 export async function createTestHost(options: Partial<HeadlessHandlerOptions> & { store?: Keyv } = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), 'hrw-'));
   const spawner = countingSpawner(options.spawner);
-  const handler = createHeadlessHandler({
-    workspaces: [
-      { id: 'ws', path: dir, agents: ['fake', 'claude', 'shell', 'util'] },
-      { id: 'other', path: dir, agents: ['fake'] },
-    ],
-    agents: { fake: fakeAgent, util: { ...fakeAgent, kind: 'utility' } },
-    ...options,
-    spawner,
-    log: () => undefined,
-  });
-  await handler.ready;
+  let handler: HeadlessHandler;
+  try {
+    handler = createHeadlessHandler({
+      workspaces: [
+        { id: 'ws', path: dir, agents: ['fake', 'claude', 'shell', 'util'] },
+        { id: 'other', path: dir, agents: ['fake'] },
+      ],
+      agents: { fake: fakeAgent, util: { ...fakeAgent, kind: 'utility' } },
+      ...options,
+      spawner,
+      log: () => undefined,
+    });
+    await handler.ready;
+  } catch (error) {
+    // Options the handler refuses (the tests of bad settings) leave no folder behind.
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
 
   const request = (method: string, path: string, o: RequestOptions = {}) => {
     const headers: Record<string, string> = { host: 'localhost:47331', ...o.headers };
