@@ -80,6 +80,7 @@ function positiveInt(command: string, name: string, value: string | undefined, f
   return Number(value);
 }
 
+const workspaceOf = (v: Values) => v.workspace ?? process.env.HEADLESS_WORKSPACE ?? 'default';
 const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)}s`);
 
 function describeRun(r: RunRecord): string {
@@ -137,7 +138,7 @@ async function runCommand(client: HeadlessClient, args: string[], v: Values): Pr
     ...(v.resume ? { resumeId: v.resume } : {}),
     ...(v.timeout ? { timeoutMs: positiveInt('run', 'timeout', v.timeout) } : {}),
   };
-  const started = await client.start(v.workspace ?? process.env.HEADLESS_WORKSPACE ?? 'default', request);
+  const started = await client.start(workspaceOf(v), request);
   if (!v.wait && !v.follow) {
     if (v.json) printJson(started);
     else print(`started ${started.taskId} (session ${started.resumeId})`);
@@ -163,7 +164,7 @@ async function listCommand(client: HeadlessClient, args: string[], v: Values): P
   if (v.status !== undefined && !(RUN_STATUSES as readonly string[]).includes(v.status)) usage('list', `--status must be one of ${RUN_STATUSES.join(', ')}`);
   const limit = positiveInt('list', 'limit', v.limit, 20)!;
   const runs: RunRecord[] = [];
-  for await (const run of client.list(v.workspace ?? process.env.HEADLESS_WORKSPACE ?? 'default', { status: v.status as RunStatus | undefined, pageSize: Math.min(limit, 500) })) {
+  for await (const run of client.list(workspaceOf(v), { status: v.status as RunStatus | undefined, pageSize: Math.min(limit, 500) })) {
     runs.push(run);
     if (runs.length >= limit) break;
   }
@@ -182,7 +183,7 @@ async function cancelCommand(client: HeadlessClient, args: string[], v: Values):
 }
 
 async function inboxCommand(client: HeadlessClient, args: string[], v: Values): Promise<number> {
-  const workspace = v.workspace ?? process.env.HEADLESS_WORKSPACE ?? 'default';
+  const workspace = workspaceOf(v);
   if (args[0] === 'read') {
     if (args.length !== 2) usage('inbox', 'give one itemId');
     const item = await client.inbox.markRead(workspace, args[1]!);

@@ -1,19 +1,9 @@
 import * as v from 'valibot';
-import {
-  AgentsReportSchema,
-  InboxItemSchema,
-  InboxListSchema,
-  RunEventSchema,
-  RunListSchema,
-  RunOutputSchema,
-  RunRecordSchema,
-  SessionViewSchema,
-  StartAcceptedSchema,
-  SyncResultSchema,
-} from '../core/api-schemas';
+import { ANSWERS } from '../core/api-schemas';
 import type { ProblemCode } from '../core/problem';
 import type { RunEvent } from '../core/run-events';
-import type { InboxItem, RunRecord, RunStatus, SessionView, WebhookEvent } from '../core/types';
+import type { StartBody } from '../core/schemas';
+import type { InboxItem, RunRecord, RunStatus, SessionView } from '../core/types';
 
 /**
  * The typed client of the HTTP API (README: Typed client). Every answer is checked against the
@@ -34,18 +24,13 @@ export interface ClientOptions {
   startRetries?: number;
 }
 
-export interface StartOptions {
-  prompt: string;
-  agent?: string;
-  resumeId?: string;
-  timeoutMs?: number;
-  webhook?: { url: string; events?: WebhookEvent[] };
-}
+/** The fields of a start request (its `wait` is chosen by the overload of `start`). */
+export type StartOptions = Omit<v.InferInput<typeof StartBody>, 'wait'>;
 
-export type StartAccepted = v.InferOutput<typeof StartAcceptedSchema>;
-export type SyncResult = v.InferOutput<typeof SyncResultSchema>;
-export type RunOutput = v.InferOutput<typeof RunOutputSchema>;
-export type AgentsReport = v.InferOutput<typeof AgentsReportSchema>;
+export type StartAccepted = v.InferOutput<typeof ANSWERS.StartAccepted>;
+export type SyncResult = v.InferOutput<typeof ANSWERS.SyncResult>;
+export type RunOutput = v.InferOutput<typeof ANSWERS.RunOutput>;
+export type AgentsReport = v.InferOutput<typeof ANSWERS.AgentsReport>;
 
 /** `network`: the service could not be reached; `invalid_answer`: it answered what the schemas do not allow. */
 export type ClientErrorCode = ProblemCode | 'network' | 'invalid_answer';
@@ -80,7 +65,7 @@ export interface HeadlessClient {
   get(taskId: string): Promise<RunRecord>;
   /** Every run of a workspace, newest first, a page at a time. */
   list(workspaceId: string, options?: { status?: RunStatus; pageSize?: number }): AsyncIterable<RunRecord>;
-  listPage(workspaceId: string, options?: { status?: RunStatus; limit?: number; cursor?: string }): Promise<v.InferOutput<typeof RunListSchema>>;
+  listPage(workspaceId: string, options?: { status?: RunStatus; limit?: number; cursor?: string }): Promise<v.InferOutput<typeof ANSWERS.RunList>>;
   cancel(taskId: string): Promise<RunRecord>;
   output(taskId: string, tail?: number): Promise<RunOutput>;
   /** A run's events from `after` on, live until `run.ended`; reconnects (with Last-Event-ID) if the stream drops. */
@@ -165,7 +150,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
         await sleep(250 * 2 ** attempt);
         continue;
       }
-      return body.wait ? answer(res, SyncResultSchema) : answer(res, StartAcceptedSchema);
+      return body.wait ? answer(res, ANSWERS.SyncResult) : answer(res, ANSWERS.StartAccepted);
     }
   }
 
@@ -180,18 +165,18 @@ export function createClient(options: ClientOptions): HeadlessClient {
   }
 
   const listPage: HeadlessClient['listPage'] = (workspaceId, o = {}) =>
-    call(RunListSchema, 'GET', `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor })}`);
+    call(ANSWERS.RunList, 'GET', `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor })}`);
 
   async function* events(taskId: string, o: { after?: number; signal?: AbortSignal } = {}): AsyncIterable<RunEvent> {
     let after = o.after ?? 0;
     // Reconnects after a dropped stream, a bounded number of times in a row.
     for (let drops = 0; drops < 5; ) {
       const res = await send('GET', `/api/headless/${enc(taskId)}/events`, undefined, { accept: 'text/event-stream', 'last-event-id': String(after) }, o.signal);
-      if (!res.ok) await answer(res, RunEventSchema);
+      if (!res.ok) await answer(res, ANSWERS.RunEvent);
       let progressed = false;
       try {
         for await (const data of sseData(res.body!)) {
-          const event = v.parse(RunEventSchema, JSON.parse(data)) as RunEvent;
+          const event = v.parse(ANSWERS.RunEvent, JSON.parse(data)) as RunEvent;
           after = event.seq;
           progressed = true;
           yield event;
@@ -210,7 +195,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
   }
 
   async function get(taskId: string) {
-    return call(RunRecordSchema, 'GET', `/api/headless/${enc(taskId)}`) as Promise<RunRecord>;
+    return call(ANSWERS.RunRecord, 'GET', `/api/headless/${enc(taskId)}`) as Promise<RunRecord>;
   }
 
   async function wait(taskId: string, o: { signal?: AbortSignal; pollMs?: number; onEvent?: (event: RunEvent) => void } = {}): Promise<RunRecord> {
@@ -239,23 +224,23 @@ export function createClient(options: ClientOptions): HeadlessClient {
         const page = await listPage(workspaceId, { status: o.status, limit: o.pageSize, cursor });
         return { items: page.runs as RunRecord[], next: page.nextCursor };
       }),
-    cancel: (taskId) => call(RunRecordSchema, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,
-    output: (taskId, tail) => call(RunOutputSchema, 'GET', `/api/headless/${enc(taskId)}/output${query({ tail })}`),
+    cancel: (taskId) => call(ANSWERS.RunRecord, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,
+    output: (taskId, tail) => call(ANSWERS.RunOutput, 'GET', `/api/headless/${enc(taskId)}/output${query({ tail })}`),
     events,
     wait,
-    agents: (workspaceId) => call(AgentsReportSchema, 'GET', `/api/agents${query({ wsId: workspaceId })}`),
+    agents: (workspaceId) => call(ANSWERS.AgentsReport, 'GET', `/api/agents${query({ wsId: workspaceId })}`),
     inbox: {
       list: (workspaceId, o = {}) =>
         pages(async (cursor) => {
-          const page = await call(InboxListSchema, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.pageSize, cursor })}`);
+          const page = await call(ANSWERS.InboxList, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.pageSize, cursor })}`);
           return { items: page.items, next: page.nextCursor };
         }),
-      push: (workspaceId, item) => call(InboxItemSchema, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox`, item),
-      markRead: (workspaceId, itemId) => call(InboxItemSchema, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox/${enc(itemId)}/read`),
+      push: (workspaceId, item) => call(ANSWERS.InboxItem, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox`, item),
+      markRead: (workspaceId, itemId) => call(ANSWERS.InboxItem, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox/${enc(itemId)}/read`),
     },
     sessions: {
-      get: (resumeId) => call(SessionViewSchema, 'GET', `/api/sessions/${enc(resumeId)}`),
-      retire: (resumeId) => call(SessionViewSchema, 'POST', `/api/sessions/${enc(resumeId)}/retire`),
+      get: (resumeId) => call(ANSWERS.SessionView, 'GET', `/api/sessions/${enc(resumeId)}`),
+      retire: (resumeId) => call(ANSWERS.SessionView, 'POST', `/api/sessions/${enc(resumeId)}/retire`),
     },
   };
 }

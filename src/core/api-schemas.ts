@@ -115,6 +115,23 @@ export const ProblemSchema = v.pipe(
   v.description('RFC 9457 problem details; `code` names the error (README: Errors).'),
 );
 
+/** Every answer schema by name: the OpenAPI document's components, and what the routes and the client refer to. */
+export const ANSWERS = {
+  RunRecord: RunRecordSchema,
+  StartAccepted: StartAcceptedSchema,
+  SyncResult: SyncResultSchema,
+  RunList: RunListSchema,
+  RunOutput: RunOutputSchema,
+  RunEvent: RunEventSchema,
+  EventPage: EventPageSchema,
+  SessionView: SessionViewSchema,
+  InboxItem: InboxItemSchema,
+  InboxList: InboxListSchema,
+  AgentsReport: AgentsReportSchema,
+  WorkspaceList: WorkspaceListSchema,
+  Problem: ProblemSchema,
+} as const;
+
 // Compile-time: each schema's output is exactly the type the service answers with.
 type Exact<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const exact = <T extends true>(): T | undefined => undefined;

@@ -1,20 +1,6 @@
 import { type ConversionConfig, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
-import {
-  AgentsReportSchema,
-  EventPageSchema,
-  InboxItemSchema,
-  InboxListSchema,
-  ProblemSchema,
-  RunEventSchema,
-  RunListSchema,
-  RunOutputSchema,
-  RunRecordSchema,
-  SessionViewSchema,
-  StartAcceptedSchema,
-  SyncResultSchema,
-  WorkspaceListSchema,
-} from './api-schemas';
+import { ANSWERS } from './api-schemas';
 import { type ProblemCode, problemStatus } from './problem';
 
 /** The OpenAPI 3.1 document, generated from the route table and the valibot schemas. */
@@ -35,21 +21,7 @@ export interface RouteDoc {
 }
 
 /** Named schemas, shown once under `components.schemas` and referred to. */
-const COMPONENTS: Record<string, Schema> = {
-  RunRecord: RunRecordSchema,
-  StartAccepted: StartAcceptedSchema,
-  SyncResult: SyncResultSchema,
-  RunList: RunListSchema,
-  RunOutput: RunOutputSchema,
-  RunEvent: RunEventSchema,
-  EventPage: EventPageSchema,
-  SessionView: SessionViewSchema,
-  InboxItem: InboxItemSchema,
-  InboxList: InboxListSchema,
-  AgentsReport: AgentsReportSchema,
-  WorkspaceList: WorkspaceListSchema,
-  Problem: ProblemSchema,
-};
+const COMPONENTS: Record<string, Schema> = ANSWERS;
 
 /** Every route can be refused by the gate, and any can meet a store that fails. */
 const COMMON_PROBLEMS: ProblemCode[] = ['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'internal', 'storage_unavailable'];

@@ -7,20 +7,7 @@ import type { Inbox } from './inbox';
 import { HttpProblem, type ProblemCode } from './problem';
 import type { RunService } from './runs';
 import type { WorkspaceReport } from './agents/doctor';
-import {
-  AgentsReportSchema,
-  EventPageSchema,
-  InboxItemSchema,
-  InboxListSchema,
-  RunEventSchema,
-  RunListSchema,
-  RunOutputSchema,
-  RunRecordSchema,
-  SessionViewSchema,
-  StartAcceptedSchema,
-  SyncResultSchema,
-  WorkspaceListSchema,
-} from './api-schemas';
+import { ANSWERS } from './api-schemas';
 import { eventStreamResponse } from './event-stream';
 import { statusPage, statusPageScript } from './status-page';
 import { type RouteDoc, openApiDocument } from './openapi';
@@ -127,8 +114,8 @@ export const ROUTES: Route[] = [
       body: StartBody,
       headers: [{ name: 'Idempotency-Key', description: '1–255 printable ASCII characters: a retry with the same body gets the first answer.' }],
       responses: {
-        202: { description: 'Started (async); Location names the run.', schema: StartAcceptedSchema },
-        200: { description: 'Ended (sync, `wait: true`).', schema: SyncResultSchema },
+        202: { description: 'Started (async); Location names the run.', schema: ANSWERS.StartAccepted },
+        200: { description: 'Ended (sync, `wait: true`).', schema: ANSWERS.SyncResult },
       },
       problems: [
         'invalid_body', 'prompt_required', 'prompt_too_long', 'invalid_timeout', 'invalid_resume_id', 'agent_unknown', 'agent_not_headless',
@@ -159,7 +146,7 @@ export const ROUTES: Route[] = [
     'runs.list',
     'GET',
     '/api/headless',
-    { summary: 'List the runs of a workspace, newest first', query: ListQuery, responses: { 200: { description: 'A page.', schema: RunListSchema } }, problems: ['invalid_body', 'workspace_not_found'] },
+    { summary: 'List the runs of a workspace, newest first', query: ListQuery, responses: { 200: { description: 'A page.', schema: ANSWERS.RunList } }, problems: ['invalid_body', 'workspace_not_found'] },
     async ({ url, services }) => {
     const query = parseListQuery(url);
     await services.workspace(query.wsId);
@@ -169,14 +156,14 @@ export const ROUTES: Route[] = [
     'runs.get',
     'GET',
     '/api/headless/:taskId',
-    { summary: 'Read a run', responses: { 200: { description: 'The run record.', schema: RunRecordSchema } }, problems: ['run_not_found'] },
+    { summary: 'Read a run', responses: { 200: { description: 'The run record.', schema: ANSWERS.RunRecord } }, problems: ['run_not_found'] },
     async ({ params, services }) => json(await services.runs.get(params.taskId)),
   ),
   route(
     'runs.output',
     'GET',
     '/api/headless/:taskId/output',
-    { summary: "The tail of a run's output", query: OutputQuery, responses: { 200: { description: 'The last bytes of stdout and stderr.', schema: RunOutputSchema } }, problems: ['invalid_body', 'run_not_found'] },
+    { summary: "The tail of a run's output", query: OutputQuery, responses: { 200: { description: 'The last bytes of stdout and stderr.', schema: ANSWERS.RunOutput } }, problems: ['invalid_body', 'run_not_found'] },
     async ({ url, params, services }) => json(await services.runs.output(params.taskId, parseOutputQuery(url).tail)),
   ),
   route(
@@ -188,7 +175,7 @@ export const ROUTES: Route[] = [
       query: EventsQuery,
       headers: [{ name: 'Last-Event-ID', description: 'Replay the events after this sequence number (wins over `after`).' }],
       responses: {
-        200: { description: 'With `format=json`: a page. Otherwise a stream of RunEvent, as SSE or one JSON object per line.', schema: EventPageSchema, stream: RunEventSchema },
+        200: { description: 'With `format=json`: a page. Otherwise a stream of RunEvent, as SSE or one JSON object per line.', schema: ANSWERS.EventPage, stream: ANSWERS.RunEvent },
       },
       problems: ['invalid_body', 'run_not_found'],
     },
@@ -207,7 +194,7 @@ export const ROUTES: Route[] = [
     'runs.cancel',
     'POST',
     '/api/headless/:taskId/cancel',
-    { summary: 'Cancel a running run', responses: { 202: { description: 'Stopping; the record.', schema: RunRecordSchema } }, problems: ['run_not_found', 'run_not_running', 'invalid_body', 'unsupported_media_type'] },
+    { summary: 'Cancel a running run', responses: { 202: { description: 'Stopping; the record.', schema: ANSWERS.RunRecord } }, problems: ['run_not_found', 'run_not_running', 'invalid_body', 'unsupported_media_type'] },
     async ({ request, params, services }) => {
     await readEmptyBody(request);
     return json(await services.runs.cancel(params.taskId), 202);
@@ -216,14 +203,14 @@ export const ROUTES: Route[] = [
     'sessions.get',
     'GET',
     '/api/sessions/:resumeId',
-    { summary: 'Read a Session', responses: { 200: { description: 'The Session.', schema: SessionViewSchema } }, problems: SESSION_PROBLEMS },
+    { summary: 'Read a Session', responses: { 200: { description: 'The Session.', schema: ANSWERS.SessionView } }, problems: SESSION_PROBLEMS },
     async ({ params, services }) => json(services.sessions.view(await services.sessions.require(params.resumeId))),
   ),
   route(
     'sessions.retire',
     'POST',
     '/api/sessions/:resumeId/retire',
-    { summary: 'Retire a Session', responses: { 200: { description: 'The retired Session.', schema: SessionViewSchema } }, problems: [...SESSION_PROBLEMS, 'session_busy', 'invalid_body', 'unsupported_media_type'] },
+    { summary: 'Retire a Session', responses: { 200: { description: 'The retired Session.', schema: ANSWERS.SessionView } }, problems: [...SESSION_PROBLEMS, 'session_busy', 'invalid_body', 'unsupported_media_type'] },
     async ({ request, params, services }) => {
     await readEmptyBody(request);
     return json(await services.sessions.retire(params.resumeId));
@@ -232,7 +219,7 @@ export const ROUTES: Route[] = [
     'inbox.push',
     'POST',
     '/api/workspaces/:workspaceId/inbox',
-    { summary: 'Push an Inbox item (a run token may)', body: InboxPush, responses: { 201: { description: 'The item.', schema: InboxItemSchema } }, problems: ['invalid_body', 'workspace_not_found', 'body_too_large', 'unsupported_media_type'] },
+    { summary: 'Push an Inbox item (a run token may)', body: InboxPush, responses: { 201: { description: 'The item.', schema: ANSWERS.InboxItem } }, problems: ['invalid_body', 'workspace_not_found', 'body_too_large', 'unsupported_media_type'] },
     async ({ request, params, services, credential }) => {
     const item = parseInboxPush(await readJsonObject(request));
     const workspace = await services.workspace(params.workspaceId);
@@ -243,7 +230,7 @@ export const ROUTES: Route[] = [
     'inbox.list',
     'GET',
     '/api/workspaces/:workspaceId/inbox',
-    { summary: 'List the Inbox, newest first', query: InboxQuery, responses: { 200: { description: 'A page.', schema: InboxListSchema } }, problems: ['invalid_body', 'workspace_not_found'] },
+    { summary: 'List the Inbox, newest first', query: InboxQuery, responses: { 200: { description: 'A page.', schema: ANSWERS.InboxList } }, problems: ['invalid_body', 'workspace_not_found'] },
     async ({ url, params, services }) => {
     const workspace = await services.workspace(params.workspaceId);
     const query = parseInboxQuery(url);
@@ -253,7 +240,7 @@ export const ROUTES: Route[] = [
     'agents.check',
     'GET',
     '/api/agents',
-    { summary: "Check each workspace's agents (as `doctor` does)", query: AgentsQuery, responses: { 200: { description: 'The checks.', schema: AgentsReportSchema } }, problems: ['invalid_body', 'workspace_not_found'] },
+    { summary: "Check each workspace's agents (as `doctor` does)", query: AgentsQuery, responses: { 200: { description: 'The checks.', schema: ANSWERS.AgentsReport } }, problems: ['invalid_body', 'workspace_not_found'] },
     async ({ url, services }) => {
     const query = parseAgentsQuery(url);
     return json({ workspaces: await services.diagnose(query.wsId) });
@@ -262,7 +249,7 @@ export const ROUTES: Route[] = [
     'workspaces.list',
     'GET',
     '/api/workspaces',
-    { summary: 'The listed workspaces (ids and tags; none when they come from a resolver)', responses: { 200: { description: 'The workspaces.', schema: WorkspaceListSchema } }, problems: [] },
+    { summary: 'The listed workspaces (ids and tags; none when they come from a resolver)', responses: { 200: { description: 'The workspaces.', schema: ANSWERS.WorkspaceList } }, problems: [] },
     async ({ services }) => json({ workspaces: services.workspaces() }),
   ),
   route('page', 'GET', '/', { summary: 'The status page (HTML)', responses: { 200: { description: 'text/html' } }, problems: [] }, async () => statusPage()),
@@ -298,7 +285,7 @@ export const ROUTES: Route[] = [
     'inbox.read',
     'POST',
     '/api/workspaces/:workspaceId/inbox/:itemId/read',
-    { summary: 'Mark an Inbox item read', responses: { 200: { description: 'The item.', schema: InboxItemSchema } }, problems: ['workspace_not_found', 'inbox_item_not_found', 'invalid_body', 'unsupported_media_type'] },
+    { summary: 'Mark an Inbox item read', responses: { 200: { description: 'The item.', schema: ANSWERS.InboxItem } }, problems: ['workspace_not_found', 'inbox_item_not_found', 'invalid_body', 'unsupported_media_type'] },
     async ({ request, params, services }) => {
     await readEmptyBody(request);
     const workspace = await services.workspace(params.workspaceId);

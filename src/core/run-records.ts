@@ -39,6 +39,8 @@ export class RunRecords {
   private readonly index: SortedIndex<RunStatus>;
   private readonly cache: BoundedCache<string, StoredRun>;
   private readonly unsaved = new Map<string, StoredRun>();
+  /** Final records the list index has not taken yet. */
+  private readonly unindexed = new Set<string>();
   private readonly retryDelaysMs: number[];
   private readonly backgroundRetryMs: number;
   private background: NodeJS.Timeout | undefined;
@@ -83,8 +85,8 @@ export class RunRecords {
    */
   async finish(final: StoredRun): Promise<void> {
     this.unsaved.set(final.taskId, final);
-    // Listed under its final status at once where the index can take it (it is retried with the record).
-    await this.index.move(indexEntry(final), 'running').catch(() => undefined);
+    // Listed under its final status at once; where the index refuses, it is moved with the record.
+    await this.index.move(indexEntry(final), 'running').catch(() => this.unindexed.add(final.taskId));
     for (let attempt = 0; ; attempt++) {
       if (await this.tryStore(final)) return;
       const delay = this.retryDelaysMs[attempt];
@@ -101,7 +103,8 @@ export class RunRecords {
   private async tryStore(final: StoredRun): Promise<boolean> {
     try {
       await this.o.store.set(runKey(final.taskId), final);
-      await this.index.move(indexEntry(final), 'running');
+      if (this.unindexed.has(final.taskId)) await this.index.move(indexEntry(final), 'running');
+      this.unindexed.delete(final.taskId);
     } catch (error) {
       if (error instanceof StorageError) return false;
       this.o.log(`could not store the final record of ${final.taskId}`, error);
