@@ -10,7 +10,7 @@ import { fail } from './fail';
  */
 
 /** Exit codes a script can branch on. */
-export const EXIT = { succeeded: 0, failed: 1, usage: 2, timed_out: 3, cancelled: 4, interrupted: 5, service: 6 } as const;
+const EXIT = { succeeded: 0, failed: 1, usage: 2, timed_out: 3, cancelled: 4, interrupted: 5, service: 6 } as const;
 
 const COMMON = `
 Common options:

@@ -83,8 +83,6 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
   }),
 };
 
-export const MCP_TOOLS = Object.keys(TOOLS);
-
 /** An MCP server whose tools call the API through `client`. */
 export async function createMcpServer(client: HeadlessClient, context: McpContext = {}) {
   // Loaded when MCP is used, so the library and the daemon do not pay for the SDK otherwise.

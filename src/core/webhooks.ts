@@ -81,7 +81,7 @@ const deliveryKey = (taskId: string, index: number, event: WebhookEvent) => `web
 const ERROR_MAX = 300;
 
 /** Refuses a secret the Standard Webhooks library cannot use. */
-export function checkSecret(secret: string, where: string): void {
+function checkSecret(secret: string, where: string): void {
   let ok = secret.startsWith('whsec_');
   if (ok) {
     try {
