@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentRegistry } from '../src/core/agents/registry';
 import { HttpProblem } from '../src/core/problem';
 import { Admission } from '../src/core/run-admission';
+import { createFleet } from '../src/core/fleet';
 import { SessionBook } from '../src/core/sessions';
 import { createMemoryKeyv, keyvStore } from '../src/core/store';
 import type { SessionState, Workspace } from '../src/core/types';
@@ -13,7 +14,7 @@ const request = (extra: Record<string, unknown> = {}) => ({ prompt: 'x', timeout
 async function setup(maxConcurrentRuns = 2) {
   const store = keyvStore(createMemoryKeyv());
   const registry = new AgentRegistry({ fake: fakeAgent, other: fakeAgent });
-  const sessions = new SessionBook(store, () => true, () => undefined);
+  const sessions = new SessionBook(store, createFleet(store, { log: () => undefined }), () => true, () => undefined);
   const admission = new Admission({ registry, sessions, store, maxConcurrentRuns, baseEnv: process.env, log: () => undefined });
   const session = async (extra: Partial<SessionState> = {}) => {
     const s: SessionState = {
@@ -59,11 +60,12 @@ describe('admission', () => {
     const won = results.filter((r) => typeof r !== 'string');
     expect(won).toHaveLength(1);
     expect(results.filter((r) => r === 'session_busy')).toHaveLength(7);
-    expect(sessions.isBusy(s.resumeId)).toBe(true);
+    const status = async () => (await sessions.view(await sessions.require(s.resumeId))).status;
+    expect(await status()).toBe('busy');
     const reservation = won[0] as Exclude<(typeof won)[0], string>;
-    reservation.release();
-    reservation.release();
-    expect(sessions.isBusy(s.resumeId)).toBe(false);
+    await reservation.release();
+    await reservation.release();
+    expect(await status()).toBe('idle');
     expect(admission.running).toBe(0);
   });
 
@@ -102,7 +104,7 @@ describe('admission', () => {
     const store = keyvStore(createMemoryKeyv());
     const registry = new AgentRegistry({ fake: fakeAgent, other: fakeAgent });
     const make = () =>
-      new Admission({ registry, sessions: new SessionBook(store, () => true, () => undefined), store, maxConcurrentRuns: 4, baseEnv: process.env, log: () => undefined });
+      new Admission({ registry, sessions: new SessionBook(store, createFleet(store, { log: () => undefined }), () => true, () => undefined), store, maxConcurrentRuns: 4, baseEnv: process.env, log: () => undefined });
     const first = make();
     first.rememberAgent('ws', 'other');
     expect((await first.admit(ws, request())).adapter.name).toBe('other');

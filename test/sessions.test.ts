@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { createFleet } from '../src/core/fleet';
 import { SessionBook } from '../src/core/sessions';
 import { createMemoryKeyv, keyvStore } from '../src/core/store';
 import type { SessionState } from '../src/core/types';
+
+const bookOn = (store: ReturnType<typeof keyvStore>) => new SessionBook(store, createFleet(store, { log: () => undefined }), () => true, () => undefined);
 
 const session = (resumeId: string): SessionState => ({
   resumeId,
@@ -16,7 +19,7 @@ const session = (resumeId: string): SessionState => ({
 describe('SessionBook', () => {
   it('concurrent updates of one Session all land, each on the latest state', async () => {
     const store = keyvStore(createMemoryKeyv());
-    const book = new SessionBook(store, () => true, () => undefined);
+    const book = bookOn(store);
     await book.create(session('s1'));
     await Promise.all([
       book.update('s1', () => ({ retired: true })),
@@ -24,13 +27,13 @@ describe('SessionBook', () => {
       book.update('s1', (s) => ({ runCount: s.runCount + 1 })),
       book.update('s1', (s) => ({ runCount: s.runCount + 1 })),
     ]);
-    const fresh = new SessionBook(store, () => true, () => undefined);
+    const fresh = bookOn(store);
     expect(await fresh.get('s1')).toMatchObject({ retired: true, agentSessionId: 'agent-1', runCount: 3 });
   });
 
   it('a refused write leaves the stored state and later updates still apply', async () => {
     const store = keyvStore(createMemoryKeyv());
-    const book = new SessionBook(store, () => true, () => undefined);
+    const book = bookOn(store);
     await book.create(session('s2'));
     await expect(book.update('s2', () => {
       throw new Error('boom');
@@ -40,18 +43,22 @@ describe('SessionBook', () => {
 
   it('reads Sessions beyond its cache from the store', async () => {
     const store = keyvStore(createMemoryKeyv());
-    const book = new SessionBook(store, () => true, () => undefined);
+    const book = bookOn(store);
     for (let i = 0; i < 5100; i++) await book.create(session(`s${i}`));
     expect(await book.get('s0')).toMatchObject({ resumeId: 's0' });
     await expect(book.require('nope')).rejects.toMatchObject({ code: 'session_not_found' });
   });
 
-  it('busy is taken and released only by the run that holds it', () => {
-    const book = new SessionBook(keyvStore(createMemoryKeyv()), () => true, () => undefined);
-    book.take('s', 'run_a');
-    book.release('s', 'run_b');
-    expect(book.isBusy('s')).toBe(true);
-    book.release('s', 'run_a');
-    expect(book.isBusy('s')).toBe(false);
+  it('busy is taken by one run at a time and released only by the run that holds it', async () => {
+    const book = bookOn(keyvStore(createMemoryKeyv()));
+    await book.create(session('s'));
+    const status = async () => (await book.view(await book.require('s'))).status;
+    expect(await book.take('s', 'run_a')).toBe(true);
+    expect(await book.take('s', 'run_c')).toBe(false);
+    await book.release('s', 'run_b');
+    expect(await status()).toBe('busy');
+    await book.release('s', 'run_a');
+    expect(await status()).toBe('idle');
+    expect(await book.take('s', 'run_c')).toBe(true);
   });
 });

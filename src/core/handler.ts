@@ -7,6 +7,7 @@ import type { CommandAgentDefinition } from './agents/command-agent';
 import type { AgentAdapter } from './agents/types';
 import { type AuthContext, type Authorize, type Credential, createDefaultGate, readCredential, unauthorized } from './auth';
 import { isValidId } from './ids';
+import { createFleet } from './fleet';
 import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
 import { HttpProblem, errorToResponse } from './problem';
@@ -52,6 +53,11 @@ export interface HeadlessHandlerOptions {
   webhooks?: WebhookOptions;
   /** Ended runs, Inbox items and expired idempotency keys older than this many days are deleted, hourly; 0 keeps everything. @default 30 */
   retentionDays?: number;
+  /**
+   * With a PostgreSQL store shared by several instances: how long an instance's lease lasts; its
+   * runs are taken over this long after it dies (README: Running several instances). @default 15000
+   */
+  instanceLeaseMs?: number;
   /** How often an idle event stream sends a keep-alive (README: Run events). @default 15000 */
   heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
@@ -108,10 +114,17 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   const resolveWorkspace = workspaceList ? (id: string) => workspaceList.get(id) : (options.workspaces as WorkspaceResolver);
   const store: HeadlessStore = keyvStore(options.store ?? createMemoryKeyv());
   const tokens = new RunTokens();
-  const sessions = new SessionBook(store, (agent) => registry.get(agent)?.supportsResume ?? false, log);
+  const fleet = createFleet(store, { leaseMs: options.instanceLeaseMs, log });
+  const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const inbox = new Inbox(store);
   const events = new RunEvents({ store, log });
-  const webhooks = new Webhooks({ ...options.webhooks, store, log, workspace: async (id) => (isValidId(id) ? resolveWorkspace(id) : undefined) });
+  const webhooks = new Webhooks({
+    ...options.webhooks,
+    store,
+    instanceId: fleet.instanceId,
+    log,
+    workspace: async (id) => (isValidId(id) ? resolveWorkspace(id) : undefined),
+  });
   for (const ws of workspaceList?.values() ?? []) webhooks.checkWorkspace(ws);
   const runs = new RunService({
     store,
@@ -121,6 +134,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     spawner: options.spawner ?? createExecaSpawner(),
     events,
     webhooks,
+    fleet,
     maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
     defaultAgent: options.defaultAgent,
     adminToken: options.adminToken,
@@ -129,13 +143,21 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   });
   const retentionDays = options.retentionDays ?? 30;
   if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
-  const idempotency = new IdempotencyKeys(store, log);
+  const idempotency = new IdempotencyKeys(store, fleet, log);
   const retention = new Retention({ days: retentionDays, records: runs.records, events, webhooks, inbox, idempotency, log });
   const gate = options.authorize ?? createDefaultGate({ adminToken: options.adminToken, publicHosts: options.publicHosts });
   const ready = (async () => {
     await inbox.load();
     await runs.load();
     await webhooks.load();
+    await fleet.join({
+      async takeOver(isGone) {
+        await runs.takeOver(isGone);
+        await webhooks.takeOver(isGone);
+      },
+      answer: (request) => runs.answer(request),
+      lost: () => runs.abandon(),
+    });
     retention.start();
   })();
   ready.catch(() => undefined);
@@ -222,6 +244,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
         await retention.close();
         await runs.shutdown();
         await webhooks.close();
+        await fleet.leave();
         await store.close();
       })();
       return closing;

@@ -1,3 +1,4 @@
+import type { Fleet } from './fleet';
 import { sha256 } from './ids';
 import { HttpProblem, problemBody, problemHeaders } from './problem';
 import type { HeadlessStore } from './store';
@@ -9,7 +10,8 @@ import type { HeadlessStore } from './store';
  * a retry while the first is still running is 409. An answer is kept only when the request
  * started something (a run record exists); a request refused before that (400, 404, 409, 429,
  * 503) leaves no trace, so the same key may be retried. Keys are kept for `ttlMs` and survive a
- * restart with the store.
+ * restart with the store. A key in flight is a claim in the fleet, so of simultaneous retries sent
+ * to several instances one goes on.
  */
 
 /** A replayable answer: what the first request got. */
@@ -42,11 +44,10 @@ function canonical(value: unknown): string {
 }
 
 export class IdempotencyKeys {
-  /** Keys whose first request is running in this process, with its body's fingerprint. */
-  private readonly inFlight = new Map<string, string>();
-
   constructor(
     private readonly store: HeadlessStore,
+    /** Holds the keys whose first request is running, with its body's fingerprint. */
+    private readonly fleet: Fleet,
     private readonly log: (message: string, error?: unknown) => void,
     private readonly ttlMs = IDEMPOTENCY_TTL_MS,
   ) {}
@@ -55,7 +56,7 @@ export class IdempotencyKeys {
   async prune(now: number): Promise<number> {
     let count = 0;
     for await (const [id, entry] of this.store.scan<Entry>('idem:')) {
-      if (Date.parse(entry.createdAt) + this.ttlMs < now && !this.inFlight.has(id)) {
+      if (Date.parse(entry.createdAt) + this.ttlMs < now && (await this.fleet.holder(id)) === undefined) {
         await this.store.delete(id);
         count++;
       }
@@ -71,10 +72,8 @@ export class IdempotencyKeys {
     if (!KEY.test(key)) throw new HttpProblem('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
     const id = `idem:${sha256(`${scope}\0${key}`)}`;
     const fingerprint = sha256(canonical(body));
-    const running = this.inFlight.get(id);
+    const running = await this.fleet.claim(id, fingerprint);
     if (running !== undefined) throw running === fingerprint ? inUse() : reused();
-    // Taken in the same tick as the check: of simultaneous retries, one goes on.
-    this.inFlight.set(id, fingerprint);
     try {
       const entry = await this.store.get<Entry>(id);
       if (entry) {
@@ -99,7 +98,7 @@ export class IdempotencyKeys {
       await this.keep(id, { fingerprint, state: 'done', createdAt, answer });
       return { answer, replayed: false };
     } finally {
-      this.inFlight.delete(id);
+      await this.fleet.release(id, fingerprint).catch((e: unknown) => this.log('could not release an idempotency key', e));
     }
   }
 

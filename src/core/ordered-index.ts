@@ -95,8 +95,8 @@ export class OrderedIndex<B extends string> {
   }
 
   /** Every id in `bucket`, across every group. */
-  inBucket(bucket: B): string[] {
-    return [...this.groups.values()].flatMap((group) => group.buckets.get(bucket) ?? []);
+  inBucket(bucket: B): Array<{ group: string; id: string; bucket: B }> {
+    return [...this.groups.entries()].flatMap(([group, g]) => (g.buckets.get(bucket) ?? []).map((id) => ({ group, id, bucket })));
   }
 
   /** Newest first, ids strictly older than `cursor`. */

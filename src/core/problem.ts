@@ -39,6 +39,7 @@ const STATUS = {
   internal: 500,
   storage_unavailable: 503,
   shutting_down: 503,
+  run_owner_unreachable: 503,
 } as const;
 
 export type ProblemCode = keyof typeof STATUS;

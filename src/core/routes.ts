@@ -181,14 +181,15 @@ export const ROUTES: Route[] = [
     },
     async ({ request, url, params, services }) => {
     const query = parseEventsQuery(url, request.headers.get('last-event-id'));
-    const { taskId } = await services.runs.get(params.taskId);
+    const { taskId, status } = await services.runs.get(params.taskId);
+    const running = status === 'running';
     if (query.page) {
-      const page = await services.events.page(taskId, query.after, query.limit);
+      const page = await services.events.page(taskId, query.after, query.limit, running);
       const last = page.events.at(-1)?.seq ?? query.after;
       return json({ taskId, events: page.events, ended: page.ended, nextAfter: page.ended ? null : last });
     }
     const ndjson = (request.headers.get('accept') ?? '').includes('application/x-ndjson');
-    return eventStreamResponse(services.events.reader(taskId, query.after), ndjson ? 'ndjson' : 'sse', services.heartbeatMs);
+    return eventStreamResponse(services.events.reader(taskId, query.after, running), ndjson ? 'ndjson' : 'sse', services.heartbeatMs);
   }),
   route(
     'runs.cancel',
@@ -204,7 +205,7 @@ export const ROUTES: Route[] = [
     'GET',
     '/api/sessions/:resumeId',
     { summary: 'Read a Session', responses: { 200: { description: 'The Session.', schema: ANSWERS.SessionView } }, problems: SESSION_PROBLEMS },
-    async ({ params, services }) => json(services.sessions.view(await services.sessions.require(params.resumeId))),
+    async ({ params, services }) => json(await services.sessions.view(await services.sessions.require(params.resumeId))),
   ),
   route(
     'sessions.retire',

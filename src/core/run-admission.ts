@@ -17,8 +17,8 @@ export interface Reservation {
   session?: SessionState;
   resumeId: string;
   taskId: string;
-  /** Frees the capacity slot and the Session; only the first call counts. */
-  release(): void;
+  /** Frees the capacity slot and the Session; only the first call counts. Settles when the Session is free. */
+  release(): Promise<void>;
 }
 
 export interface AdmissionOptions {
@@ -34,8 +34,8 @@ export interface AdmissionOptions {
 
 /**
  * Admission of a run: the agent choice, the Session rules and host capacity, in the documented
- * order. After the last await (reading the Session, probing candidate agents), the busy,
- * resumable and capacity checks and the taking of the slot and the Session happen in one tick,
+ * order. A resumed Session is claimed atomically (across instances too) before its rules are
+ * checked on its latest state; the capacity check and the taking of a slot happen in one tick,
  * so two requests can never both pass a check that only one may pass.
  */
 export class Admission {
@@ -65,42 +65,51 @@ export class Admission {
     this.refuseIfClosed();
     const { registry, sessions } = this.o;
     let adapter = request.agent === undefined ? undefined : registry.check(workspace, request.agent);
-    const session = request.resumeId === undefined ? undefined : await sessions.require(request.resumeId);
-    if (session) adapter = this.checkSession(workspace, session, adapter);
+    const known = request.resumeId === undefined ? undefined : await sessions.require(request.resumeId);
+    if (known) adapter = this.checkSession(workspace, known, adapter);
     adapter ??= await registry.select({
       workspace,
       lastAgent: this.lastAgent.get(workspace.id),
       defaultAgent: this.o.defaultAgent,
       env: this.selectionEnv(workspace),
     });
-    // From here to the reservation: no await, so no other request can pass these checks meanwhile.
     this.refuseIfClosed();
-    if (session) {
+    const taskId = newSortableId('run_');
+    const resumeId = known?.resumeId ?? newSortableId('ses_');
+    let session: SessionState | undefined;
+    if (known) {
       // Busy first: the agent's session id of a run in flight is only known once it has printed it.
-      if (sessions.isBusy(session.resumeId)) throw new HttpProblem('session_busy', `Session "${session.resumeId}" has a run in progress.`);
-      if (!sessions.isResumable(session)) throw new HttpProblem('session_not_resumable', `Session "${session.resumeId}" cannot be resumed.`);
+      if (!(await sessions.take(resumeId, taskId))) throw new HttpProblem('session_busy', `Session "${resumeId}" has a run in progress.`);
+      try {
+        // Read again now that it is held: a run that just ended may have changed it.
+        session = await sessions.require(resumeId);
+        this.checkSession(workspace, session, adapter);
+        if (!sessions.isResumable(session)) throw new HttpProblem('session_not_resumable', `Session "${resumeId}" cannot be resumed.`);
+        this.refuseIfClosed();
+      } catch (error) {
+        await sessions.release(resumeId, taskId);
+        throw error;
+      }
     }
+    // From the capacity check to taking the slot: no await, so no other request can pass it meanwhile.
     if (this.active >= this.o.maxConcurrentRuns) {
+      if (session) await sessions.release(resumeId, taskId);
       throw new HttpProblem('capacity_reached', `All ${this.o.maxConcurrentRuns} run slots are busy; retry later.`, {
         headers: { 'retry-after': '5' },
       });
     }
-
-    const taskId = newSortableId('run_');
-    const resumeId = session?.resumeId ?? newSortableId('ses_');
     this.active += 1;
-    sessions.take(resumeId, taskId);
     let held = true;
     return {
       adapter,
       session,
       resumeId,
       taskId,
-      release: () => {
+      release: async () => {
         if (!held) return;
         held = false;
         this.active -= 1;
-        sessions.release(resumeId, taskId);
+        if (session) await sessions.release(resumeId, taskId);
       },
     };
   }

@@ -58,8 +58,13 @@ const SEGMENT = 100;
 const headKey = (taskId: string) => `events:${taskId}`;
 const segmentKey = (taskId: string, n: number) => `events:${taskId}:${n}`;
 const segmentOf = (seq: number) => Math.floor((seq - 1) / SEGMENT);
-/** Ended timelines kept in memory, so readers arriving together read the store once. */
-const ENDED_CACHE = 16;
+/** Stored timelines kept in memory, so readers arriving together read the store once. */
+const STORED_CACHE = 16;
+/**
+ * How often the stored timeline of a run that runs on another instance is read again, for all
+ * its readers at once. Its owner writes it at least every `flushMs`.
+ */
+const FOLLOW_POLL_MS = 500;
 /** Events handed to a reader at once. */
 const BATCH = 100;
 /**
@@ -168,9 +173,10 @@ class Timeline {
   }
 }
 
-async function loadTimeline(store: HeadlessStore, taskId: string, limits: Timeline['limits']): Promise<Timeline> {
+/** A stored timeline; none stored yet is an empty one, ended unless its run is `running`. */
+async function loadTimeline(store: HeadlessStore, taskId: string, limits: Timeline['limits'], running: boolean): Promise<Timeline> {
   const head = await store.get<StoredHead>(headKey(taskId));
-  if (!head || head.last < head.first) return new Timeline([], true, limits);
+  if (!head || head.last < head.first) return new Timeline([], !running, limits);
   const keys: string[] = [];
   for (let n = segmentOf(head.first); n <= segmentOf(head.last); n++) keys.push(segmentKey(taskId, n));
   const events = (await store.getMany<RunEvent[]>(keys)).flatMap((segment) => segment ?? []).filter((e) => e.seq >= head.first && e.seq <= head.last);
@@ -197,13 +203,14 @@ const sizeOf = (event: RunEvent) => Buffer.byteLength(JSON.stringify(event));
 
 /**
  * The timelines: a running run's lives in memory (bounded) and is written to the store at
- * most every `flushMs` and when the run ends; an ended run's is read from the store.
+ * most every `flushMs` and when the run ends; an ended run's, or one running on another
+ * instance, is read from the store.
  */
 export class RunEvents {
   private readonly live = new Map<string, { timeline: Timeline; timer?: NodeJS.Timeout; writing: Promise<void> }>();
   private readonly limits: { maxEvents: number; maxBytes: number };
   private readonly flushMs: number;
-  private readonly ended = new BoundedCache<string, Promise<Timeline>>(ENDED_CACHE);
+  private readonly stored = new BoundedCache<string, { loading: Promise<Timeline>; at: number; timeline?: Timeline }>(STORED_CACHE);
 
   constructor(private readonly o: RunEventsOptions) {
     this.limits = { maxEvents: o.maxEvents ?? 1000, maxBytes: o.maxBytes ?? 1_048_576 };
@@ -244,14 +251,14 @@ export class RunEvents {
     entry.timer = undefined;
     entry.timeline.append('run.ended', record);
     await this.write(record.taskId);
-    this.ended.set(record.taskId, Promise.resolve(entry.timeline));
+    this.stored.set(record.taskId, { loading: Promise.resolve(entry.timeline), at: Date.now(), timeline: entry.timeline });
     this.live.delete(record.taskId);
   }
 
-  /** Ends the stored timeline of a run an earlier boot left running (crash recovery). */
+  /** Ends the stored timeline of a run taken over from a gone instance, unless it has ended. */
   async endStored(record: RunRecord): Promise<void> {
-    const timeline = await loadTimeline(this.o.store, record.taskId, this.limits);
-    timeline.ended = false;
+    const timeline = await loadTimeline(this.o.store, record.taskId, this.limits, true);
+    if (timeline.ended) return;
     timeline.append('run.ended', record);
     await saveTimeline(this.o.store, record.taskId, timeline);
   }
@@ -261,7 +268,7 @@ export class RunEvents {
     const head = await this.o.store.get<StoredHead>(headKey(taskId));
     if (head) for (let n = segmentOf(head.first); n <= segmentOf(head.last); n++) await this.o.store.delete(segmentKey(taskId, n));
     await this.o.store.delete(headKey(taskId));
-    this.ended.delete(taskId);
+    this.stored.delete(taskId);
   }
 
   /** Writes a live timeline; writes of one run never overlap, so an older one never lands last. */
@@ -278,25 +285,35 @@ export class RunEvents {
     return entry.writing;
   }
 
-  /** A page of a run's events after `after`. */
-  async page(taskId: string, after: number, limit: number): Promise<EventPage> {
+  /** A page of a run's events after `after`; `running`: what its record says. */
+  async page(taskId: string, after: number, limit: number, running: boolean): Promise<EventPage> {
     const live = this.live.get(taskId);
-    return (live?.timeline ?? (await this.endedTimeline(taskId))).page(after, limit);
+    return (live?.timeline ?? (await this.fromStore(taskId, running))).page(after, limit);
   }
 
-  /** An ended run's timeline, read once for all the readers that ask while it is cached. */
-  private endedTimeline(taskId: string): Promise<Timeline> {
-    let loading = this.ended.get(taskId);
-    if (!loading) {
-      loading = loadTimeline(this.o.store, taskId, this.limits);
-      this.ended.set(taskId, loading);
-      loading.catch(() => this.ended.delete(taskId));
-    }
-    return loading;
+  /**
+   * The stored timeline of a run this instance does not run (it has ended, or runs on another
+   * instance): read once for all the readers that ask while it is cached, and again at most
+   * every FOLLOW_POLL_MS while it has not ended.
+   */
+  private fromStore(taskId: string, running: boolean): Promise<Timeline> {
+    const cached = this.stored.get(taskId);
+    if (cached && (!cached.timeline || cached.timeline.ended || Date.now() - cached.at < FOLLOW_POLL_MS)) return cached.loading;
+    const entry: { loading: Promise<Timeline>; at: number; timeline?: Timeline } = { loading: loadTimeline(this.o.store, taskId, this.limits, running), at: Date.now() };
+    entry.loading.then(
+      (timeline) => {
+        entry.timeline = timeline;
+      },
+      () => {
+        if (this.stored.get(taskId) === entry) this.stored.delete(taskId);
+      },
+    );
+    this.stored.set(taskId, entry);
+    return entry.loading;
   }
 
-  /** Follows a run's events after `after`: live while it runs, then to its end. */
-  reader(taskId: string, after: number): EventReader {
+  /** Follows a run's events after `after`: live while it runs (here, or on another instance), then to its end. */
+  reader(taskId: string, after: number, running: boolean): EventReader {
     let cursor = after;
     let handed = 0;
     let closed = false;
@@ -305,21 +322,30 @@ export class RunEvents {
     const hold = (w: () => void) => {
       wake = w;
     };
+    const pause = (ms: number) =>
+      new Promise<void>((resolve) => {
+        hold(resolve);
+        setTimeout(resolve, ms);
+      });
     const live = this.live.get(taskId)?.timeline;
     return {
       next: async (waitMs) => {
-        const source = live ?? (await this.endedTimeline(taskId));
+        let source = live ?? (await this.fromStore(taskId, running));
         const early = handed + READER_INTERVAL_MS - Date.now();
-        if (early > 0 && !source.ended && !closed) {
-          await new Promise<void>((resolve) => {
-            hold(resolve);
-            setTimeout(resolve, early);
-          });
-        }
+        if (early > 0 && !source.ended && !closed) await pause(early);
         let page = source.page(cursor, BATCH);
-        if (page.events.length === 0 && !page.ended && !closed) {
-          await source.wait(waitMs, hold);
-          page = source.page(cursor, BATCH);
+        if (live) {
+          if (page.events.length === 0 && !page.ended && !closed) {
+            await live.wait(waitMs, hold);
+            page = live.page(cursor, BATCH);
+          }
+        } else {
+          const until = Date.now() + waitMs;
+          while (page.events.length === 0 && !page.ended && !closed && Date.now() < until) {
+            await pause(Math.min(FOLLOW_POLL_MS, until - Date.now()));
+            source = await this.fromStore(taskId, running);
+            page = source.page(cursor, BATCH);
+          }
         }
         wake = undefined;
         if (closed) return { events: [], ended: true };

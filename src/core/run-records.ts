@@ -53,10 +53,14 @@ export class RunRecords {
     this.backgroundRetryMs = o.backgroundRetryMs ?? 30_000;
   }
 
-  /** Prepares the list index; then the runs recorded `running` (what crash recovery needs). Start-up only. */
+  /** Prepares the list index. Start-up only. */
+  load(): Promise<void> {
+    return this.index.load();
+  }
+
+  /** The runs recorded `running` (what a take-over reads). */
   async loadRunning(): Promise<StoredRun[]> {
-    await this.index.load();
-    const ids = await this.index.inBucket('running');
+    const ids = (await this.index.inBucket('running')).map((e) => e.id);
     const runs = await this.o.store.getMany<StoredRun>(ids.map(runKey));
     return runs.filter((r): r is StoredRun => r !== undefined && r.status === 'running');
   }
@@ -72,7 +76,7 @@ export class RunRecords {
     await this.o.store.set(runKey(record.taskId), record);
   }
 
-  /** Stores the final record of a run found `running` at start-up; throws if the store refuses. */
+  /** Stores the final record of a run taken over from a gone instance; throws if the store refuses. */
   async replaceOrphan(final: StoredRun): Promise<void> {
     await this.o.store.set(runKey(final.taskId), final);
     await this.index.move(indexEntry(final), 'running');

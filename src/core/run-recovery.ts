@@ -1,3 +1,4 @@
+import { MACHINE } from './fleet';
 import { reapEarlierRun } from './process-tree';
 import type { RunEvents } from './run-events';
 import type { Webhooks } from './webhooks';
@@ -6,20 +7,30 @@ import { type RunRecords, publicRecord } from './run-records';
 import type { StoredRun } from './types';
 
 /**
- * Crash recovery, at start-up: indexes every stored run, and each one still `running` (its
- * service stopped or crashed) becomes `interrupted` after what is left of its processes is
- * killed, its event timeline ends and its webhooks are queued. It is never re-run. Returns how many were interrupted.
+ * Takes over the runs of instances that are gone (README: Crash recovery): at start-up those an
+ * earlier boot left `running`, and in a fleet those of an instance whose lease ran out. Each
+ * becomes `interrupted` after what is left of its processes is killed (where they ran on this
+ * machine), its timeline ends and its webhooks are queued. It is never re-run. Each step may be
+ * done twice (a sweeper that dies midway is followed by another) without doing anything twice.
+ * Returns how many were interrupted.
  */
-export async function recoverRuns({ records, events, webhooks, log }: {
+export async function takeOverRuns({ records, events, webhooks, log, isGone, isLive }: {
   records: RunRecords;
   events: RunEvents;
   webhooks: Webhooks;
   log: (message: string, error?: unknown) => void;
+  /** Whether a run's owner is gone; asked after the candidates are read. */
+  isGone: (owner: string | undefined) => Promise<boolean>;
+  /** Whether this instance runs it. */
+  isLive: (taskId: string) => boolean;
 }): Promise<number> {
-  const orphans = await records.loadRunning();
-  const now = new Date();
-  for (const run of orphans) {
-    reapEarlierRun(run.taskId, run.process?.pid, run.process?.startTime);
+  const candidates = await records.loadRunning();
+  let count = 0;
+  for (const run of candidates) {
+    if (isLive(run.taskId) || !(await isGone(run.bootId))) continue;
+    // A pid means something only on the machine that recorded it (records older than fleets say none).
+    if (run.process?.machine === undefined || run.process.machine === MACHINE) reapEarlierRun(run.taskId, run.process?.pid, run.process?.startTime);
+    const now = new Date();
     const final: StoredRun = {
       ...run,
       status: 'interrupted',
@@ -27,11 +38,11 @@ export async function recoverRuns({ records, events, webhooks, log }: {
       durationMs: Math.max(0, now.getTime() - Date.parse(run.createdAt)),
       error: INTERRUPTED,
     };
-    // Its webhooks are queued before the record ends, so a crash here cannot lose them.
+    // Its webhooks are queued and its timeline ended before the record ends, so a crash here loses neither.
     await webhooks.enqueue(final, 'run.ended', publicRecord(final));
-    await records.replaceOrphan(final);
-    // Its timeline ends too, so a reader following it is told how it ended.
     await events.endStored(publicRecord(final)).catch((error: unknown) => log(`could not end the events of ${run.taskId}`, error));
+    await records.replaceOrphan(final);
+    count++;
   }
-  return orphans.length;
+  return count;
 }

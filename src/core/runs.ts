@@ -2,14 +2,15 @@ import type { AgentRegistry } from './agents/registry';
 import { preflight } from './agents/preflight';
 import type { AgentOutputParser, AgentVerdict } from './agents/types';
 import { buildRunEnv } from './env';
-import { newSortableId } from './ids';
 import { HttpProblem } from './problem';
 import { Admission, type Reservation } from './run-admission';
 import { clip, judgeOutcome } from './run-outcome';
 import { tailOf } from './run-output';
 import { RunRecords, publicRecord } from './run-records';
 import { type RunEvents, fromAgentEvent } from './run-events';
-import { recoverRuns } from './run-recovery';
+import type { Fleet, FleetAnswer, FleetRequest } from './fleet';
+import { MACHINE } from './fleet';
+import { takeOverRuns } from './run-recovery';
 import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './run-supervisor';
 import type { RunTokens } from './run-tokens';
 import type { StartRequest } from './schemas';
@@ -70,6 +71,7 @@ export interface RunServiceOptions {
   spawner: Spawner;
   events: RunEvents;
   webhooks: Webhooks;
+  fleet: Fleet;
   maxConcurrentRuns: number;
   defaultAgent?: string;
   adminToken?: string;
@@ -93,7 +95,7 @@ export class RunService {
   private readonly admission: Admission;
   /** The stored runs; retention prunes through them. */
   readonly records: RunRecords;
-  private readonly bootId = newSortableId('boot_');
+  private readonly bootId: string;
 
   constructor(private readonly o: RunServiceOptions) {
     this.admission = new Admission({
@@ -106,12 +108,31 @@ export class RunService {
       log: o.log,
     });
     this.records = new RunRecords({ store: o.store, log: o.log });
+    this.bootId = o.fleet.instanceId;
   }
 
-  /** Loads what start-up needs and interrupts the runs an earlier boot left `running`. */
+  /** Loads what start-up needs. */
   async load(): Promise<void> {
     await this.admission.loadLastAgents();
-    await recoverRuns({ records: this.records, events: this.o.events, webhooks: this.o.webhooks, log: this.o.log });
+    await this.records.load();
+  }
+
+  /** Interrupts the runs that gone instances left `running` (an earlier boot's, at start-up). */
+  takeOver(isGone: (owner: string | undefined) => Promise<boolean>): Promise<number> {
+    const { events, webhooks, log } = this.o;
+    return takeOverRuns({ records: this.records, events, webhooks, log, isGone, isLive: (taskId) => this.live.has(taskId) });
+  }
+
+  /** Acts on another instance's request about a run of this one. */
+  async answer(request: FleetRequest): Promise<FleetAnswer> {
+    if (!this.live.has(request.taskId)) return { ok: false, code: 'run_not_running', message: `Run "${request.taskId}" has already ended.` };
+    await this.cancel(request.taskId);
+    return { ok: true };
+  }
+
+  /** This instance's lease ran out and its runs were recorded `interrupted` elsewhere: they are stopped. */
+  abandon(): void {
+    for (const live of this.live.values()) this.stop(live, 'shutdown');
   }
 
   async start(workspace: Workspace, request: StartRequest, apiUrl: string): Promise<StartedRun> {
@@ -126,7 +147,7 @@ export class RunService {
       ({ record, session } = await this.admitRecord(workspace, request, reservation, webhookTargets));
     } catch (error) {
       this.o.events.discard(taskId);
-      reservation.release();
+      await reservation.release();
       throw error;
     }
     this.admission.rememberAgent(workspace.id, reservation.adapter.name);
@@ -254,7 +275,7 @@ export class RunService {
 
     const proc = live.process;
     if (live.pendingStop) this.stop(live, live.pendingStop);
-    const withProcess: StoredRun = { ...record, process: { pid: proc.pid, startTime: proc.startTime } };
+    const withProcess: StoredRun = { ...record, process: { pid: proc.pid, startTime: proc.startTime, machine: MACHINE } };
     live.processSaved = this.records.save(withProcess);
     proc.ended
       .then((end) => {
@@ -308,7 +329,7 @@ export class RunService {
     // The timeline ends (in memory, at once) as the record does, so no reader sees one without the other.
     const timelineStored = this.o.events.end(publicRecord(final));
     this.o.tokens.revoke(record.taskId);
-    reservation.release();
+    await reservation.release();
 
     await live.processSaved?.catch(() => undefined);
     // Queued before the final record is stored: were the service to die in between, recovery
@@ -359,11 +380,16 @@ export class RunService {
     return { runs: runs.filter((r): r is StoredRun => r !== undefined).map(publicRecord), nextCursor: page.next };
   }
 
+  /** Cancels a run of this instance, or asks the instance that runs it. */
   async cancel(taskId: string): Promise<RunRecord> {
     const live = this.live.get(taskId);
     if (!live) {
-      await this.get(taskId);
-      throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
+      const stored = await this.find(taskId);
+      if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
+      if (stored.status !== 'running' || stored.bootId === this.bootId) throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
+      const answer = await this.o.fleet.ask(stored.bootId, { op: 'cancel', taskId });
+      if (!answer.ok) throw new HttpProblem(answer.code, answer.message, answer.code === 'run_owner_unreachable' ? { headers: { 'retry-after': '5' } } : {});
+      return publicRecord(stored);
     }
     const stopReason = live.process?.stopReason ?? live.pendingStop;
     if (live.record.status !== 'running' || (stopReason !== undefined && stopReason !== 'cancel')) {

@@ -1,9 +1,12 @@
 import { BoundedCache } from './bounded-cache';
+import type { Fleet } from './fleet';
 import { HttpProblem } from './problem';
 import type { HeadlessStore } from './store';
 import type { SessionState, SessionView } from './types';
 
 const key = (resumeId: string) => `session:${resumeId}`;
+/** The claim a run holds on its Session while it runs. */
+const busyKey = (resumeId: string) => `busy:${resumeId}`;
 
 /** A captured agent session id must be safe to put back on a command line. */
 const AGENT_SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,255}$/;
@@ -16,33 +19,36 @@ export function isSafeAgentSessionId(id: string): boolean {
 const CACHE_SIZE = 5000;
 
 /**
- * Product Sessions (README: Sessions), stored in the store and read through a bounded cache. "Busy" is
- * in memory only, so it can be checked and taken with no await in between, and a restart (which
- * interrupts every run) frees every Session. Updates to one Session run one after another, each
- * on the latest state, so concurrent changes never lose each other.
+ * Product Sessions (README: Sessions), stored in the store and read through a bounded cache
+ * (none when instances share the store: another may have changed it). "Busy" is a claim in the
+ * fleet, taken atomically by the run that resumes it and dropped with its instance. Updates to
+ * one Session run one after another, each on the latest state (across instances, under the
+ * fleet's lock), so concurrent changes never lose each other.
  */
 export class SessionBook {
-  private readonly cache = new BoundedCache<string, SessionState>(CACHE_SIZE);
-  private readonly busy = new Map<string, string>();
+  private readonly cache: BoundedCache<string, SessionState> | undefined;
   private readonly queues = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly store: HeadlessStore,
+    private readonly fleet: Fleet,
     /** Whether the Session's agent can resume at all. */
     private readonly agentResumes: (agent: string) => boolean,
     private readonly log: (message: string, error?: unknown) => void,
-  ) {}
+  ) {
+    this.cache = fleet.shared ? undefined : new BoundedCache(CACHE_SIZE);
+  }
 
   private remember(session: SessionState): void {
-    this.cache.set(session.resumeId, session);
+    this.cache?.set(session.resumeId, session);
   }
 
   async get(resumeId: string): Promise<SessionState | undefined> {
-    const cached = this.cache.get(resumeId);
+    const cached = this.cache?.get(resumeId);
     if (cached) return cached;
     const stored = await this.store.get<SessionState>(key(resumeId));
     // An update may have landed while the store was read: the cache then holds the newer state.
-    const fresher = this.cache.get(resumeId);
+    const fresher = this.cache?.get(resumeId);
     if (fresher) return fresher;
     if (stored) this.remember(stored);
     return stored;
@@ -54,17 +60,14 @@ export class SessionBook {
     return session;
   }
 
-  isBusy(resumeId: string): boolean {
-    return this.busy.has(resumeId);
+  /** Marks the Session busy with `taskId`, atomically; false if another run has it. */
+  async take(resumeId: string, taskId: string): Promise<boolean> {
+    return (await this.fleet.claim(busyKey(resumeId), taskId)) === undefined;
   }
 
-  /** Synchronous on purpose: callers check `isBusy` and take the Session in the same tick. */
-  take(resumeId: string, taskId: string): void {
-    this.busy.set(resumeId, taskId);
-  }
-
-  release(resumeId: string, taskId: string): void {
-    if (this.busy.get(resumeId) === taskId) this.busy.delete(resumeId);
+  /** Frees the Session, if `taskId` holds it; a failed release is logged (the claim then goes with this instance). */
+  async release(resumeId: string, taskId: string): Promise<void> {
+    await this.fleet.release(busyKey(resumeId), taskId).catch((e: unknown) => this.log(`could not free Session ${resumeId}`, e));
   }
 
   /** Stores a new Session; it can be found only once it is durable. */
@@ -78,15 +81,16 @@ export class SessionBook {
    * update of the same Session. An empty change writes nothing.
    */
   update(resumeId: string, change: (current: SessionState) => Partial<Omit<SessionState, 'resumeId'>>): Promise<SessionState> {
-    const apply = async () => {
-      const current = await this.require(resumeId);
-      const patch = change(current);
-      if (Object.keys(patch).length === 0) return current;
-      const next = { ...current, ...patch };
-      await this.store.set(key(resumeId), next);
-      this.remember(next);
-      return next;
-    };
+    const apply = () =>
+      this.fleet.exclusive(key(resumeId), async () => {
+        const current = await this.require(resumeId);
+        const patch = change(current);
+        if (Object.keys(patch).length === 0) return current;
+        const next = { ...current, ...patch };
+        await this.store.set(key(resumeId), next);
+        this.remember(next);
+        return next;
+      });
     const previous = this.queues.get(resumeId) ?? Promise.resolve();
     const result = previous.then(apply, apply);
     const settled = result.catch(() => undefined);
@@ -125,12 +129,13 @@ export class SessionBook {
     return this.view(await this.update(resumeId, (s) => (s.retired ? {} : { retired: true })));
   }
 
-  view(session: SessionState): SessionView {
+  async view(session: SessionState): Promise<SessionView> {
+    const busy = !session.retired && (await this.fleet.holder(busyKey(session.resumeId))) !== undefined;
     return {
       resumeId: session.resumeId,
       workspaceId: session.workspaceId,
       agent: session.agent,
-      status: session.retired ? 'retired' : this.busy.has(session.resumeId) ? 'busy' : 'idle',
+      status: session.retired ? 'retired' : busy ? 'busy' : 'idle',
       createdAt: session.createdAt,
       lastRunAt: session.lastRunAt,
       runCount: session.runCount,

@@ -19,8 +19,8 @@ export interface SortedIndex<B extends string> {
   page(group: string, bucket: B | undefined, limit: number, cursor?: string): Promise<Page>;
   /** Up to `limit` of the oldest ids that sort before `bound`, with their group and bucket. */
   oldest(bound: string, limit: number): Promise<Array<IndexEntry<B>>>;
-  /** Every id in `bucket` (crash recovery: the runs still `running`). */
-  inBucket(bucket: B): Promise<string[]>;
+  /** Every entry in `bucket` (the runs still `running`, the webhook deliveries still pending). */
+  inBucket(bucket: B): Promise<Array<IndexEntry<B>>>;
 }
 
 export interface IndexEntry<B extends string> {
@@ -73,7 +73,7 @@ class MemoryIndex<T, B extends string> implements SortedIndex<B> {
     return this.index.oldest(bound, limit);
   }
 
-  async inBucket(bucket: B): Promise<string[]> {
+  async inBucket(bucket: B): Promise<Array<IndexEntry<B>>> {
     return this.index.inBucket(bucket);
   }
 }
@@ -153,7 +153,8 @@ class SqlIndex<T, B extends string> implements SortedIndex<B> {
     return rows.map((r) => ({ group: r.workspace_id, id: r.id, bucket: r.bucket }));
   }
 
-  async inBucket(bucket: B): Promise<string[]> {
-    return (await this.q<{ id: string }>(`SELECT id FROM ${this.table} WHERE bucket = ?`, [bucket])).map((r) => r.id);
+  async inBucket(bucket: B): Promise<Array<IndexEntry<B>>> {
+    const rows = await this.q<{ id: string; workspace_id: string }>(`SELECT id, workspace_id FROM ${this.table} WHERE bucket = ?`, [bucket]);
+    return rows.map((r) => ({ group: r.workspace_id, id: r.id, bucket }));
   }
 }

@@ -22,13 +22,15 @@ export interface HeadlessStore {
 
 export interface SqlAccess {
   dialect: 'sqlite' | 'postgres';
+  /** PostgreSQL's connection string, for connections of the fleet's own (README: Running several instances). */
+  connectionString?: string;
   /** Runs one statement; failures are `StorageError`s. */
   query<T>(sql: string, params?: unknown[]): Promise<T[]>;
 }
 
 interface SqlStore {
   query(sql: string, ...params: unknown[]): Promise<Array<{ key: string; value: string }>>;
-  opts: { table: string; schema?: string; dialect?: string };
+  opts: { table: string; schema?: string; dialect?: string; uri?: string };
 }
 
 function sqlStore(store: unknown): SqlStore | undefined {
@@ -94,6 +96,7 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
       ? {
           sql: {
             dialect,
+            ...(dialect === 'postgres' && sql.opts.uri ? { connectionString: sql.opts.uri } : {}),
             async query<T>(text: string, params: unknown[] = []) {
               try {
                 // @keyv/postgres takes the values as one array; @keyv/sqlite as arguments.
@@ -173,31 +176,32 @@ export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
 const redact = (url: string) => url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
 
 /**
- * A store in PostgreSQL (README: Running several instances). It holds a session-level advisory
- * lock on the database for as long as it is open: until the fleet coordination lands, a second
- * service on the same database is refused, since its crash recovery would interrupt the first
- * one's runs.
+ * A store in PostgreSQL, which several instances may share (README: Running several
+ * instances). Connects once, so a wrong URL fails here, saying which.
  */
 export async function createPostgresKeyv(url: string): Promise<Keyv> {
   const [{ KeyvPostgres }, { default: pg }] = await Promise.all([import('@keyv/postgres'), import('pg')]);
-  const lock = new pg.Client({ connectionString: url });
-  // A dropped lock connection must not crash the service; the store's own pool reports its errors.
-  lock.on('error', () => undefined);
+  // @keyv/postgres keeps one pool per process, which the next store with another URL replaces
+  // and any store's disconnect ends: each store gets a pool of its own.
+  class OwnPool extends KeyvPostgres {
+    declare private pool: InstanceType<typeof pg.Pool> | undefined;
+    override async connect() {
+      this.pool ??= new pg.Pool({ connectionString: this.opts.uri });
+      // An idle connection the server drops must not crash the service; the next query reports it.
+      this.pool.on('error', () => undefined);
+      const pool = this.pool;
+      return async (text: string, values?: unknown[]) => (await pool.query(text, values)).rows;
+    }
+    override async disconnect() {
+      await this.pool?.end();
+    }
+  }
+  const store = new OwnPool({ uri: url, table: 'headless' });
   try {
-    await lock.connect();
-    const { rows } = await lock.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext('headless-run-webhook')) AS ok");
-    if (!rows[0]?.ok) throw new StorageError(`another headless-run-webhook service uses ${redact(url)}; several services on one database are not supported yet`);
+    await store.query('SELECT 1');
   } catch (error) {
-    await lock.end().catch(() => undefined);
-    if (error instanceof StorageError) throw error;
+    await store.disconnect().catch(() => undefined);
     throw new StorageError(`cannot open ${redact(url)}: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const store = new KeyvPostgres({ uri: url, table: 'headless' });
-  const keyv = new Keyv({ store, namespace: 'hrw', throwOnErrors: true });
-  const disconnect = keyv.disconnect.bind(keyv);
-  keyv.disconnect = async () => {
-    await disconnect();
-    await lock.end().catch(() => undefined);
-  };
-  return keyv;
+  return new Keyv({ store, namespace: 'hrw', throwOnErrors: true });
 }

@@ -53,8 +53,10 @@ export interface StoredRun extends RunRecord {
     pid: number;
     /** Process start time from /proc, so a reused pid is never signalled. */
     startTime?: string;
+    /** The machine it runs on (host name and kernel boot id): its pid means nothing elsewhere. */
+    machine?: string;
   };
-  /** Id of the service boot that started the run. */
+  /** The instance that runs it (new at every start of the service): its owner in a fleet. */
   bootId: string;
   /** Where its webhooks go. */
   webhookTargets?: WebhookTarget[];

@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { HttpProblem } from './problem';
+import { type IndexEntry, type SortedIndex, createSortedIndex } from './sorted-index';
 import type { HeadlessStore } from './store';
 import type { StoredRun, WebhookEvent, Workspace } from './types';
 import { RefusedTarget, checkWebhookUrl, postWebhook } from './webhook-target';
@@ -61,6 +62,10 @@ export interface WebhookDeliveryView {
 
 interface Delivery {
   id: string;
+  /** The instance that delivers it: the one that queued it, or took it over from a gone one. */
+  owner: string;
+  /** Its target's place in the run's targets. */
+  index: number;
   taskId: string;
   workspaceId: string;
   url: string;
@@ -78,6 +83,10 @@ interface Delivery {
 
 const DEFAULT_DELAYS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 const deliveryKey = (taskId: string, index: number, event: WebhookEvent) => `webhook:${taskId}:${index}:${event}`;
+/** A delivery's key; one stored before deliveries had an owner and index has its index in its id. */
+const keyOf = (d: Delivery) => deliveryKey(d.taskId, d.index ?? Number(/_(\d+)_[a-z_]+$/.exec(d.id)?.[1]), d.event);
+/** Listed by owner and state, so an instance finds the pending deliveries without reading the rest. */
+const indexEntry = (d: Delivery): IndexEntry<Delivery['state']> => ({ group: d.owner ?? '', id: keyOf(d), bucket: d.state });
 const ERROR_MAX = 300;
 
 /** Refuses a secret the Standard Webhooks library cannot use. */
@@ -97,6 +106,8 @@ function checkSecret(secret: string, where: string): void {
 
 export interface WebhooksOptions extends WebhookOptions {
   store: HeadlessStore;
+  /** This instance: the owner of the deliveries it queues. */
+  instanceId: string;
   log: (message: string, error?: unknown) => void;
   /** The workspace of a delivery, for its secret; undefined if it is gone. */
   workspace(id: string): Promise<Workspace | undefined>;
@@ -110,10 +121,12 @@ export class Webhooks {
   private readonly closing = new AbortController();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly delays: number[];
+  private readonly index: SortedIndex<Delivery['state']>;
 
   constructor(private readonly o: WebhooksOptions) {
     if (o.secret !== undefined) checkSecret(o.secret, 'webhooks.secret');
     this.delays = o.retryDelaysMs ?? DEFAULT_DELAYS;
+    this.index = createSortedIndex(o.store, { table: 'headless_webhooks', prefix: 'webhook:', entry: indexEntry });
   }
 
   /** Checks a workspace's webhook; listed workspaces are checked when the handler is made. */
@@ -164,6 +177,8 @@ export class Webhooks {
       if (await this.o.store.get(key)) continue;
       const delivery: Delivery = {
         id: `msg_${run.taskId}_${index}_${event.replace('.', '_')}`,
+        owner: this.o.instanceId,
+        index,
         taskId: run.taskId,
         workspaceId: run.workspaceId,
         url: target.url,
@@ -175,6 +190,7 @@ export class Webhooks {
         nextAttemptAt: Date.now(),
       };
       await this.o.store.set(key, delivery);
+      await this.index.add(indexEntry(delivery));
       this.schedule(key, 0);
     }
   }
@@ -203,14 +219,32 @@ export class Webhooks {
   /** Deletes a run's deliveries from the outbox. */
   async forget(run: StoredRun): Promise<void> {
     for (const [index, target] of (run.webhookTargets ?? []).entries()) {
-      for (const event of target.events) await this.o.store.delete(deliveryKey(run.taskId, index, event));
+      for (const event of target.events) {
+        const key = deliveryKey(run.taskId, index, event);
+        const d = await this.o.store.get<Delivery>(key);
+        if (!d) continue;
+        await this.o.store.delete(key);
+        await this.index.delete(indexEntry(d));
+      }
     }
   }
 
-  /** Schedules every pending delivery in the store (start-up: those an earlier boot left). */
-  async load(): Promise<void> {
-    for await (const [key, d] of this.o.store.scan<Delivery>('webhook:')) {
-      if (d.state === 'pending') this.schedule(key, Math.max(0, (d.nextAttemptAt ?? 0) - Date.now()));
+  /** Prepares the list of deliveries by owner and state. Start-up only. */
+  load(): Promise<void> {
+    return this.index.load();
+  }
+
+  /** Takes the pending deliveries of gone instances (at start-up: those an earlier boot left) and schedules them. */
+  async takeOver(isGone: (owner: string | undefined) => Promise<boolean>): Promise<void> {
+    for (const entry of await this.index.inBucket('pending')) {
+      if (entry.group === this.o.instanceId || !(await isGone(entry.group || undefined))) continue;
+      const d = await this.o.store.get<Delivery>(entry.id);
+      if (!d || d.state !== 'pending') continue;
+      const mine: Delivery = { ...d, owner: this.o.instanceId };
+      await this.o.store.set(entry.id, mine);
+      await this.index.delete(entry);
+      await this.index.add(indexEntry(mine));
+      this.schedule(entry.id, Math.max(0, (d.nextAttemptAt ?? 0) - Date.now()));
     }
   }
 
@@ -245,7 +279,8 @@ export class Webhooks {
 
   private async attempt(key: string): Promise<void> {
     const d = await this.o.store.get<Delivery>(key);
-    if (!d || d.state !== 'pending') return;
+    // Another instance took it over (this one's lease ran out): it delivers it.
+    if (!d || d.state !== 'pending' || d.owner !== this.o.instanceId) return;
     const secret = d.source === 'workspace' ? ((await this.o.workspace(d.workspaceId))?.webhook?.secret ?? this.o.secret) : this.o.secret;
     let status: number | undefined;
     let error: string | undefined;
@@ -296,6 +331,7 @@ export class Webhooks {
     }
     await this.o.store.set(key, next);
     if (next.state === 'pending') this.schedule(key, next.nextAttemptAt! - Date.now());
+    else await this.index.move(indexEntry(next), 'pending');
   }
 
   /** Stops scheduling and aborts attempts in flight; what is pending stays in the outbox for the next boot. */
