@@ -65,6 +65,7 @@ const ConfigSchema = v.strictObject({
   workspaces: v.optional(v.pipe(v.array(WorkspaceSchema), v.minLength(1))),
   webhooks: v.optional(WebhooksSchema),
   retentionDays: v.optional(v.pipe(v.number(), v.minValue(0))),
+  instanceLeaseSeconds: v.optional(v.pipe(v.number(), v.minValue(1))),
 });
 
 export interface DaemonConfig {
@@ -75,6 +76,8 @@ export interface DaemonConfig {
   workspaces: Workspace[];
   webhooks?: WebhookOptions;
   retentionDays?: number;
+  /** With a shared PostgreSQL store: how long an instance's lease lasts. */
+  instanceLeaseMs?: number;
 }
 
 export class ConfigError extends Error {}
@@ -138,5 +141,6 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     workspaces,
     webhooks: config.webhooks,
     retentionDays: config.retentionDays,
+    ...(config.instanceLeaseSeconds === undefined ? {} : { instanceLeaseMs: Math.round(config.instanceLeaseSeconds * 1000) }),
   };
 }

@@ -112,6 +112,7 @@ export async function serve(argv: string[]): Promise<void> {
       defaultAgent: config.defaultAgent,
       publicHosts: config.publicHosts,
       retentionDays: config.retentionDays,
+      instanceLeaseMs: config.instanceLeaseMs,
       // The secret may come from the environment, so it need not sit in the config file.
       webhooks: { ...config.webhooks, ...(webhookSecret === undefined ? {} : { secret: webhookSecret }) },
       env,
@@ -125,7 +126,13 @@ export async function serve(argv: string[]): Promise<void> {
     await store.disconnect();
     fail(error instanceof Error ? error.message : String(error));
   }
-  await handler.ready;
+  try {
+    await handler.ready;
+  } catch (error) {
+    // The store is unreadable, or the fleet's tables cannot be made: say so, and leave nothing running.
+    await handler.close().catch(() => undefined);
+    fail(`cannot start: ${error instanceof Error ? error.message : String(error)}`, 1);
+  }
 
   const server = createNodeServer(handler);
   let bound = port;

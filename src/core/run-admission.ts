@@ -90,10 +90,11 @@ export class Admission {
         await sessions.release(resumeId, taskId);
         throw error;
       }
-    }
+      // A new Session is busy with its first run as well; no one else can hold its new id.
+    } else await sessions.take(resumeId, taskId);
     // From the capacity check to taking the slot: no await, so no other request can pass it meanwhile.
     if (this.active >= this.o.maxConcurrentRuns) {
-      if (session) await sessions.release(resumeId, taskId);
+      await sessions.release(resumeId, taskId);
       throw new HttpProblem('capacity_reached', `All ${this.o.maxConcurrentRuns} run slots are busy; retry later.`, {
         headers: { 'retry-after': '5' },
       });
@@ -109,7 +110,7 @@ export class Admission {
         if (!held) return;
         held = false;
         this.active -= 1;
-        if (session) await sessions.release(resumeId, taskId);
+        await sessions.release(resumeId, taskId);
       },
     };
   }

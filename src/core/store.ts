@@ -98,11 +98,18 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
             dialect,
             ...(dialect === 'postgres' && sql.opts.uri ? { connectionString: sql.opts.uri } : {}),
             async query<T>(text: string, params: unknown[] = []) {
+              // @keyv/postgres takes the values as one array; @keyv/sqlite as arguments.
+              const run = () => (dialect === 'postgres' ? sql.query(text, params) : sql.query(text, ...params)) as Promise<T[]>;
               try {
-                // @keyv/postgres takes the values as one array; @keyv/sqlite as arguments.
-                return (dialect === 'postgres' ? await sql.query(text, params) : await sql.query(text, ...params)) as T[];
+                return await run();
               } catch (error) {
-                fail('query', error);
+                // Instances starting together race on PostgreSQL's `CREATE … IF NOT EXISTS`: the loser finds it made.
+                if (!(dialect === 'postgres' && /^CREATE /.test(text) && ['23505', '42P07'].includes((error as { code?: string }).code ?? ''))) fail('query', error);
+                try {
+                  return await run();
+                } catch (again) {
+                  fail('query', again);
+                }
               }
             },
           } satisfies SqlAccess,
