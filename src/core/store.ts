@@ -188,27 +188,33 @@ const redact = (url: string) => url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')
  */
 export async function createPostgresKeyv(url: string): Promise<Keyv> {
   const [{ KeyvPostgres }, { default: pg }] = await Promise.all([import('@keyv/postgres'), import('pg')]);
+  const pool = new pg.Pool({ connectionString: url });
+  // An idle connection the server drops must not crash the service; the next query reports it.
+  pool.on('error', () => undefined);
+  try {
+    // Made here, one instance at a time: instances starting together would race on it otherwise.
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query("SELECT pg_advisory_xact_lock(hashtext('headless-run-webhook:schema'))");
+      await client.query('CREATE TABLE IF NOT EXISTS public.headless (key VARCHAR(255) PRIMARY KEY, value TEXT)');
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw new StorageError(`cannot open ${redact(url)}: ${error instanceof Error ? error.message : String(error)}`);
+  }
   // @keyv/postgres keeps one pool per process, which the next store with another URL replaces
-  // and any store's disconnect ends: each store gets a pool of its own.
+  // and any store's disconnect ends: each store has its own.
   class OwnPool extends KeyvPostgres {
-    declare private pool: InstanceType<typeof pg.Pool> | undefined;
     override async connect() {
-      this.pool ??= new pg.Pool({ connectionString: this.opts.uri });
-      // An idle connection the server drops must not crash the service; the next query reports it.
-      this.pool.on('error', () => undefined);
-      const pool = this.pool;
       return async (text: string, values?: unknown[]) => (await pool.query(text, values)).rows;
     }
     override async disconnect() {
-      await this.pool?.end();
+      await pool.end();
     }
   }
-  const store = new OwnPool({ uri: url, table: 'headless' });
-  try {
-    await store.query('SELECT 1');
-  } catch (error) {
-    await store.disconnect().catch(() => undefined);
-    throw new StorageError(`cannot open ${redact(url)}: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  return new Keyv({ store, namespace: 'hrw', throwOnErrors: true });
+  return new Keyv({ store: new OwnPool({ uri: url, table: 'headless' }), namespace: 'hrw', throwOnErrors: true });
 }

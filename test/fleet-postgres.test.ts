@@ -1,0 +1,97 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFleet } from '../src/core/fleet';
+import { SessionBook } from '../src/core/sessions';
+import { type HeadlessStore, createPostgresKeyv, keyvStore } from '../src/core/store';
+import { closeAllHosts, createTestHost } from './helpers/harness';
+import { noneMarked } from './helpers/processes';
+import { type TestPostgres, startPostgres } from './fixtures/postgres.mjs';
+
+/** The fleet's PostgreSQL parts in one process: each instance its own store, one database. */
+
+let postgres: TestPostgres;
+const stores: HeadlessStore[] = [];
+beforeAll(async () => {
+  postgres = await startPostgres();
+}, 60_000);
+afterAll(async () => {
+  await closeAllHosts();
+  await Promise.all(stores.map((s) => s.close()));
+  await postgres?.stop();
+});
+
+async function instance(url: string) {
+  const store = keyvStore(await createPostgresKeyv(url));
+  stores.push(store);
+  const fleet = createFleet(store, { log: () => undefined });
+  await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined });
+  return { store, fleet };
+}
+
+describe('a fleet on PostgreSQL', () => {
+  it('claims: of many takers on several instances one holds a key, until it releases it', async () => {
+    const url = await postgres.database();
+    const instances = await Promise.all([instance(url), instance(url), instance(url)]);
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => instances[i % 3]!.fleet.claim('busy:s1', `run_${i}`)));
+    const winners = answers.map((holder, i) => (holder === undefined ? `run_${i}` : undefined)).filter(Boolean);
+    expect(winners).toHaveLength(1);
+    expect(new Set(answers.filter(Boolean))).toEqual(new Set(winners));
+    await instances[2]!.fleet.release('busy:s1', 'run_other');
+    expect(await instances[1]!.fleet.holder('busy:s1')).toBe(winners[0]);
+    await instances[0]!.fleet.release('busy:s1', winners[0]!);
+    expect(await instances[1]!.fleet.holder('busy:s1')).toBeUndefined();
+    await Promise.all(instances.map((i) => i.fleet.leave()));
+  });
+
+  it('Session updates from several instances never lose each other', async () => {
+    const url = await postgres.database();
+    const [a, b] = await Promise.all([instance(url), instance(url)]);
+    const book = (i: typeof a) => new SessionBook(i.store, i.fleet, () => true, () => undefined);
+    const [onA, onB] = [book(a), book(b)];
+    const now = new Date().toISOString();
+    await onA.create({ resumeId: 'ses_1', workspaceId: 'ws', agent: 'fake', retired: false, createdAt: now, lastRunAt: now, runCount: 0 });
+    await Promise.all([
+      ...Array.from({ length: 20 }, (_, i) => (i % 2 ? onA : onB).update('ses_1', (s) => ({ runCount: s.runCount + 1 }))),
+      onB.retire('ses_1'),
+      onA.noteAgentSessionId('ses_1', 'agent-1'),
+    ]);
+    // No cache between instances: each reads what the other wrote.
+    expect(await onA.get('ses_1')).toMatchObject({ runCount: 20, retired: true, agentSessionId: 'agent-1' });
+    expect(await onB.get('ses_1')).toMatchObject({ runCount: 20, retired: true, agentSessionId: 'agent-1' });
+    await Promise.all([a.fleet.leave(), b.fleet.leave()]);
+  });
+
+  it('an instance whose lease ran out has its runs taken over, and stops them itself once it notices', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 1500 });
+    const b = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 1500 });
+    const { taskId } = await a.start('sleep 30000');
+    // A's lease (the older instance id) is made to run out, as if A had been paused for longer than it.
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    await db.query("UPDATE headless_instances SET expires_at = now() - interval '1 second' WHERE id = (SELECT min(id) FROM headless_instances)");
+    await db.end();
+    expect(await b.waitEnded(taskId, 10_000)).toMatchObject({ status: 'interrupted' });
+    // A notices at its next renewal and stops the run it no longer owns.
+    expect(await a.waitEnded(taskId, 10_000)).toMatchObject({ status: 'interrupted' });
+    expect(await noneMarked([taskId])).toBe(true);
+    // A carries on under a renewed lease: a new run on it is not taken over.
+    const next = await a.start('echo still here');
+    expect(await b.waitEnded(next.taskId, 10_000)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('a closed instance leaves the fleet at once, so no one waits for its lease', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url) });
+    const b = await createTestHost({ store: await createPostgresKeyv(url) });
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const count = async () => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM headless_instances')).rows[0]!.n);
+    expect(await count()).toBe(2);
+    await a.close();
+    expect(await count()).toBe(1);
+    await b.close();
+    expect(await count()).toBe(0);
+    await db.end();
+  });
+});
