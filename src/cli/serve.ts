@@ -17,7 +17,8 @@ export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [-
   --host H         address to bind (default 127.0.0.1)
   --data-dir DIR   where runs, Sessions and the Inbox are stored (default ./.headless)
   --store URL      store them in PostgreSQL instead: postgres://… (or HEADLESS_STORE_URL,
-                   which keeps a password out of the process list)
+                   which keeps a password out of the process list); several daemons
+                   may share one database
 
 The admin token for non-local callers is read from HEADLESS_ADMIN_TOKEN only.`;
 
