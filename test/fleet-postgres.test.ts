@@ -1,9 +1,10 @@
+import { tmpdir } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFleet } from '../src/core/fleet';
 import { SessionBook } from '../src/core/sessions';
 import { type HeadlessStore, createPostgresKeyv, keyvStore } from '../src/core/store';
-import { closeAllHosts, createTestHost } from './helpers/harness';
+import { closeAllHosts, createTestHost, fakeAgent } from './helpers/harness';
 import { noneMarked } from './helpers/processes';
 import { type TestPostgres, startPostgres } from './fixtures/postgres.mjs';
 
@@ -78,6 +79,19 @@ describe('a fleet on PostgreSQL', () => {
     // A carries on under a renewed lease: a new run on it is not taken over.
     const next = await a.start('echo still here');
     expect(await b.waitEnded(next.taskId, 10_000)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('the most recent agent of a workspace is the same on every instance', async () => {
+    const url = await postgres.database();
+    const options = { agents: { fake: fakeAgent, other: fakeAgent }, workspaces: [{ id: 'ws', path: tmpdir(), agents: ['fake', 'other'] }] };
+    const a = await createTestHost({ ...options, store: await createPostgresKeyv(url) });
+    const b = await createTestHost({ ...options, store: await createPostgresKeyv(url) });
+    const first = await a.start('echo x', { agent: 'other' });
+    await a.waitEnded(first.taskId);
+    const res = await b.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo y' } });
+    expect(await res.json()).toMatchObject({ status: 'running' });
+    const list = (await (await b.request('GET', '/api/headless?wsId=ws')).json()) as { runs: Array<{ agent: string }> };
+    expect(list.runs.map((r) => r.agent)).toEqual(['other', 'other']);
   });
 
   it('a closed instance leaves the fleet at once, so no one waits for its lease', async () => {

@@ -26,6 +26,8 @@ export interface AdmissionOptions {
   sessions: SessionBook;
   store: HeadlessStore;
   maxConcurrentRuns: number;
+  /** Other instances share the store: the most recent agent is read from it, not remembered. */
+  shared?: boolean;
   defaultAgent?: string;
   /** The environment runs start from: selection only takes agents found on its (or the workspace's) `PATH`. */
   baseEnv: NodeJS.ProcessEnv;
@@ -51,6 +53,7 @@ export class Admission {
   }
 
   async loadLastAgents(): Promise<void> {
+    if (this.o.shared) return;
     for await (const [, meta] of this.o.store.scan<{ workspaceId: string; lastAgent: string }>('workspace:')) {
       this.lastAgent.set(meta.workspaceId, meta.lastAgent);
     }
@@ -69,7 +72,7 @@ export class Admission {
     if (known) adapter = this.checkSession(workspace, known, adapter);
     adapter ??= await registry.select({
       workspace,
-      lastAgent: this.lastAgent.get(workspace.id),
+      lastAgent: this.o.shared ? (await this.o.store.get<{ lastAgent: string }>(lastAgentKey(workspace.id)))?.lastAgent : this.lastAgent.get(workspace.id),
       defaultAgent: this.o.defaultAgent,
       env: this.selectionEnv(workspace),
     });
@@ -134,7 +137,7 @@ export class Admission {
 
   /** Records the workspace's most recent headless agent; a failed write is logged, never thrown. */
   rememberAgent(workspaceId: string, agent: string): void {
-    if (this.lastAgent.get(workspaceId) === agent) return;
+    if (!this.o.shared && this.lastAgent.get(workspaceId) === agent) return;
     this.lastAgent.set(workspaceId, agent);
     this.o.store.set(lastAgentKey(workspaceId), { workspaceId, lastAgent: agent }).catch((error: unknown) => {
       this.o.log('could not record the most recent headless agent', error);

@@ -103,6 +103,7 @@ export class RunService {
       sessions: o.sessions,
       store: o.store,
       maxConcurrentRuns: o.maxConcurrentRuns,
+      shared: o.fleet.shared,
       defaultAgent: o.defaultAgent,
       baseEnv: o.baseEnv,
       log: o.log,
