@@ -103,8 +103,9 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
               try {
                 return await run();
               } catch (error) {
-                // Instances starting together race on PostgreSQL's `CREATE … IF NOT EXISTS`: the loser finds it made.
-                if (!(dialect === 'postgres' && /^CREATE /.test(text) && ['23505', '42P07'].includes((error as { code?: string }).code ?? ''))) fail('query', error);
+                // Instances starting together race on PostgreSQL's `CREATE … IF NOT EXISTS` (a duplicate key, table or
+                // type): the loser finds it made when it tries again.
+                if (!(dialect === 'postgres' && /^CREATE /.test(text) && ['23505', '42P07', '42710'].includes((error as { code?: string }).code ?? ''))) fail('query', error);
                 try {
                   return await run();
                 } catch (again) {
