@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFleet } from '../src/core/fleet';
 import { SessionBook } from '../src/core/sessions';
-import { type HeadlessStore, createPostgresKeyv, keyvStore } from '../src/core/store';
+import { type HeadlessStore, createMemoryKeyv, createPostgresKeyv, keyvStore } from '../src/core/store';
 import { closeAllHosts, createTestHost, fakeAgent } from './helpers/harness';
 import { noneMarked } from './helpers/processes';
 import { type TestPostgres, startPostgres } from './fixtures/postgres.mjs';
@@ -28,6 +28,53 @@ async function instance(url: string) {
   await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined });
   return { store, fleet };
 }
+
+/** The one suite every Fleet passes: alone (memory, SQLite) and on PostgreSQL. */
+describe.each(['alone', 'postgres'] as const)('Fleet conformance: %s', (kind) => {
+  async function make() {
+    if (kind === 'postgres') return (await instance(await postgres.database())).fleet;
+    const fleet = createFleet(keyvStore(createMemoryKeyv()), { log: () => undefined });
+    await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined });
+    return fleet;
+  }
+
+  it('join takes over at once: every owner but itself is gone', async () => {
+    const store = kind === 'postgres' ? keyvStore(await createPostgresKeyv(await postgres.database())) : keyvStore(createMemoryKeyv());
+    if (kind === 'postgres') stores.push(store);
+    const fleet = createFleet(store, { log: () => undefined });
+    expect(fleet.shared).toBe(kind === 'postgres');
+    const seen: Array<[string | undefined, boolean]> = [];
+    await fleet.join({
+      async takeOver(isGone) {
+        for (const owner of [fleet.instanceId, undefined, 'boot_gone']) seen.push([owner, await isGone(owner)]);
+      },
+      answer: async () => ({ ok: true }),
+      lost: () => undefined,
+    });
+    expect(seen).toEqual([[fleet.instanceId, false], [undefined, true], ['boot_gone', true]]);
+    await fleet.leave();
+  });
+
+  it('a claim has one holder until that holder releases it', async () => {
+    const fleet = await make();
+    expect(await fleet.claim('k', 'h1')).toBeUndefined();
+    expect(await fleet.claim('k', 'h2')).toBe('h1');
+    await fleet.release('k', 'h2');
+    expect(await fleet.holder('k')).toBe('h1');
+    await fleet.release('k', 'h1');
+    expect(await fleet.holder('k')).toBeUndefined();
+    expect(await fleet.claim('k', 'h2')).toBeUndefined();
+    await fleet.leave();
+  });
+
+  it('exclusive work answers what the work returns, and a failure passes through and frees the key', async () => {
+    const fleet = await make();
+    expect(await fleet.exclusive('x', async () => 42)).toBe(42);
+    await expect(fleet.exclusive('x', async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(await fleet.exclusive('x', async () => 'again')).toBe('again');
+    await fleet.leave();
+  });
+});
 
 describe('a fleet on PostgreSQL', () => {
   it('claims: of many takers on several instances one holds a key, until it releases it', async () => {
