@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { BUILTIN_AGENTS } from '../src/core/agents/builtins';
-import { type AgentAdapter, createSqliteKeyv } from '../src/core/index';
+import { type AgentAdapter, createMemoryKeyv, createSqliteKeyv } from '../src/core/index';
+import { RunEvents } from '../src/core/run-events';
+import { keyvStore } from '../src/core/store';
+import type { RunRecord } from '../src/core/types';
 import { api, cleanupDaemons, startDaemon, startFakeDaemon, waitRun } from './helpers/daemon';
 import { parseSse, readToEnd, sseEvents } from './helpers/events';
 import { FAKE_AGENT, type TestHost, closeAllHosts, createTestHost, problem } from './helpers/harness';
@@ -241,6 +244,36 @@ describe('run events', () => {
   it('an unknown run is 404 run_not_found', async () => {
     const h = await host();
     expect(await problem(await h.request('GET', '/api/headless/run_nope/events'))).toMatchObject({ status: 404, code: 'run_not_found' });
+  });
+});
+
+describe('followers of a busy run', () => {
+  it('are handed new events together, at most every 100 ms: followers in step read the same batches', async () => {
+    const events = new RunEvents({ store: keyvStore(createMemoryKeyv()), log: () => undefined });
+    events.open({ taskId: 'run_1', resumeId: 'ses_1', workspaceId: 'ws', agent: 'fake', mode: 'async' });
+    const follow = async () => {
+      const reader = events.reader('run_1', 0, true);
+      const batches: number[][] = [];
+      for (let i = 0; i < 1000; i++) {
+        const page = await reader.next(5000);
+        if (page.events.length > 0) batches.push(page.events.map((e) => e.seq));
+        if (page.ended) return batches;
+      }
+      throw new Error('the reader never ended');
+    };
+    const started = Date.now();
+    const followers = [follow(), follow()];
+    for (let i = 0; i < 100; i++) {
+      events.append('run_1', 'message', { text: `m${i}` });
+      await sleep(5);
+    }
+    await events.end({ taskId: 'run_1' } as RunRecord);
+    const elapsed = Date.now() - started;
+    const [a, b] = await Promise.all(followers);
+    expect(a!.flat()).toEqual(Array.from({ length: 102 }, (_, i) => i + 1));
+    expect(b).toEqual(a);
+    // One hand-over per interval at most (the end is told at once), never one per event.
+    expect(a!.length).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 2);
   });
 });
 

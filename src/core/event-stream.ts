@@ -30,6 +30,21 @@ function bytesOf(format: StreamFormat, event: RunEvent): Buffer {
   return bytes;
 }
 
+/** The last batch made per first event and format: readers in step read the same batches. */
+const batches: Record<StreamFormat, WeakMap<RunEvent, { last: RunEvent; bytes: Buffer }>> = { sse: new WeakMap(), ndjson: new WeakMap() };
+
+/** A batch's bytes, in one buffer (one write to the socket), made once for every reader in step. */
+function bytesOfBatch(format: StreamFormat, events: RunEvent[]): Buffer {
+  const first = events[0]!;
+  const last = events.at(-1)!;
+  if (first === last) return bytesOf(format, first);
+  const made = batches[format].get(first);
+  if (made?.last === last) return made.bytes;
+  const bytes = Buffer.concat(events.map((e) => bytesOf(format, e)));
+  batches[format].set(first, { last, bytes });
+  return bytes;
+}
+
 /**
  * Streams a reader until its run has ended. It pulls: the next events are read only when the
  * client has taken the last ones, so a slow client costs one batch of memory and never slows
@@ -47,7 +62,7 @@ export function eventStreamResponse(reader: EventReader, format: StreamFormat, h
       reader.next(heartbeatMs).then(
         ({ events, ended }) => {
           reading = false;
-          if (events.length > 0) this.push(Buffer.concat(events.map((e) => bytesOf(format, e))));
+          if (events.length > 0) this.push(bytesOfBatch(format, events));
           else if (!ended) this.push(f.heartbeat);
           if (ended) this.push(null);
         },

@@ -67,10 +67,7 @@ const STORED_CACHE = 16;
 const FOLLOW_POLL_MS = 500;
 /** Events handed to a reader at once. */
 const BATCH = 100;
-/**
- * A reader is handed events at most this often: the first after a quiet spell at once, then in
- * batches, so a busy run costs each reader a few wake-ups a second, not one per event.
- */
+/** Followers of a running run are handed its new events at most this often. */
 const READER_INTERVAL_MS = 100;
 const TEXT_MAX = 4000;
 const NAME_MAX = 200;
@@ -94,11 +91,20 @@ export function fromAgentEvent(event: AgentEvent): { [T in AgentEvent['type']]: 
   return { type: event.type, data: (bound[event.type] as (e: AgentEvent) => never)(event) };
 }
 
-/** One run's timeline in memory: the retained events, and a signal for those waiting on the next. */
+/**
+ * One run's timeline in memory: the retained events, and a signal for those waiting on the next.
+ * Followers are handed new events at most every READER_INTERVAL_MS (the first after a quiet spell
+ * at once), all at the same moment: a busy run costs each a few wake-ups a second, and followers
+ * in step read the same batches, encoded once.
+ */
 class Timeline {
   private sizes: number[] = [];
   private bytes = 0;
   lastSeq: number;
+  /** The last event followers have been handed. */
+  published: number;
+  private lastPublished = 0;
+  private publishing: NodeJS.Timeout | undefined;
   /** Readers waiting for the next change. */
   private readonly waiters = new Set<() => void>();
   /** The sequence numbers the store holds (0, 0: none yet). */
@@ -112,9 +118,22 @@ class Timeline {
     this.sizes = events.map(sizeOf);
     this.bytes = this.sizes.reduce((a, b) => a + b, 0);
     this.lastSeq = events.at(-1)?.seq ?? 0;
+    this.published = this.lastSeq;
   }
 
+  /** Hands the new events to the followers: now, or when the interval since the last time is over. */
   private wake(): void {
+    if (this.publishing) return;
+    const wait = this.lastPublished + READER_INTERVAL_MS - Date.now();
+    if (wait <= 0) this.publish();
+    else this.publishing = setTimeout(() => this.publish(), wait);
+  }
+
+  private publish(): void {
+    clearTimeout(this.publishing);
+    this.publishing = undefined;
+    this.published = this.lastSeq;
+    this.lastPublished = Date.now();
     for (const waiter of [...this.waiters]) waiter();
   }
 
@@ -129,23 +148,28 @@ class Timeline {
       this.events.shift();
       this.bytes -= this.sizes.shift()!;
     }
-    if (type === 'run.ended') this.ended = true;
-    this.wake();
+    if (type === 'run.ended') {
+      // The end is told at once.
+      this.ended = true;
+      this.publish();
+    } else this.wake();
     return event;
   }
 
   /** Wakes every waiting reader without an event (used when the service closes). */
   release(): void {
     this.ended = true;
-    this.wake();
+    this.publish();
   }
 
-  page(after: number, limit: number): EventPage {
+  /** Up to `limit` events after `after`, none after `upTo`. */
+  page(after: number, limit: number, upTo = this.lastSeq): EventPage {
     // Sequence numbers are dense, so the first event after `after` is found by arithmetic.
     const first = this.events[0]?.seq ?? 1;
     const start = Math.max(0, after + 1 - first);
-    const events = this.events.slice(start, start + limit);
-    return { events, ended: this.ended && start + events.length >= this.events.length };
+    const end = Math.max(start, Math.min(start + limit, upTo + 1 - first));
+    const events = this.events.slice(start, end);
+    return { events, ended: this.ended && upTo >= this.lastSeq && end >= this.events.length };
   }
 
   /** Settles at the next change or after `ms`; `hold` receives the function that settles it now. */
@@ -315,7 +339,6 @@ export class RunEvents {
   /** Follows a run's events after `after`: live while it runs (here, or on another instance), then to its end. */
   reader(taskId: string, after: number, running: boolean): EventReader {
     let cursor = after;
-    let handed = 0;
     let closed = false;
     // The pending wait, settled at once by close(): one function, no listeners to add and remove.
     let wake: (() => void) | undefined;
@@ -330,27 +353,24 @@ export class RunEvents {
     const live = this.live.get(taskId)?.timeline;
     return {
       next: async (waitMs) => {
-        let source = live ?? (await this.fromStore(taskId, running));
-        const early = handed + READER_INTERVAL_MS - Date.now();
-        if (early > 0 && !source.ended && !closed) await pause(early);
-        let page = source.page(cursor, BATCH);
+        let page: EventPage;
         if (live) {
+          page = live.page(cursor, BATCH, live.published);
           if (page.events.length === 0 && !page.ended && !closed) {
             await live.wait(waitMs, hold);
-            page = live.page(cursor, BATCH);
+            page = live.page(cursor, BATCH, live.published);
           }
         } else {
+          page = (await this.fromStore(taskId, running)).page(cursor, BATCH);
           const until = Date.now() + waitMs;
           while (page.events.length === 0 && !page.ended && !closed && Date.now() < until) {
             await pause(Math.min(FOLLOW_POLL_MS, until - Date.now()));
-            source = await this.fromStore(taskId, running);
-            page = source.page(cursor, BATCH);
+            page = (await this.fromStore(taskId, running)).page(cursor, BATCH);
           }
         }
         wake = undefined;
         if (closed) return { events: [], ended: true };
         cursor = page.events.at(-1)?.seq ?? cursor;
-        if (page.events.length > 0) handed = Date.now();
         return page;
       },
       close: () => {
