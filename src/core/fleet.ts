@@ -317,9 +317,9 @@ class PostgresFleet implements Fleet {
       this.waiting.get(envelope.id)?.(envelope.answer);
       return;
     }
-    const { request, handlers } = { request: envelope.request, handlers: this.handlers };
-    if (!request || !handlers) return;
-    void handlers
+    const { request } = envelope;
+    if (!request || !this.handlers) return;
+    void this.handlers
       .answer(request)
       .catch((error: unknown): FleetAnswer => {
         if (error instanceof HttpProblem) return { ok: false, code: error.code, message: error.message };
