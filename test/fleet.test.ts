@@ -135,7 +135,7 @@ describe('three daemons on one PostgreSQL', () => {
     const [a, , c] = fleet;
     const refused = await start(a!, { prompt: 'echo x' }, {}, 'only-c');
     expect(refused.status).toBe(404);
-    expect(await refused.json()).toMatchObject({ code: 'workspace_not_found' });
+    expect(await refused.json()).toMatchObject({ code: 'workspace_not_found', detail: 'No workspace "only-c" on this instance.' });
     const started = (await (await start(c!, { prompt: 'echo only-c' }, {}, 'only-c')).json()) as Started;
     expect(await waitRun(a!, started.taskId)).toMatchObject({ workspaceId: 'only-c', status: 'succeeded' });
   });

@@ -172,7 +172,8 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     workspaces: () => [...(workspaceList?.values() ?? [])].map((ws) => ({ id: ws.id, ...(ws.tag === undefined ? {} : { tag: ws.tag }) })),
     async workspace(id) {
       const ws = isValidId(id) ? await resolveWorkspace(id) : undefined;
-      if (!ws) throw new HttpProblem('workspace_not_found', `No workspace "${id}".`);
+      // In a fleet the workspace may be configured on other instances: say where the answer comes from.
+      if (!ws) throw new HttpProblem('workspace_not_found', fleet.shared ? `No workspace "${id}" on this instance.` : `No workspace "${id}".`);
       return ws;
     },
     async diagnose(workspaceId) {
