@@ -195,7 +195,7 @@ export const ROUTES: Route[] = [
     'runs.cancel',
     'POST',
     '/api/headless/:taskId/cancel',
-    { summary: 'Cancel a running run', responses: { 202: { description: 'Stopping; the record.', schema: ANSWERS.RunRecord } }, problems: ['run_not_found', 'run_not_running', 'invalid_body', 'unsupported_media_type'] },
+    { summary: 'Cancel a running run', responses: { 202: { description: 'Stopping; the record.', schema: ANSWERS.RunRecord } }, problems: ['run_not_found', 'run_not_running', 'run_owner_unreachable', 'invalid_body', 'unsupported_media_type'] },
     async ({ request, params, services }) => {
     await readEmptyBody(request);
     return json(await services.runs.cancel(params.taskId), 202);
