@@ -128,6 +128,29 @@ describe('a fleet on PostgreSQL', () => {
     expect(await b.waitEnded(next.taskId, 10_000)).toMatchObject({ status: 'succeeded' });
   });
 
+  it('a cancel its owner does not hear is 503 run_owner_unreachable; once it listens again, the cancel works', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 3000 });
+    const b = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 3000 });
+    const { taskId } = await a.start('sleep 30000');
+    // A's listening connection is cut: it reconnects at its next renewal, within a second.
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const cut = await db.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'headless-run-webhook ' || (SELECT min(id) FROM headless_instances)",
+    );
+    expect(cut.rowCount).toBe(1);
+    await db.end();
+    const unheard = await b.request('POST', `/api/headless/${taskId}/cancel`);
+    expect(unheard.status).toBe(503);
+    expect(unheard.headers.get('retry-after')).toBe('5');
+    expect(await unheard.json()).toMatchObject({ code: 'run_owner_unreachable' });
+    expect(await (await a.request('GET', `/api/headless/${taskId}`)).json()).toMatchObject({ status: 'running' });
+    const heard = await b.request('POST', `/api/headless/${taskId}/cancel`);
+    expect(heard.status).toBe(202);
+    expect(await b.waitEnded(taskId)).toMatchObject({ status: 'cancelled' });
+  });
+
   it('the most recent agent of a workspace is the same on every instance', async () => {
     const url = await postgres.database();
     const options = { agents: { fake: fakeAgent, other: fakeAgent }, workspaces: [{ id: 'ws', path: tmpdir(), agents: ['fake', 'other'] }] };

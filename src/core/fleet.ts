@@ -178,7 +178,8 @@ class PostgresFleet implements Fleet {
   }
 
   private async listen(): Promise<void> {
-    const client = new this.pg.Client({ connectionString: this.connectionString });
+    // Named, so an operator can tell each instance's listener in pg_stat_activity.
+    const client = new this.pg.Client({ connectionString: this.connectionString, application_name: `headless-run-webhook ${this.instanceId}` });
     client.on('error', (error) => {
       this.o.log('the fleet listener lost its database connection; reconnecting', error);
       if (this.listener === client) this.listener = undefined;

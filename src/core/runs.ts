@@ -389,8 +389,12 @@ export class RunService {
       if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
       if (stored.status !== 'running' || stored.bootId === this.bootId) throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
       const answer = await this.o.fleet.ask(stored.bootId, { op: 'cancel', taskId });
-      if (!answer.ok) throw new HttpProblem(answer.code, answer.message, answer.code === 'run_owner_unreachable' ? { headers: { 'retry-after': '5' } } : {});
-      return publicRecord(stored);
+      if (answer.ok) return publicRecord(stored);
+      // No answer: the owner may have died and its run been taken over meanwhile.
+      if (answer.code === 'run_owner_unreachable' && (await this.find(taskId))?.status !== 'running') {
+        throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
+      }
+      throw new HttpProblem(answer.code, answer.message, answer.code === 'run_owner_unreachable' ? { headers: { 'retry-after': '5' } } : {});
     }
     const stopReason = live.process?.stopReason ?? live.pendingStop;
     if (live.record.status !== 'running' || (stopReason !== undefined && stopReason !== 'cancel')) {
