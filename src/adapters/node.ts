@@ -4,7 +4,6 @@
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import type { HeadlessHandler, HeadlessServerContext } from '../core/handler';
 
 /** Answers that stream (run events) are written as they come; every other one is short JSON. */
@@ -23,9 +22,18 @@ export async function handleNodeRequest(handler: HeadlessHandler, req: IncomingM
   if (response.body && STREAMED.test(headers['content-type'] ?? '')) {
     res.writeHead(response.status, headers);
     res.flushHeaders();
-    // pipeline waits for the socket to drain, and cancels the stream when the client goes away.
-    await pipeline(nodeReadable(response.body), res).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ERR_STREAM_PREMATURE_CLOSE') throw error;
+    const source = nodeReadable(response.body);
+    // pipe waits for the socket to drain; the stream is let go when the answer is done or the client goes away.
+    await new Promise<void>((resolve) => {
+      source.once('error', (error) => {
+        handler.log('an event stream failed', error);
+        res.destroy(error);
+      });
+      res.once('close', () => {
+        source.destroy();
+        resolve();
+      });
+      source.pipe(res);
     });
     return;
   }
