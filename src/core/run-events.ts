@@ -105,6 +105,7 @@ class Timeline {
   published: number;
   private lastPublished = 0;
   private publishing: NodeJS.Timeout | undefined;
+  private beat: NodeJS.Timeout | undefined;
   /** Readers waiting for the next change. */
   private readonly waiters = new Set<() => void>();
   /** The sequence numbers the store holds (0, 0: none yet). */
@@ -172,17 +173,26 @@ class Timeline {
     return { events, ended: this.ended && upTo >= this.lastSeq && end >= this.events.length };
   }
 
-  /** Settles at the next change or after `ms`; `hold` receives the function that settles it now. */
+  /**
+   * Settles at the next change, or when the waiters' common beat (every `ms`, the keep-alive
+   * interval) comes; `hold` receives the function that settles it now. One timer for all the
+   * waiters of a run, not one each.
+   */
   wait(ms: number, hold: (wake: () => void) => void): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
         this.waiters.delete(done);
+        if (this.waiters.size === 0) {
+          clearInterval(this.beat);
+          this.beat = undefined;
+        }
         resolve();
       };
-      const timer = setTimeout(done, ms);
       this.waiters.add(done);
       hold(done);
+      this.beat ??= setInterval(() => {
+        for (const waiter of [...this.waiters]) waiter();
+      }, ms);
     });
   }
 
