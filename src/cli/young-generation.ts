@@ -1,0 +1,36 @@
+import { PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+
+/**
+ * Holds V8's young generation (both semi-spaces, as `new_space` reports it) at `limitMb`, as
+ * `node --max-semi-space-size` would, which a bin's `#!/usr/bin/env node` line cannot pass
+ * portably. V8 doubles the young generation whenever enough objects have survived scavenges, up
+ * to 32 MB, and the pages stay resident: a burst of long-lived connections (hundreds of event
+ * readers) is enough. After each collection this stops the growth once the limit is reached, and
+ * lets it grow again if V8 has shrunk it below. Only the daemon calls it: an embedding host owns
+ * its own process. Returns a function that lets the young generation grow as before.
+ */
+export function holdYoungGeneration(limitMb: number): () => void {
+  const limit = limitMb * 1024 * 1024;
+  let holding = false;
+  const hold = (on: boolean) => {
+    holding = on;
+    // 2 is V8's own factor; 1 makes its next growth step a step to the same size.
+    setFlagsFromString(`--semi-space-growth-factor=${on ? 1 : 2}`);
+  };
+  const check = () => {
+    const full = youngGenerationBytes() >= limit;
+    if (full !== holding) hold(full);
+  };
+  const observer = new PerformanceObserver(check);
+  observer.observe({ entryTypes: ['gc'] });
+  check();
+  return () => {
+    observer.disconnect();
+    if (holding) hold(false);
+  };
+}
+
+export function youngGenerationBytes(): number {
+  return getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
+}
