@@ -19,7 +19,8 @@ export async function handleNodeRequest(handler: HeadlessHandler, req: IncomingM
   response.headers.forEach((value, key) => {
     headers[key] = value;
   });
-  if (response.body && STREAMED.test(headers['content-type'] ?? '')) {
+  // Asked in this order: whatwg-node makes a stream for `body` on first read, even of a string.
+  if (STREAMED.test(headers['content-type'] ?? '') && response.body) {
     res.writeHead(response.status, headers);
     res.flushHeaders();
     const source = nodeReadable(response.body);
