@@ -1,12 +1,13 @@
-// Starts the built daemon (`dist/cli.js serve --port 0`) in `dir`, for the bench and the soak.
+// Starts the built daemon (`dist/cli.js serve --port 0`) in `dir`, for the bench and the soak; or
+// another server that prints the same `listening on URL` line.
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
 /** Resolves with the child and its base URL once it prints its `listening on` line. */
-export async function spawnDaemon(dir, nodeFlags = [], env = process.env) {
-  const child = spawn(process.execPath, [...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function spawnServer(args, options) {
+  const child = spawn(process.execPath, args, { ...options, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise((done, fail) => {
     let out = '';
     child.stdout.on('data', (c) => {
@@ -14,7 +15,9 @@ export async function spawnDaemon(dir, nodeFlags = [], env = process.env) {
       const m = /listening on (\S+)\n/.exec(out);
       if (m) done(m[1]);
     });
-    child.once('exit', (code) => fail(new Error(`daemon exited ${code}`)));
+    child.once('exit', (code) => fail(new Error(`server exited ${code}`)));
   });
   return { child, url };
 }
+
+export const spawnDaemon = (dir, nodeFlags = [], env = process.env) => spawnServer([...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, env });
