@@ -71,7 +71,11 @@ export class HttpProblem extends Error {
   readonly extra: Record<string, unknown>;
 
   constructor(code: ProblemCode, detail: string, options: ProblemOptions = {}) {
+    // An answer, not a fault: no stack to capture (capturing one made every 4xx cost a third more than a 200).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(detail);
+    Error.stackTraceLimit = limit;
     this.name = 'HttpProblem';
     this.code = code;
     this.status = STATUS[code];

@@ -304,7 +304,8 @@ function segmentsOf(pathname: string, basePath: string): string[] | undefined {
   const rest = pathname.slice(basePath.length);
   if (!rest.startsWith('/')) return undefined;
   try {
-    return rest.slice(1).split('/').map(decodeURIComponent);
+    // Most paths have nothing escaped: decoding is skipped for those (it is a cost on every request).
+    return rest.slice(1).split('/').map((segment) => (segment.includes('%') ? decodeURIComponent(segment) : segment));
   } catch {
     return undefined;
   }
