@@ -37,26 +37,26 @@ function cleanup() {
 }
 process.on('exit', cleanup);
 
+/** Keeps a started server to be killed on exit; `stop` ends it with SIGTERM and waits. */
+function tracked(child) {
+  children.add(child);
+  return () =>
+    new Promise((done) => {
+      child.once('exit', () => {
+        children.delete(child);
+        done();
+      });
+      child.kill('SIGTERM');
+    });
+}
+
 /** Starts the daemon in `dir` with `config`; resolves with its base URL and process. */
 async function daemon(config, dir = tempDir(), env = process.env) {
   writeFileSync(join(dir, 'headless.config.json'), JSON.stringify(config));
   const flags = PROFILE ? [`--cpu-prof`, `--cpu-prof-dir=${RESULTS}`] : [];
   if (PROFILE) mkdirSync(RESULTS, { recursive: true });
   const { child, url } = await spawnDaemon(dir, flags, env);
-  children.add(child);
-  return {
-    url,
-    pid: child.pid,
-    dir,
-    stop: () =>
-      new Promise((done) => {
-        child.once('exit', () => {
-          children.delete(child);
-          done();
-        });
-        child.kill('SIGTERM');
-      }),
-  };
+  return { url, pid: child.pid, dir, stop: tracked(child) };
 }
 
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
@@ -81,8 +81,7 @@ async function getThroughput() {
   const body = await (await fetch(`${d.url}${path}`)).text();
   const baseline = async (mode) => {
     const server = await spawnServer([join(ROOT, 'bench/baseline-server.mjs')], { env: { ...process.env, BODY: body, MODE: mode } });
-    children.add(server.child);
-    return { url: `${server.url}${path}`, stop: () => server.child.kill() };
+    return { url: `${server.url}${path}`, stop: tracked(server.child) };
   };
   const bare = await baseline('bare');
   const layer = await baseline('whatwg-node');
@@ -91,9 +90,7 @@ async function getThroughput() {
   const base = await load(bare.url);
   const floor = await load(layer.url);
   const ours = await load(ourUrl);
-  bare.stop();
-  layer.stop();
-  await d.stop();
+  await Promise.all([bare.stop(), layer.stop(), d.stop()]);
   const ratio = ours.requests.average / base.requests.average;
   const layerRatio = floor.requests.average / base.requests.average;
   const bareFigure = `${Math.round(base.requests.average)} req/s (bare node:http, own process)`;

@@ -1,6 +1,6 @@
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { holdYoungGeneration, youngGenerationBytes } from '../src/cli/young-generation';
+import { holdYoungGeneration, youngGenerationBytes, youngGenerationChosen } from '../src/cli/young-generation';
 
 const MB = 1024 * 1024;
 /** V8's largest young generation on 64-bit (2 × its 16 MB semi-space). */
@@ -33,5 +33,12 @@ describe('holdYoungGeneration', () => {
     }
     await survivors();
     expect(youngGenerationBytes()).toBeGreaterThan(start);
+  });
+
+  it('is left to the operator who sized it, on the command line or in NODE_OPTIONS', () => {
+    expect(youngGenerationChosen(['--max-semi-space-size=8'], undefined)).toBe(true);
+    expect(youngGenerationChosen([], '--enable-source-maps --max-semi-space-size=32')).toBe(true);
+    expect(youngGenerationChosen(['--enable-source-maps'], '--max-old-space-size=512')).toBe(false);
+    expect(youngGenerationChosen([], undefined)).toBe(false);
   });
 });

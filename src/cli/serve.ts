@@ -7,7 +7,7 @@ import { type HeadlessHandler, createHeadlessHandler } from '../core/handler';
 import { createPostgresKeyv, createSqliteKeyv } from '../core/store';
 import { ConfigError, loadConfig } from './config';
 import { fail } from './fail';
-import { holdYoungGeneration } from './young-generation';
+import { holdYoungGeneration, youngGenerationChosen } from './young-generation';
 
 /** `headless-run-webhook serve`: the drop-in daemon (README: The daemon). */
 
@@ -137,8 +137,8 @@ export async function serve(argv: string[]): Promise<void> {
     fail(`cannot start: ${error instanceof Error ? error.message : String(error)}`, 1);
   }
 
-  // A size the operator chose (node --max-semi-space-size, in NODE_OPTIONS or not) wins.
-  if (![...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((flag) => flag.includes('semi-space'))) holdYoungGeneration(YOUNG_GENERATION_MB);
+  // A size the operator chose wins.
+  if (!youngGenerationChosen(process.execArgv, process.env.NODE_OPTIONS)) holdYoungGeneration(YOUNG_GENERATION_MB);
   const server = createNodeServer(handler);
   let bound = port;
   for (let attempt = 0; ; attempt++) {

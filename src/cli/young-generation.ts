@@ -31,6 +31,11 @@ export function holdYoungGeneration(limitMb: number): () => void {
   };
 }
 
+/** Whether the operator sized the young generation (`--max-semi-space-size` or kin, on the command line or in NODE_OPTIONS). */
+export function youngGenerationChosen(execArgv: string[], nodeOptions: string | undefined): boolean {
+  return [...execArgv, nodeOptions ?? ''].some((flag) => flag.includes('semi-space'));
+}
+
 export function youngGenerationBytes(): number {
   return getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
 }
