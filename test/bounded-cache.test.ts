@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BoundedCache } from '../src/core/bounded-cache';
+import { BoundedCache } from '../src/core/util/bounded-cache';
 
 describe('BoundedCache', () => {
   it('drops the least recently written entry once full; a rewrite makes an entry newest', () => {

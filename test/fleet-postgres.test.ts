@@ -1,9 +1,9 @@
 import { tmpdir } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFleet } from '../src/core/fleet';
+import { createFleet } from '../src/core/fleet/fleet';
 import { SessionBook } from '../src/core/sessions';
-import { type HeadlessStore, createMemoryKeyv, createPostgresKeyv, keyvStore } from '../src/core/store';
+import { type HeadlessStore, createMemoryKeyv, createPostgresKeyv, keyvStore } from '../src/core/store/keyv-store';
 import { closeAllHosts, createTestHost, fakeAgent } from './helpers/harness';
 import { noneMarked } from './helpers/processes';
 import { type TestPostgres, startPostgres } from './fixtures/postgres.mjs';

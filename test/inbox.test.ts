@@ -18,7 +18,7 @@ async function runningToken(host: Awaited<ReturnType<typeof createTestHost>>, wo
   const res = await host.request('POST', `/api/workspaces/${workspace}/headless`, { json: { prompt: 'dump-env; sleep 1500', agent: 'fake' } });
   const { taskId, resumeId } = (await res.json()) as { taskId: string; resumeId: string };
   // The run token only exists in the run's environment: read it from the process.
-  const { findMarkedProcesses } = await import('../src/core/process-tree');
+  const { findMarkedProcesses } = await import('../src/core/process/process-tree');
   const { readFileSync } = await import('node:fs');
   for (let i = 0; i < 100; i++) {
     const [pid] = findMarkedProcesses(new Set([taskId])).keys();

@@ -1,8 +1,8 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import * as v from 'valibot';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EventPageSchema, InboxItemSchema, RunListSchema, RunOutputSchema, RunRecordSchema, SessionViewSchema, StartAcceptedSchema, SyncResultSchema } from '../src/core/api-schemas';
-import { ROUTES } from '../src/core/routes';
+import { EventPageSchema, InboxItemSchema, RunListSchema, RunOutputSchema, RunRecordSchema, SessionViewSchema, StartAcceptedSchema, SyncResultSchema } from '../src/contract/answers';
+import { ROUTES } from '../src/core/http/routes';
 import { closeAllHosts, createTestHost } from './helpers/harness';
 
 afterEach(closeAllHosts);
@@ -22,7 +22,7 @@ describe('GET /openapi.json', () => {
     const operations = Object.values(doc.paths).flatMap((methods) => Object.values(methods).map((o) => o.operationId));
     expect(operations.sort()).toEqual(ROUTES.map((r) => r.name).sort());
     const text = JSON.stringify(doc);
-    const { problemStatus } = await import('../src/core/problem');
+    const { problemStatus } = await import('../src/contract/problems');
     for (const code of ['invalid_body', 'capacity_reached', 'idempotency_key_reused', 'invalid_webhook', 'run_not_running', 'inbox_item_not_found', 'shutting_down']) {
       expect(text, code).toContain(code);
       expect(problemStatus(code as never)).toBeGreaterThanOrEqual(400);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { HttpProblem, errorToResponse } from '../src/core/problem';
+import { HttpProblem } from '../src/contract/problems';
+import { errorToResponse } from '../src/core/http/problem-response';
 
 describe('HttpProblem', () => {
   it('is an answer, not a fault: no stack frames are captured, and the stack limit is left as it was', () => {

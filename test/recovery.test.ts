@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { processStartTime } from '../src/core/process-tree';
-import { createMemoryKeyv } from '../src/core/store';
+import { processStartTime } from '../src/core/process/process-tree';
+import { createMemoryKeyv } from '../src/core/store/keyv-store';
 import type { StoredRun } from '../src/core/types';
 import { closeAllHosts, createTestHost } from './helpers/harness';
 import { isAlive, isDead } from './helpers/processes';

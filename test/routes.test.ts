@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { readCredential } from '../src/core/auth';
-import { HttpProblem } from '../src/core/problem';
-import { ROUTES, matchRoute } from '../src/core/routes';
-import { RunTokens } from '../src/core/run-tokens';
+import { readCredential } from '../src/core/http/auth';
+import { HttpProblem } from '../src/contract/problems';
+import { ROUTES, matchRoute } from '../src/core/http/routes';
+import { RunTokens } from '../src/core/runs/tokens';
 
 const name = (m: ReturnType<typeof matchRoute>) => (m instanceof HttpProblem ? m.code : m.route.name);
 

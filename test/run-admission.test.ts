@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { AgentRegistry } from '../src/core/agents/registry';
-import { HttpProblem } from '../src/core/problem';
-import { Admission } from '../src/core/run-admission';
-import { createFleet } from '../src/core/fleet';
+import { HttpProblem } from '../src/contract/problems';
+import { Admission } from '../src/core/runs/admission';
+import { createFleet } from '../src/core/fleet/fleet';
 import { SessionBook } from '../src/core/sessions';
-import { createMemoryKeyv, keyvStore } from '../src/core/store';
+import { createMemoryKeyv, keyvStore } from '../src/core/store/keyv-store';
 import type { SessionState, Workspace } from '../src/core/types';
 import { fakeAgent } from './helpers/harness';
 

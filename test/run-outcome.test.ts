@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type OutcomeInput, judgeOutcome } from '../src/core/run-outcome';
+import { type OutcomeInput, judgeOutcome } from '../src/core/runs/outcome';
 
 const base: OutcomeInput = { exitCode: 0, signal: null, timeoutMs: 1000 };
 

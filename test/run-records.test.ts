@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { StorageError } from '../src/core/problem';
-import { RunRecords, publicRecord } from '../src/core/run-records';
-import { keyvStore } from '../src/core/store';
+import { StorageError } from '../src/contract/problems';
+import { RunRecords, publicRecord } from '../src/core/runs/records';
+import { keyvStore } from '../src/core/store/keyv-store';
 import type { StoredRun } from '../src/core/types';
 import { refusingKeyv } from './helpers/stores';
 import { waitFor } from './helpers/wait';

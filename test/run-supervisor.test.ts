@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type SupervisedProcess, superviseProcess } from '../src/core/run-supervisor';
-import { type SpawnOptions, type Spawner, createExecaSpawner } from '../src/core/spawner';
+import { type SupervisedProcess, superviseProcess } from '../src/core/runs/supervisor';
+import { type SpawnOptions, type Spawner, createExecaSpawner } from '../src/core/process/spawner';
 import { FAKE_AGENT } from './helpers/harness';
 import { isDead, markedCount, noneMarked } from './helpers/processes';
 import { sleep } from './helpers/wait';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createFleet } from '../src/core/fleet';
+import { createFleet } from '../src/core/fleet/fleet';
 import { SessionBook } from '../src/core/sessions';
-import { createMemoryKeyv, keyvStore } from '../src/core/store';
+import { createMemoryKeyv, keyvStore } from '../src/core/store/keyv-store';
 import type { SessionState } from '../src/core/types';
 
 const bookOn = (store: ReturnType<typeof keyvStore>) => new SessionBook(store, createFleet(store, { log: () => undefined }), () => true, () => undefined);

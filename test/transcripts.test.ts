@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BUILTIN_AGENTS } from '../src/core/agents/builtins';
 import type { AgentEvent } from '../src/core/agents/types';
-import { judgeOutcome } from '../src/core/run-outcome';
+import { judgeOutcome } from '../src/core/runs/outcome';
 
 /**
  * The parsers judged on what the real CLIs printed (recorded by

@@ -4,7 +4,7 @@ import { setupServer } from 'msw/node';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { HeadlessHandlerOptions } from '../src/core/index';
-import { isNonPublicAddress } from '../src/core/webhook-target';
+import { isNonPublicAddress } from '../src/core/delivery/transport';
 import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from './helpers/daemon';
 import { type TestHost, closeAllHosts, createTestHost, problem } from './helpers/harness';
 import { closeReceivers, startReceiver } from './helpers/receiver';

@@ -1,6 +1,6 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { HeadlessError, type HeadlessClient, type RunEvent, type RunRecord, createClient } from '../client/index';
-import { RUN_STATUSES, type RunStatus } from '../core/types';
+import { RUN_STATUSES, type RunStatus } from '../contract/records';
 import { fail } from './fail';
 
 /**

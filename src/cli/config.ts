@@ -3,10 +3,10 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import * as v from 'valibot';
 import { BUILTIN_AGENTS } from '../core/agents/builtins';
 import type { CommandAgentDefinition } from '../core/agents/command-agent';
-import { ID_PATTERN } from '../core/ids';
+import { ID_PATTERN } from '../contract/ids';
 import type { Workspace } from '../core/types';
-import { WEBHOOK_EVENTS } from '../core/types';
-import type { WebhookOptions } from '../core/webhooks';
+import { WEBHOOK_EVENTS } from '../contract/records';
+import type { WebhookOptions } from '../core/delivery/webhooks';
 
 /** The daemon's config file (README: The daemon). Unknown keys are errors that name the key. */
 

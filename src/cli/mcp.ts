@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { createClient } from '../client/index';
-import { createMcpServer } from '../core/mcp';
+import { createMcpServer } from '../mcp/server';
 import { fail } from './fail';
 
 /** `headless-run-webhook mcp`: the API as MCP tools over stdio, for an AI agent to call. */

@@ -1,9 +1,9 @@
 import * as v from 'valibot';
-import { ANSWERS } from '../core/api-schemas';
-import type { ProblemCode } from '../core/problem';
-import type { RunEvent } from '../core/run-events';
-import type { StartBody } from '../core/schemas';
-import type { InboxItem, RunRecord, RunStatus, SessionView } from '../core/types';
+import { ANSWERS } from '../contract/answers';
+import type { ProblemCode } from '../contract/problems';
+import type { RunEvent } from '../contract/events';
+import type { StartBody } from '../contract/requests';
+import type { InboxItem, RunRecord, RunStatus, SessionView } from '../contract/records';
 
 /**
  * The typed client of the HTTP API (README: Typed client). Every answer is checked against the

@@ -1,7 +1,7 @@
-import type { Fleet } from './fleet';
-import { sha256 } from './ids';
-import { HttpProblem, problemBody, problemHeaders } from './problem';
-import type { HeadlessStore } from './store';
+import type { Fleet } from './fleet/fleet';
+import { sha256 } from './util/ids';
+import { HttpProblem, problemBody, problemHeaders } from '../contract/problems';
+import type { HeadlessStore } from './store/keyv-store';
 
 /**
  * Idempotent starts, after the IETF draft "The Idempotency-Key HTTP Header Field" and Stripe:

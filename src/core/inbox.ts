@@ -1,9 +1,9 @@
-import { newSortableId } from './ids';
-import { type IndexEntry, type SortedIndex, createSortedIndex } from './sorted-index';
-import { HttpProblem } from './problem';
-import type { RunTokenGrant } from './run-tokens';
-import type { HeadlessStore } from './store';
-import type { InboxItem } from './types';
+import { newSortableId } from './util/ids';
+import { type IndexEntry, type SortedIndex, createSortedIndex } from './store/sorted-index';
+import { HttpProblem } from '../contract/problems';
+import type { RunTokenGrant } from './runs/tokens';
+import type { HeadlessStore } from './store/keyv-store';
+import type { InboxItem } from '../contract/records';
 
 const key = (id: string) => `inbox:${id}`;
 type Bucket = 'unread' | 'read';

@@ -1,10 +1,10 @@
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { IdempotencyKeys } from './idempotency';
-import { sortableIdBound } from './ids';
+import { sortableIdBound } from './util/ids';
 import type { Inbox } from './inbox';
-import type { RunEvents } from './run-events';
-import type { RunRecords } from './run-records';
-import type { Webhooks } from './webhooks';
+import type { RunEvents } from './events/run-events';
+import type { RunRecords } from './runs/records';
+import type { Webhooks } from './delivery/webhooks';
 
 /**
  * Retention (README: Retention): ended runs (record, output, events, webhook deliveries) and

@@ -1,8 +1,9 @@
-import { BoundedCache } from './bounded-cache';
-import type { Fleet } from './fleet';
-import { HttpProblem } from './problem';
-import type { HeadlessStore } from './store';
-import type { SessionState, SessionView } from './types';
+import { BoundedCache } from './util/bounded-cache';
+import type { Fleet } from './fleet/fleet';
+import { HttpProblem } from '../contract/problems';
+import type { HeadlessStore } from './store/keyv-store';
+import type { SessionState } from './types';
+import type { SessionView } from '../contract/records';
 
 const key = (resumeId: string) => `session:${resumeId}`;
 /** The claim a run holds on its Session while it runs. */

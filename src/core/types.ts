@@ -1,51 +1,5 @@
-/** The records the service stores and shows. */
-import type { WebhookDeliveryView, WebhookTarget, WorkspaceWebhook } from './webhooks';
-
-export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
-
-/** The types of a run's events (README: Run events). */
-export const RUN_EVENT_TYPES = ['run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended'] as const;
-export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
-
-/** The events a webhook can be told of. */
-export const WEBHOOK_EVENTS = ['run.ended', 'agent.session'] as const;
-export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
-
-export interface RunError {
-  code: string;
-  message: string;
-}
-
-/** The run record: process status only, never the prompt, output or a token. */
-export interface RunRecord {
-  taskId: string;
-  resumeId: string;
-  workspaceId: string;
-  agent: string;
-  mode: 'async' | 'sync';
-  status: RunStatus;
-  createdAt: string;
-  endedAt: string | null;
-  durationMs: number | null;
-  timeoutMs: number;
-  exitCode: number | null;
-  signal: string | null;
-  error?: RunError;
-  /** Tokens (and cost) the agent reported for the run, where it reports them. */
-  usage?: RunUsage;
-  /** The agent's final assistant text, where it prints it (at most 4000 characters). */
-  lastMessage?: string;
-  /** Its webhook deliveries (on `GET /api/headless/:taskId` of a run that has webhooks). */
-  webhooks?: WebhookDeliveryView[];
-}
-
-export interface RunUsage {
-  inputTokens: number;
-  outputTokens: number;
-  /** In US dollars, where the agent reports it. */
-  costUsd?: number;
-}
+/** What the core stores and is configured with, beside the records the API shows. */
+import type { RunRecord, WebhookEvent } from '../contract/records';
 
 /** What is stored for a run: the record plus what crash recovery needs to find its processes. */
 export interface StoredRun extends RunRecord {
@@ -74,27 +28,7 @@ export interface SessionState {
   runCount: number;
 }
 
-export interface SessionView {
-  resumeId: string;
-  workspaceId: string;
-  agent: string;
-  status: 'idle' | 'busy' | 'retired';
-  createdAt: string;
-  lastRunAt: string;
-  runCount: number;
-  resumable: boolean;
-}
 
-export interface InboxItem {
-  id: string;
-  workspaceId: string;
-  taskId: string | null;
-  resumeId: string | null;
-  title: string;
-  body: string;
-  createdAt: string;
-  readAt: string | null;
-}
 
 /** A workspace the service can run agents in. */
 export interface Workspace {
@@ -114,4 +48,21 @@ export interface Workspace {
   env?: Record<string, string>;
   /** Told when each run ends (README: Webhooks). */
   webhook?: WorkspaceWebhook;
+}
+
+/** Where a run's webhooks go; kept on the run record from its start. */
+export interface WebhookTarget {
+  url: string;
+  events: WebhookEvent[];
+  /** `workspace`: the workspace's own webhook (signed with its secret, if it has one); `start`: the start request's. */
+  source: 'workspace' | 'start';
+}
+
+/** A workspace's webhook, from the config file or the library option. */
+export interface WorkspaceWebhook {
+  url: string;
+  /** `whsec_…`. @default the installation's `webhooks.secret` */
+  secret?: string;
+  /** @default ["run.ended"] */
+  events?: WebhookEvent[];
 }

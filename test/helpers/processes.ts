@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { findMarkedProcesses } from '../../src/core/process-tree';
+import { findMarkedProcesses } from '../../src/core/process/process-tree';
 import { eventually } from './wait';
 
 /** Alive and not a zombie (this sandbox's PID 1 does not reap orphans). */

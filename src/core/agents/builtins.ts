@@ -1,4 +1,4 @@
-import type { RunUsage } from '../types';
+import type { RunUsage } from '../../contract/records';
 import type { AgentAdapter, AgentEvent, AgentInvocation, AgentOutputParser, AgentRunInput, AgentVerdict } from './types';
 
 /**

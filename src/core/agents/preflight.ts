@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { SpawnFailure } from '../spawner';
+import { SpawnFailure } from '../process/spawner';
 import type { AgentAdapter } from './types';
 
 /** The checks made before an agent is chosen or started: found, really that agent, credentials. */

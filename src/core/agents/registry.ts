@@ -1,4 +1,4 @@
-import { HttpProblem } from '../problem';
+import { HttpProblem } from '../../contract/problems';
 import type { Workspace } from '../types';
 import { BUILTIN_AGENTS } from './builtins';
 import { type CommandAgentDefinition, createCommandAgent } from './command-agent';

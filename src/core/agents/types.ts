@@ -1,5 +1,5 @@
 /** What an agent adapter is: how to start its CLI headless, and how to read what it printed. */
-import type { RunUsage } from '../types';
+import type { RunUsage } from '../../contract/records';
 
 export interface AgentRunInput {
   prompt: string;

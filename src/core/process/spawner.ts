@@ -1,5 +1,5 @@
 import { execa } from 'execa';
-import { LineSplitter, TailBuffer } from './output';
+import { LineSplitter, TailBuffer } from './collectors';
 import { processStartTime, signalGroup } from './process-tree';
 
 export interface SpawnOptions {

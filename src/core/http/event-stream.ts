@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { Response } from '@whatwg-node/fetch';
-import type { EventReader, RunEvent } from './run-events';
+import type { EventReader } from '../events/run-events';
+import type { RunEvent } from '../../contract/events';
 
 /** A run's timeline as a streamed HTTP answer: Server-Sent Events, or JSON lines. */
 

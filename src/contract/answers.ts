@@ -1,6 +1,6 @@
 import * as v from 'valibot';
-import { type InboxItem, RUN_EVENT_TYPES, RUN_STATUSES, type RunRecord, type SessionView, WEBHOOK_EVENTS } from './types';
-import type { WebhookDeliveryView } from './webhooks';
+import { type InboxItem, RUN_EVENT_TYPES, RUN_STATUSES, type RunRecord, type SessionView, WEBHOOK_EVENTS } from './records';
+import type { WebhookDeliveryView } from './records';
 
 /**
  * The answers of the API as valibot schemas: the OpenAPI document is generated from these and

@@ -1,7 +1,4 @@
-/** Every error the service can answer with, and the one place that turns errors into responses. */
-
-// whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
-import { Response } from '@whatwg-node/fetch';
+/** Every error the service can answer with: its code, HTTP status and problem JSON (RFC 9457). */
 
 const STATUS = {
   invalid_body: 400,
@@ -109,21 +106,3 @@ export function problemBody(problem: HttpProblem): Record<string, unknown> {
 }
 
 export const problemHeaders = (problem: HttpProblem) => ({ ...problem.headers, 'content-type': 'application/problem+json' });
-
-export function problemResponse(problem: HttpProblem): Response {
-  return new Response(JSON.stringify(problemBody(problem)), { status: problem.status, headers: problemHeaders(problem) });
-}
-
-/**
- * Maps anything thrown while handling a request to a response. Unknown errors become a bare
- * 500 `internal`: their message may carry paths, tokens or stack frames, so it is only logged.
- */
-export function errorToResponse(error: unknown, log: (message: string, error: unknown) => void): Response {
-  if (error instanceof HttpProblem) return problemResponse(error);
-  if (error instanceof StorageError) {
-    log('storage failure', error);
-    return problemResponse(new HttpProblem('storage_unavailable', 'The store refused the operation; retry later.'));
-  }
-  log('unexpected error', error);
-  return problemResponse(new HttpProblem('internal', 'The request failed unexpectedly.'));
-}

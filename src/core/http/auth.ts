@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
-import { secretsEqual } from './ids';
-import { HttpProblem } from './problem';
-import type { RunTokenGrant, RunTokens } from './run-tokens';
+import { secretsEqual } from '../util/ids';
+import { HttpProblem } from '../../contract/problems';
+import type { RunTokenGrant, RunTokens } from '../runs/tokens';
 
 /**
  * The request's credential, read once from its `Authorization` header. A live run token is

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Keyv } from 'keyv';
-import { StorageError } from './problem';
+import { StorageError } from '../../contract/problems';
 
 /**
  * The persistence the service needs, over any Keyv instance. Keys are `kind:id`.

@@ -1,4 +1,4 @@
-import { newSecret, sha256 } from './ids';
+import { newSecret, sha256 } from '../util/ids';
 
 export interface RunTokenGrant {
   taskId: string;

@@ -2,8 +2,8 @@ import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { HeadlessError, type HeadlessClient } from '../client/index';
 import { version } from '../../package.json';
-import { InboxPush, StartBody } from './schemas';
-import { RUN_STATUSES } from './types';
+import { InboxPush, StartBody } from '../contract/requests';
+import { RUN_STATUSES } from '../contract/records';
 
 /**
  * The API as MCP tools (README: MCP server), over the typed client: the same tools whether served

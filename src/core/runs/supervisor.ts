@@ -1,6 +1,6 @@
-import { MARKER_VARIABLE, killMarkedProcesses } from './process-tree';
-import type { StopReason } from './run-outcome';
-import type { ProcessExit, ProcessOutput, SpawnOptions, Spawner } from './spawner';
+import { MARKER_VARIABLE, killMarkedProcesses } from '../process/process-tree';
+import type { StopReason } from './outcome';
+import type { ProcessExit, ProcessOutput, SpawnOptions, Spawner } from '../process/spawner';
 
 export interface SupervisorOptions {
   spawner: Spawner;

@@ -2,16 +2,16 @@
 import { Response } from '@whatwg-node/fetch';
 import type { Credential } from './auth';
 import { readEmptyBody, readJsonObject } from './body';
-import type { IdempotencyKeys, StoredAnswer } from './idempotency';
-import type { Inbox } from './inbox';
-import { HttpProblem, type ProblemCode } from './problem';
-import type { RunService } from './runs';
-import type { WorkspaceReport } from './agents/doctor';
-import { ANSWERS } from './api-schemas';
+import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
+import type { Inbox } from '../inbox';
+import { HttpProblem, type ProblemCode } from '../../contract/problems';
+import type { RunService } from '../runs/run-service';
+import type { WorkspaceReport } from '../agents/doctor';
+import { ANSWERS } from '../../contract/answers';
 import { eventStreamResponse } from './event-stream';
 import { statusPage, statusPageScript } from './status-page';
 import { type RouteDoc, openApiDocument } from './openapi';
-import type { RunEvents } from './run-events';
+import type { RunEvents } from '../events/run-events';
 import {
   AgentsQuery,
   EventsQuery,
@@ -27,11 +27,11 @@ import {
   parseListQuery,
   parseOutputQuery,
   parseStartBody,
-} from './schemas';
-import type { SessionBook } from './sessions';
-import type { Workspace } from './types';
-import { createClient } from '../client/index';
-import { version } from '../../package.json';
+} from '../../contract/requests';
+import type { SessionBook } from '../sessions';
+import type { Workspace } from '../types';
+import { createClient } from '../../client/index';
+import { version } from '../../../package.json';
 
 /** The HTTP routes of the API: each path, its method and its handler, in one table. */
 
@@ -271,7 +271,7 @@ export const ROUTES: Route[] = [
         }
         return dispatch(String(input), { ...init, headers });
       };
-      const { answerMcp } = await import('./mcp');
+      const { answerMcp } = await import('../../mcp/server');
       return answerMcp(request, createClient({ url: apiUrl, fetch: forward as typeof fetch }));
     },
   ),

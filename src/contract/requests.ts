@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { ID_PATTERN } from './ids';
-import { HttpProblem, type ProblemCode } from './problem';
-import { RUN_STATUSES, type RunStatus, WEBHOOK_EVENTS } from './types';
+import { HttpProblem, type ProblemCode } from './problems';
+import { RUN_STATUSES, type RunStatus, WEBHOOK_EVENTS } from './records';
 
 /**
  * Request schemas. Each validator's message is the problem code it stands for, so the first

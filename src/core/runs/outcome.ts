@@ -1,4 +1,5 @@
-import type { RunError, RunStatus } from './types';
+import { clip } from '../util/text';
+import type { RunError, RunStatus } from '../../contract/records';
 
 /** Why the service stopped a run; the first stop to act is the one that counts. */
 export type StopReason = 'cancel' | 'timeout' | 'shutdown' | 'unrecorded';
@@ -76,5 +77,3 @@ export function reasonFromStderr(stderr: string): string | undefined {
   return line === undefined ? undefined : clip(line, MAX_REASON);
 }
 
-/** At most `max` characters, an ellipsis marking a cut. */
-export const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

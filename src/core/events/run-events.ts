@@ -1,35 +1,14 @@
-import type { AgentEvent } from './agents/types';
-import { BoundedCache } from './bounded-cache';
-import { clip } from './run-outcome';
-import type { HeadlessStore } from './store';
-import type { RunEventType, RunRecord, RunUsage } from './types';
+import type { AgentEvent } from '../agents/types';
+import { BoundedCache } from '../util/bounded-cache';
+import { clip } from '../util/text';
+import type { EventPage, RunEventData } from '../../contract/events';
+import { Timeline } from './timeline';
+import { deleteTimeline, loadTimeline, saveTimeline } from './timeline-store';
+import type { HeadlessStore } from '../store/keyv-store';
+import type { RunEventType, RunRecord } from '../../contract/records';
 
 /** A run's event timeline (README: Run events): kept per run, bounded, stored, and followed live. */
 
-
-export interface RunEventData {
-  'run.started': Pick<RunRecord, 'taskId' | 'resumeId' | 'workspaceId' | 'agent' | 'mode'>;
-  /** The Session can now be resumed. The agent's own session id is never shown. */
-  'agent.session': { resumeId: string };
-  message: { text: string };
-  tool: { name: string; status: 'started' | 'succeeded' | 'failed'; id?: string };
-  usage: RunUsage;
-  error: { message: string };
-  /** The final record. */
-  'run.ended': RunRecord;
-}
-
-/** One event: `seq` counts from 1 within its run. */
-export type RunEvent = {
-  [T in RunEventType]: { seq: number; time: string; type: T; data: RunEventData[T] };
-}[RunEventType];
-
-/** What is read from a timeline at once: events after a sequence number, and whether more can come. */
-export interface EventPage {
-  events: RunEvent[];
-  /** No event will follow these: the run has ended (or its timeline is not followed here). */
-  ended: boolean;
-}
 
 /** Follows one run's timeline from a sequence number on. */
 export interface EventReader {
@@ -50,14 +29,6 @@ export interface RunEventsOptions {
   flushMs?: number;
 }
 
-/**
- * Stored as a head (`events:<taskId>`: the first and last kept sequence numbers) and segments of
- * `SEGMENT` events (`events:<taskId>:<n>`), so a write costs the new events, not the timeline.
- */
-const SEGMENT = 100;
-const headKey = (taskId: string) => `events:${taskId}`;
-const segmentKey = (taskId: string, n: number) => `events:${taskId}:${n}`;
-const segmentOf = (seq: number) => Math.floor((seq - 1) / SEGMENT);
 /** Stored timelines kept in memory, so readers arriving together read the store once. */
 const STORED_CACHE = 16;
 /**
@@ -67,16 +38,9 @@ const STORED_CACHE = 16;
 const FOLLOW_POLL_MS = 500;
 /** Events handed to a reader at once. */
 const BATCH = 100;
-/** Followers of a running run are handed its new events at most this often. */
-const READER_INTERVAL_MS = 100;
 const TEXT_MAX = 4000;
 const NAME_MAX = 200;
 
-interface StoredHead {
-  first: number;
-  last: number;
-  ended: boolean;
-}
 
 type AgentEventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 
@@ -91,149 +55,6 @@ export function fromAgentEvent(event: AgentEvent): { [T in AgentEvent['type']]: 
   return { type: event.type, data: (bound[event.type] as (e: AgentEvent) => never)(event) };
 }
 
-/**
- * One run's timeline in memory: the retained events, and a signal for those waiting on the next.
- * Followers are handed new events at most every READER_INTERVAL_MS (the first after a quiet spell
- * at once), all at the same moment: a busy run costs each a few wake-ups a second, and followers
- * in step read the same batches, encoded once.
- */
-class Timeline {
-  private sizes: number[] = [];
-  private bytes = 0;
-  lastSeq: number;
-  /** The last event followers have been handed. */
-  published: number;
-  private lastPublished = 0;
-  private publishing: NodeJS.Timeout | undefined;
-  private beat: NodeJS.Timeout | undefined;
-  /** Readers waiting for the next change. */
-  private readonly waiters = new Set<() => void>();
-  /** The sequence numbers the store holds (0, 0: none yet). */
-  saved = { first: 0, last: 0 };
-
-  constructor(
-    public events: RunEvent[],
-    public ended: boolean,
-    readonly limits: { maxEvents: number; maxBytes: number },
-  ) {
-    this.sizes = events.map(sizeOf);
-    this.bytes = this.sizes.reduce((a, b) => a + b, 0);
-    this.lastSeq = events.at(-1)?.seq ?? 0;
-    this.published = this.lastSeq;
-  }
-
-  /** Hands the new events to the followers: now, or when the interval since the last time is over. */
-  private wake(): void {
-    if (this.publishing) return;
-    const wait = this.lastPublished + READER_INTERVAL_MS - Date.now();
-    if (wait <= 0) this.publish();
-    else this.publishing = setTimeout(() => this.publish(), wait);
-  }
-
-  private publish(): void {
-    clearTimeout(this.publishing);
-    this.publishing = undefined;
-    this.published = this.lastSeq;
-    this.lastPublished = Date.now();
-    for (const waiter of [...this.waiters]) waiter();
-  }
-
-  append<T extends RunEventType>(type: T, data: RunEventData[T]): RunEvent {
-    const event = { seq: ++this.lastSeq, time: new Date().toISOString(), type, data } as RunEvent;
-    const size = sizeOf(event);
-    this.events.push(event);
-    this.sizes.push(size);
-    this.bytes += size;
-    // The final event always stays, so a reader always learns how the run ended.
-    while (this.events.length > 1 && (this.events.length > this.limits.maxEvents || this.bytes > this.limits.maxBytes)) {
-      this.events.shift();
-      this.bytes -= this.sizes.shift()!;
-    }
-    if (type === 'run.ended') {
-      // The end is told at once.
-      this.ended = true;
-      this.publish();
-    } else this.wake();
-    return event;
-  }
-
-  /** Wakes every waiting reader without an event (used when the service closes). */
-  release(): void {
-    this.ended = true;
-    this.publish();
-  }
-
-  /** Up to `limit` events after `after`, none after `upTo`. */
-  page(after: number, limit: number, upTo = this.lastSeq): EventPage {
-    // Sequence numbers are dense, so the first event after `after` is found by arithmetic.
-    const first = this.events[0]?.seq ?? 1;
-    const start = Math.max(0, after + 1 - first);
-    const end = Math.max(start, Math.min(start + limit, upTo + 1 - first));
-    const events = this.events.slice(start, end);
-    return { events, ended: this.ended && upTo >= this.lastSeq && end >= this.events.length };
-  }
-
-  /**
-   * Settles at the next change, or when the waiters' common beat (every `ms`, the keep-alive
-   * interval) comes; `hold` receives the function that settles it now. One timer for all the
-   * waiters of a run, not one each.
-   */
-  wait(ms: number, hold: (wake: () => void) => void): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        this.waiters.delete(done);
-        if (this.waiters.size === 0) {
-          clearInterval(this.beat);
-          this.beat = undefined;
-        }
-        resolve();
-      };
-      this.waiters.add(done);
-      hold(done);
-      this.beat ??= setInterval(() => {
-        for (const waiter of [...this.waiters]) waiter();
-      }, ms);
-    });
-  }
-
-  get firstSeq(): number {
-    return this.events[0]?.seq ?? this.lastSeq + 1;
-  }
-
-  /** The kept events of segment `n`. */
-  segment(n: number): RunEvent[] {
-    const start = Math.max(0, n * SEGMENT + 1 - this.firstSeq);
-    return this.events.slice(start, Math.max(0, (n + 1) * SEGMENT + 1 - this.firstSeq));
-  }
-}
-
-/** A stored timeline; none stored yet is an empty one, ended unless its run is `running`. */
-async function loadTimeline(store: HeadlessStore, taskId: string, limits: Timeline['limits'], running: boolean): Promise<Timeline> {
-  const head = await store.get<StoredHead>(headKey(taskId));
-  if (!head || head.last < head.first) return new Timeline([], !running, limits);
-  const keys: string[] = [];
-  for (let n = segmentOf(head.first); n <= segmentOf(head.last); n++) keys.push(segmentKey(taskId, n));
-  const events = (await store.getMany<RunEvent[]>(keys)).flatMap((segment) => segment ?? []).filter((e) => e.seq >= head.first && e.seq <= head.last);
-  const timeline = new Timeline(events, head.ended, limits);
-  timeline.saved = { first: head.first, last: head.last };
-  return timeline;
-}
-
-/** Writes the segments with new events, drops those left behind, then the head. */
-async function saveTimeline(store: HeadlessStore, taskId: string, timeline: Timeline): Promise<void> {
-  const { firstSeq: first, lastSeq: last, saved, ended } = timeline;
-  if (last === saved.last && first === saved.first) return;
-  const writes: Promise<void>[] = [];
-  for (let n = segmentOf(Math.max(saved.last + 1, first)); n <= segmentOf(last); n++) writes.push(store.set(segmentKey(taskId, n), timeline.segment(n)));
-  if (saved.last > 0) {
-    for (let n = segmentOf(saved.first); n < Math.min(segmentOf(first), segmentOf(saved.last) + 1); n++) writes.push(store.delete(segmentKey(taskId, n)));
-  }
-  await Promise.all(writes);
-  await store.set(headKey(taskId), { first, last, ended } satisfies StoredHead);
-  timeline.saved = { first, last };
-}
-
-const sizeOf = (event: RunEvent) => Buffer.byteLength(JSON.stringify(event));
 
 /**
  * The timelines: a running run's lives in memory (bounded) and is written to the store at
@@ -299,9 +120,7 @@ export class RunEvents {
 
   /** Deletes an ended run's stored timeline. */
   async forget(taskId: string): Promise<void> {
-    const head = await this.o.store.get<StoredHead>(headKey(taskId));
-    if (head) for (let n = segmentOf(head.first); n <= segmentOf(head.last); n++) await this.o.store.delete(segmentKey(taskId, n));
-    await this.o.store.delete(headKey(taskId));
+    await deleteTimeline(this.o.store, taskId);
     this.stored.delete(taskId);
   }
 

@@ -1,9 +1,10 @@
 import { Webhook } from 'standardwebhooks';
-import { HttpProblem } from './problem';
-import { type IndexEntry, type SortedIndex, createSortedIndex } from './sorted-index';
-import type { HeadlessStore } from './store';
-import type { StoredRun, WebhookEvent, Workspace } from './types';
-import { RefusedTarget, checkWebhookUrl, postWebhook } from './webhook-target';
+import { HttpProblem } from '../../contract/problems';
+import { type IndexEntry, type SortedIndex, createSortedIndex } from '../store/sorted-index';
+import type { HeadlessStore } from '../store/keyv-store';
+import type { WebhookDeliveryView, WebhookEvent } from '../../contract/records';
+import type { StoredRun, WebhookTarget, Workspace } from '../types';
+import { RefusedTarget, checkWebhookUrl, postWebhook } from './transport';
 
 /**
  * Completion webhooks (README: Webhooks): an outbox in the store, one entry per run, target and
@@ -12,22 +13,7 @@ import { RefusedTarget, checkWebhookUrl, postWebhook } from './webhook-target';
  */
 
 
-/** Where a run's webhooks go; kept on the run record from its start. */
-export interface WebhookTarget {
-  url: string;
-  events: WebhookEvent[];
-  /** `workspace`: the workspace's own webhook (signed with its secret, if it has one); `start`: the start request's. */
-  source: 'workspace' | 'start';
-}
 
-/** A workspace's webhook, from the config file or the library option. */
-export interface WorkspaceWebhook {
-  url: string;
-  /** `whsec_…`. @default the installation's `webhooks.secret` */
-  secret?: string;
-  /** @default ["run.ended"] */
-  events?: WebhookEvent[];
-}
 
 export interface WebhookOptions {
   /** Signs every delivery without a workspace secret of its own: `whsec_` + base64 (24 to 64 bytes). */
@@ -44,21 +30,7 @@ export interface WebhookOptions {
   concurrency?: number;
 }
 
-export type DeliveryState = 'waiting' | 'pending' | 'delivered' | 'failed';
 
-/** A delivery as the run record shows it. */
-export interface WebhookDeliveryView {
-  id: string | null;
-  url: string;
-  event: WebhookEvent;
-  /** `waiting`: its event has not happened yet; `pending`: being delivered or retried. */
-  state: DeliveryState;
-  attempts: number;
-  nextAttemptAt: string | null;
-  lastStatus?: number;
-  lastError?: string;
-  deliveredAt?: string;
-}
 
 interface Delivery {
   id: string;

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import { newSortableId } from './ids';
-import { HttpProblem, type ProblemCode, StorageError } from './problem';
-import type { HeadlessStore, SqlAccess } from './store';
+import { newSortableId } from '../util/ids';
+import { HttpProblem, type ProblemCode, StorageError } from '../../contract/problems';
+import type { HeadlessStore, SqlAccess } from '../store/keyv-store';
 
 /**
  * The instances sharing one store (README: Running several instances). Each has an id, the

@@ -1,5 +1,5 @@
-import { OrderedIndex, type Page } from './ordered-index';
-import type { HeadlessStore, SqlAccess } from './store';
+import { OrderedIndex, type Page } from './memory-index';
+import type { HeadlessStore, SqlAccess } from './keyv-store';
 
 /**
  * Ids per workspace, each in one bucket (a run's status; an Inbox item's read state), newest

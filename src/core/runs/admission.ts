@@ -1,12 +1,12 @@
-import type { AgentRegistry } from './agents/registry';
-import { probeEnv } from './agents/preflight';
-import type { AgentAdapter } from './agents/types';
-import { newSortableId } from './ids';
-import { HttpProblem } from './problem';
-import type { StartRequest } from './schemas';
-import type { SessionBook } from './sessions';
-import type { HeadlessStore } from './store';
-import type { SessionState, Workspace } from './types';
+import type { AgentRegistry } from '../agents/registry';
+import { probeEnv } from '../agents/preflight';
+import type { AgentAdapter } from '../agents/types';
+import { newSortableId } from '../util/ids';
+import { HttpProblem } from '../../contract/problems';
+import type { StartRequest } from '../../contract/requests';
+import type { SessionBook } from '../sessions';
+import type { HeadlessStore } from '../store/keyv-store';
+import type { SessionState, Workspace } from '../types';
 
 const lastAgentKey = (workspaceId: string) => `workspace:${workspaceId}`;
 

@@ -1,10 +1,10 @@
-import { MACHINE } from './fleet';
-import { reapEarlierRun } from './process-tree';
-import type { RunEvents } from './run-events';
-import type { Webhooks } from './webhooks';
-import { INTERRUPTED } from './run-outcome';
-import { type RunRecords, publicRecord } from './run-records';
-import type { StoredRun } from './types';
+import { MACHINE } from '../fleet/fleet';
+import { reapEarlierRun } from '../process/process-tree';
+import type { RunEvents } from '../events/run-events';
+import type { Webhooks } from '../delivery/webhooks';
+import { INTERRUPTED } from './outcome';
+import { type RunRecords, publicRecord } from './records';
+import type { StoredRun } from '../types';
 
 /**
  * Takes over the runs of instances that are gone (README: Crash recovery): at start-up those an

@@ -1,4 +1,4 @@
-import type { ProcessOutput } from './spawner';
+import type { ProcessOutput } from '../process/spawner';
 
 /** The last `bytes` bytes of a text, cut at a character boundary; `cut` says whether anything was left out. */
 function tail(text: string, bytes: number): { text: string; cut: boolean } {

@@ -1,7 +1,7 @@
 import { type ConversionConfig, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
-import { ANSWERS } from './api-schemas';
-import { type ProblemCode, problemStatus } from './problem';
+import { ANSWERS } from '../../contract/answers';
+import { type ProblemCode, problemStatus } from '../../contract/problems';
 
 /** The OpenAPI 3.1 document, generated from the route table and the valibot schemas. */
 

@@ -1,4 +1,4 @@
-import { HttpProblem } from './problem';
+import { HttpProblem } from '../../contract/problems';
 
 /** The largest request body read: a declared or received body past it is answered 413 at once. */
 export const MAX_BODY_BYTES = 256 * 1024;

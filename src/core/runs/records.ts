@@ -1,10 +1,11 @@
-import { BoundedCache } from './bounded-cache';
-import type { Page } from './ordered-index';
-import { StorageError } from './problem';
-import { type IndexEntry, type SortedIndex, createSortedIndex } from './sorted-index';
-import type { ProcessOutput } from './spawner';
-import type { HeadlessStore } from './store';
-import type { RunRecord, RunStatus, StoredRun } from './types';
+import { BoundedCache } from '../util/bounded-cache';
+import type { Page } from '../store/memory-index';
+import { StorageError } from '../../contract/problems';
+import { type IndexEntry, type SortedIndex, createSortedIndex } from '../store/sorted-index';
+import type { ProcessOutput } from '../process/spawner';
+import type { HeadlessStore } from '../store/keyv-store';
+import type { RunRecord, RunStatus } from '../../contract/records';
+import type { StoredRun } from '../types';
 
 const runKey = (taskId: string) => `run:${taskId}`;
 /** A run's output tail, stored once it ends: beside the record, never in it. */

@@ -1,0 +1,26 @@
+/** A run's events, as the API streams and pages them (README: Run events). */
+import type { RunEventType, RunRecord, RunUsage } from './records';
+
+export interface RunEventData {
+  'run.started': Pick<RunRecord, 'taskId' | 'resumeId' | 'workspaceId' | 'agent' | 'mode'>;
+  /** The Session can now be resumed. The agent's own session id is never shown. */
+  'agent.session': { resumeId: string };
+  message: { text: string };
+  tool: { name: string; status: 'started' | 'succeeded' | 'failed'; id?: string };
+  usage: RunUsage;
+  error: { message: string };
+  /** The final record. */
+  'run.ended': RunRecord;
+}
+
+/** One event: `seq` counts from 1 within its run. */
+export type RunEvent = {
+  [T in RunEventType]: { seq: number; time: string; type: T; data: RunEventData[T] };
+}[RunEventType];
+
+/** What is read from a timeline at once: events after a sequence number, and whether more can come. */
+export interface EventPage {
+  events: RunEvent[];
+  /** No event will follow these: the run has ended (or its timeline is not followed here). */
+  ended: boolean;
+}

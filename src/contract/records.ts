@@ -1,0 +1,85 @@
+/** The records the API shows: runs, Sessions, Inbox items, webhook deliveries. */
+
+export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** The types of a run's events (README: Run events). */
+export const RUN_EVENT_TYPES = ['run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended'] as const;
+export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
+
+/** The events a webhook can be told of. */
+export const WEBHOOK_EVENTS = ['run.ended', 'agent.session'] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export interface RunError {
+  code: string;
+  message: string;
+}
+
+/** The run record: process status only, never the prompt, output or a token. */
+export interface RunRecord {
+  taskId: string;
+  resumeId: string;
+  workspaceId: string;
+  agent: string;
+  mode: 'async' | 'sync';
+  status: RunStatus;
+  createdAt: string;
+  endedAt: string | null;
+  durationMs: number | null;
+  timeoutMs: number;
+  exitCode: number | null;
+  signal: string | null;
+  error?: RunError;
+  /** Tokens (and cost) the agent reported for the run, where it reports them. */
+  usage?: RunUsage;
+  /** The agent's final assistant text, where it prints it (at most 4000 characters). */
+  lastMessage?: string;
+  /** Its webhook deliveries (on `GET /api/headless/:taskId` of a run that has webhooks). */
+  webhooks?: WebhookDeliveryView[];
+}
+
+export interface RunUsage {
+  inputTokens: number;
+  outputTokens: number;
+  /** In US dollars, where the agent reports it. */
+  costUsd?: number;
+}
+
+export interface SessionView {
+  resumeId: string;
+  workspaceId: string;
+  agent: string;
+  status: 'idle' | 'busy' | 'retired';
+  createdAt: string;
+  lastRunAt: string;
+  runCount: number;
+  resumable: boolean;
+}
+
+export interface InboxItem {
+  id: string;
+  workspaceId: string;
+  taskId: string | null;
+  resumeId: string | null;
+  title: string;
+  body: string;
+  createdAt: string;
+  readAt: string | null;
+}
+
+export type DeliveryState = 'waiting' | 'pending' | 'delivered' | 'failed';
+
+/** A delivery as the run record shows it. */
+export interface WebhookDeliveryView {
+  id: string | null;
+  url: string;
+  event: WebhookEvent;
+  /** `waiting`: its event has not happened yet; `pending`: being delivered or retried. */
+  state: DeliveryState;
+  attempts: number;
+  nextAttemptAt: string | null;
+  lastStatus?: number;
+  lastError?: string;
+  deliveredAt?: string;
+}
