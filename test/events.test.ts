@@ -252,7 +252,7 @@ describe('followers of a busy run', () => {
     const events = new RunEvents({ store: keyvStore(createMemoryKeyv()), log: () => undefined });
     events.open({ taskId: 'run_1', resumeId: 'ses_1', workspaceId: 'ws', agent: 'fake', mode: 'async' });
     const follow = async () => {
-      const reader = events.reader('run_1', 0, true);
+      const reader = events.reader({ taskId: 'run_1', status: 'running' } as RunRecord, 0);
       const batches: number[][] = [];
       for (let i = 0; i < 1000; i++) {
         const page = await reader.next(5000);

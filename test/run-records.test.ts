@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { StorageError } from '../src/contract/problems';
-import { RunRecords, publicRecord } from '../src/core/runs/records';
+import { publicRecord } from '../src/core/public-record';
+import { RunRecords } from '../src/core/runs/records';
 import { keyvStore } from '../src/core/store/keyv-store';
 import type { StoredRun } from '../src/core/types';
 import { refusingKeyv } from './helpers/stores';
@@ -25,7 +26,8 @@ function running(taskId: string): StoredRun {
   };
 }
 
-const ended = (run: StoredRun): StoredRun => ({ ...run, status: 'failed', endedAt: new Date().toISOString(), durationMs: 5, exitCode: 1 });
+const end = (run: StoredRun): StoredRun | undefined =>
+  run.status === 'running' ? { ...run, status: 'failed', endedAt: new Date().toISOString(), durationMs: 5, exitCode: 1 } : undefined;
 
 const open: RunRecords[] = [];
 afterEach(async () => {
@@ -40,66 +42,74 @@ function records(mode: 'throw' | 'false' = 'throw', extra: { cacheSize?: number;
   return { records: r, state, map, logged };
 }
 
+const storedStatus = (map: Map<string, unknown>, taskId: string) => (JSON.parse(String(map.get(`hrw:run:${taskId}`))) as { value: StoredRun }).value.status;
+
 describe('run records', () => {
-  it('create, find and page; the public record hides what only recovery needs', async () => {
+  it('create, find and page; the public record hides what only recovery and the outbox need', async () => {
     const { records: r } = records();
     await r.create(running('run_a'));
-    await r.create(running('run_b'));
+    await r.create({ ...running('run_b'), agentSessionId: 'agent-1', deliveries: [], deliveryDueAt: 1 });
     expect((await r.page('ws', 'running', 10)).ids).toEqual(['run_b', 'run_a']);
-    const found = await r.find('run_a');
+    const found = await r.find('run_b');
     expect(found?.status).toBe('running');
-    expect(publicRecord(found!)).not.toHaveProperty('process');
-    expect(publicRecord(found!)).not.toHaveProperty('bootId');
+    for (const hidden of ['process', 'bootId', 'agentSessionId', 'deliveries', 'deliveryDueAt']) expect(publicRecord(found!)).not.toHaveProperty(hidden);
     expect(await r.find('run_none')).toBeUndefined();
   });
 
-  it('a final record the store keeps refusing stays final for every reader, even once it would have left the cache', async () => {
-    const { records: r, state, logged } = records('throw', { cacheSize: 1, backgroundRetryMs: 60_000 });
-    const run = running('run_a');
-    await r.create(run);
+  it('a final record the store refuses is never shown: the run reads as running everywhere until it is stored', async () => {
+    const { records: r, state, logged, map } = records('throw', { cacheSize: 1, backgroundRetryMs: 60_000 });
+    await r.create(running('run_a'));
     state.failing = true;
-    await r.finish(ended(run));
+    const told: StoredRun[] = [];
+    expect(await r.finish('run_a', end, (run) => void told.push(run))).toBe(false);
     expect(logged.join('\n')).toContain('could not store the final record of run_a');
-    // Push it out of any cache: more ended runs than the cache holds.
-    state.failing = false;
-    for (const id of ['run_b', 'run_c', 'run_d']) {
-      await r.create(running(id));
-      await r.finish(ended(running(id)));
-      await r.find(id);
-    }
-    expect((await r.find('run_a'))?.status).toBe('failed');
-    expect((await r.page('ws', 'running', 10)).ids).toEqual([]);
-    expect((await r.page('ws', 'failed', 10)).ids).toContain('run_a');
+    expect(told).toEqual([]);
+    expect(r.current('run_a')?.status).toBe('running');
+    expect((await r.find('run_a'))?.status).toBe('running');
+    expect((await r.page('ws', 'running', 10)).ids).toEqual(['run_a']);
+    expect(storedStatus(map, 'run_a')).toBe('running');
   });
 
-  it('the background stores a refused final record once the store takes writes again', async () => {
+  it('the background stores a refused final record once the store takes writes again, and tells whoever waits', async () => {
     const { records: r, state, map } = records('false');
-    const run = running('run_a');
-    await r.create(run);
+    await r.create(running('run_a'));
     state.failing = true;
-    await r.finish(ended(run));
-    const storedStatus = () => (JSON.parse(String(map.get('hrw:run:run_a'))) as { value: StoredRun }).value.status;
-    expect(storedStatus()).toBe('running');
+    const told: StoredRun[] = [];
+    await r.finish('run_a', end, (run) => void told.push(run));
+    expect(storedStatus(map, 'run_a')).toBe('running');
     state.failing = false;
-    await waitFor(() => storedStatus() === 'failed', { what: 'the background retry' });
+    await waitFor(() => told.length === 1, { what: 'the background retry' });
+    expect(storedStatus(map, 'run_a')).toBe('failed');
+    expect(told[0]?.status).toBe('failed');
+    expect((await r.page('ws', 'failed', 10)).ids).toEqual(['run_a']);
   });
 
   it('close makes one last attempt, then stops retrying', async () => {
     const { records: r, state, map } = records('throw', { backgroundRetryMs: 60_000 });
-    const run = running('run_a');
-    await r.create(run);
+    await r.create(running('run_a'));
     state.failing = true;
-    await r.finish(ended(run));
+    await r.finish('run_a', end, () => undefined);
     state.failing = false;
     await r.close();
-    expect(String(map.get('hrw:run:run_a'))).toContain('"failed"');
+    expect(storedStatus(map, 'run_a')).toBe('failed');
   });
 
-  it('create and save throw StorageError when the store refuses; nothing is listed', async () => {
+  it('updates of one run never overlap: each sees the one before', async () => {
+    const { records: r } = records();
+    await r.create(running('run_a'));
+    await Promise.all(Array.from({ length: 20 }, () => r.update('run_a', (run) => ({ ...run, timeoutMs: run.timeoutMs + 1 }))));
+    expect((await r.find('run_a'))?.timeoutMs).toBe(1020);
+  });
+
+  it('create and update throw StorageError when the store refuses; nothing is listed', async () => {
     const { records: r, state } = records();
     state.failing = true;
     await expect(r.create(running('run_a'))).rejects.toBeInstanceOf(StorageError);
-    await expect(r.save(running('run_a'))).rejects.toBeInstanceOf(StorageError);
     expect((await r.page('ws', undefined, 10)).ids).toEqual([]);
+    state.failing = false;
+    await r.create(running('run_b'));
+    state.failing = true;
+    await expect(r.update('run_b', (run) => ({ ...run, timeoutMs: 5 }))).rejects.toBeInstanceOf(StorageError);
+    expect((await r.find('run_b'))?.timeoutMs).toBe(1000);
   });
 });

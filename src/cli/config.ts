@@ -6,7 +6,7 @@ import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../contract/ids';
 import type { Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
-import type { WebhookOptions } from '../core/delivery/webhooks';
+import type { WebhookOptions } from '../core/delivery/targets';
 
 /** The daemon's config file (README: The daemon). Unknown keys are errors that name the key. */
 

@@ -18,6 +18,7 @@ import { RunEvents } from './events/run-events';
 import { type WebhookOptions, Webhooks } from './delivery/webhooks';
 import { RunTokens } from './runs/tokens';
 import { RunService } from './runs/run-service';
+import { RunRecords } from './runs/records';
 import { SessionBook } from './sessions';
 import { type Spawner, createExecaSpawner } from './process/spawner';
 import { type HeadlessStore, createMemoryKeyv, keyvStore } from './store/keyv-store';
@@ -119,9 +120,10 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const inbox = new Inbox(store);
   const events = new RunEvents({ store, log });
+  const records = new RunRecords({ store, log });
   const webhooks = new Webhooks({
     ...options.webhooks,
-    store,
+    records,
     instanceId: fleet.instanceId,
     log,
     workspace: async (id) => (isValidId(id) ? resolveWorkspace(id) : undefined),
@@ -136,6 +138,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     events,
     webhooks,
     fleet,
+    records,
     maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
     defaultAgent: options.defaultAgent,
     adminToken: options.adminToken,
@@ -145,12 +148,11 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   const retentionDays = options.retentionDays ?? 30;
   if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
   const idempotency = new IdempotencyKeys(store, fleet, log);
-  const retention = new Retention({ days: retentionDays, records: runs.records, events, webhooks, inbox, idempotency, log });
+  const retention = new Retention({ days: retentionDays, records, events, inbox, idempotency, log });
   const gate = options.authorize ?? createDefaultGate({ adminToken: options.adminToken, publicHosts: options.publicHosts });
   const ready = (async () => {
     await inbox.load();
     await runs.load();
-    await webhooks.load();
     await fleet.join({
       async takeOver(isGone) {
         await runs.takeOver(isGone);

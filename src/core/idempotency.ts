@@ -1,5 +1,5 @@
 import type { Fleet } from './fleet/fleet';
-import { sha256 } from './util/ids';
+import { newSortableId, sha256 } from './util/ids';
 import { HttpProblem, problemBody, problemHeaders } from '../contract/problems';
 import type { HeadlessStore } from './store/keyv-store';
 
@@ -23,8 +23,10 @@ export interface StoredAnswer {
 
 interface Entry {
   fingerprint: string;
-  /** `pending` while the first request runs, or forever if the service died before it answered. */
+  /** `pending` while the first request runs, or if the service died before it answered. */
   state: 'pending' | 'done';
+  /** The run the first request makes (planned before it starts). */
+  taskId?: string;
   answer?: StoredAnswer;
   createdAt: string;
 }
@@ -65,10 +67,18 @@ export class IdempotencyKeys {
   }
 
   /**
-   * Runs `execute` at most once for `key` within `scope`. `execute` returns the answer, or throws
-   * an HttpProblem; one carrying a `taskId` (a run was recorded) is kept and replayed too.
+   * Runs `execute` at most once for `key` within `scope`, with the run id it must use: the key is
+   * bound to that run before it starts, so a request cut off by a crash is answered from its run
+   * (`replay`), and one that never made a run frees its key. `execute` returns the answer, or
+   * throws an HttpProblem; one carrying a `taskId` (a run was recorded) is kept and replayed too.
    */
-  async run(scope: string, key: string, body: unknown, execute: () => Promise<StoredAnswer>): Promise<{ answer: StoredAnswer; replayed: boolean }> {
+  async run(
+    scope: string,
+    key: string,
+    body: unknown,
+    execute: (taskId: string) => Promise<StoredAnswer>,
+    replay: (taskId: string) => Promise<StoredAnswer | undefined>,
+  ): Promise<{ answer: StoredAnswer; replayed: boolean }> {
     if (!KEY.test(key)) throw new HttpProblem('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
     const id = `idem:${sha256(`${scope}\0${key}`)}`;
     const fingerprint = sha256(canonical(body));
@@ -76,33 +86,34 @@ export class IdempotencyKeys {
     if (running !== undefined) throw running === fingerprint ? inUse() : reused();
     try {
       const entry = await this.store.get<Entry>(id);
-      if (entry) {
-        if (entry.fingerprint !== fingerprint) throw reused();
-        if (entry.state === 'done' && entry.answer) return { answer: entry.answer, replayed: true };
-        throw new HttpProblem(
-          'idempotency_key_in_use',
-          'An earlier request with this Idempotency-Key was cut off before it was answered; list the workspace runs to find its run.',
-        );
-      }
+      if (entry && entry.fingerprint !== fingerprint) throw reused();
+      if (entry?.state === 'done' && entry.answer) return { answer: entry.answer, replayed: true };
+      // Pending and unclaimed: its request was cut off. Its run answers, if it was made.
+      const cutOff = entry?.taskId === undefined ? undefined : await replay(entry.taskId);
+      if (cutOff) return { answer: cutOff, replayed: true };
+      const taskId = newSortableId('run_');
       const createdAt = new Date().toISOString();
-      await this.store.set(id, { fingerprint, state: 'pending', createdAt } satisfies Entry, this.ttlMs);
+      await this.store.set(id, { fingerprint, state: 'pending', taskId, createdAt } satisfies Entry, this.ttlMs);
       let answer: StoredAnswer;
       try {
-        answer = await execute();
+        answer = await execute(taskId);
       } catch (error) {
         if (error instanceof HttpProblem && typeof error.extra.taskId === 'string') {
-          await this.keep(id, { fingerprint, state: 'done', createdAt, answer: problemAnswer(error) });
-        } else await this.store.delete(id).catch((e: unknown) => this.log('could not release an idempotency key', e));
+          await this.keep(id, { fingerprint, state: 'done', taskId, createdAt, answer: problemAnswer(error) });
+        } else if ((await replay(taskId).catch(() => undefined)) === undefined) {
+          // No run was made: the key is free again.
+          await this.store.delete(id).catch((e: unknown) => this.log('could not release an idempotency key', e));
+        }
         throw error;
       }
-      await this.keep(id, { fingerprint, state: 'done', createdAt, answer });
+      await this.keep(id, { fingerprint, state: 'done', taskId, createdAt, answer });
       return { answer, replayed: false };
     } finally {
       await this.fleet.release(id, fingerprint).catch((e: unknown) => this.log('could not release an idempotency key', e));
     }
   }
 
-  /** Stores the answer; if the store refuses, retries get 409 until the key expires, never a second run. */
+  /** Stores the answer; if the store refuses, retries are answered from the run, never a second run. */
   private async keep(id: string, entry: Entry): Promise<void> {
     await this.store.set(id, entry, this.ttlMs).catch((e: unknown) => this.log('could not store the answer of an idempotent request', e));
   }

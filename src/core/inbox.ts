@@ -1,24 +1,21 @@
 import { newSortableId } from './util/ids';
-import { type IndexEntry, type SortedIndex, createSortedIndex } from './store/sorted-index';
+import { Collection } from './store/collection';
 import { HttpProblem } from '../contract/problems';
 import type { RunTokenGrant } from './runs/tokens';
 import type { HeadlessStore } from './store/keyv-store';
 import type { InboxItem } from '../contract/records';
 
-const key = (id: string) => `inbox:${id}`;
-type Bucket = 'unread' | 'read';
-const indexEntry = (item: InboxItem): IndexEntry<Bucket> => ({ group: item.workspaceId, id: item.id, bucket: item.readAt === null ? 'unread' : 'read' });
 
 /** The Inbox (README: The Inbox): the durable result channel agents push their reports to. */
 export class Inbox {
-  private readonly index: SortedIndex<Bucket>;
+  private readonly items: Collection<InboxItem>;
 
-  constructor(private readonly store: HeadlessStore) {
-    this.index = createSortedIndex(store, { table: 'headless_inbox', prefix: 'inbox:', entry: indexEntry });
+  constructor(store: HeadlessStore) {
+    this.items = new Collection<InboxItem>(store, { prefix: 'inbox:', group: 'workspaceId', bucket: { field: 'readAt', set: 'read', unset: 'unread' } });
   }
 
   load(): Promise<void> {
-    return this.index.load();
+    return this.items.load();
   }
 
   /** Attribution comes only from the run token, never from the body. */
@@ -33,36 +30,31 @@ export class Inbox {
       createdAt: new Date().toISOString(),
       readAt: null,
     };
-    await this.store.set(key(item.id), item);
-    await this.index.add(indexEntry(item));
+    await this.items.put(item.id, item);
     return item;
   }
 
   async list(workspaceId: string, unread: boolean, limit: number, cursor?: string): Promise<{ items: InboxItem[]; nextCursor: string | null }> {
-    const page = await this.index.page(workspaceId, unread ? 'unread' : undefined, limit, cursor);
-    const items = await this.store.getMany<InboxItem>(page.ids.map(key));
-    return { items: items.filter((i): i is InboxItem => i !== undefined), nextCursor: page.next };
+    const page = await this.items.page(workspaceId, unread ? 'unread' : undefined, limit, cursor);
+    const items = await this.items.getMany(page.ids);
+    return { items: items.filter((i): i is InboxItem => i !== undefined && (!unread || i.readAt === null)), nextCursor: page.next };
   }
 
   /** Deletes up to `limit` of the items created before `bound` (a sortable id bound); returns how many. */
   async prune(bound: string, limit: number): Promise<number> {
-    const old = await this.index.oldest(bound, limit);
-    for (const entry of old) {
-      await this.store.delete(key(entry.id));
-      await this.index.delete(entry);
-    }
+    const old = await this.items.oldest(bound, limit);
+    for (const id of old) await this.items.delete(id);
     return old.length;
   }
 
   async markRead(workspaceId: string, itemId: string): Promise<InboxItem> {
-    const item = await this.store.get<InboxItem>(key(itemId));
+    const item = await this.items.get(itemId);
     if (!item || item.workspaceId !== workspaceId) {
       throw new HttpProblem('inbox_item_not_found', `No Inbox item "${itemId}" in workspace "${workspaceId}".`);
     }
     if (item.readAt !== null) return item;
     const read = { ...item, readAt: new Date().toISOString() };
-    await this.store.set(key(itemId), read);
-    await this.index.move(indexEntry(read), 'unread');
+    await this.items.put(itemId, read);
     return read;
   }
 }

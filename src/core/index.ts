@@ -17,5 +17,5 @@ export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/recor
 export type { RunEventType, WebhookEvent } from '../contract/records';
 export type { RunEvent, RunEventData } from '../contract/events';
 export type { DeliveryState, WebhookDeliveryView } from '../contract/records';
-export type { WebhookOptions } from './delivery/webhooks';
+export type { WebhookOptions } from './delivery/targets';
 export type { WorkspaceWebhook } from './types';

@@ -4,7 +4,6 @@ import { sortableIdBound } from './util/ids';
 import type { Inbox } from './inbox';
 import type { RunEvents } from './events/run-events';
 import type { RunRecords } from './runs/records';
-import type { Webhooks } from './delivery/webhooks';
 
 /**
  * Retention (README: Retention): ended runs (record, output, events, webhook deliveries) and
@@ -22,7 +21,6 @@ export interface RetentionOptions {
   days: number;
   records: RunRecords;
   events: RunEvents;
-  webhooks: Webhooks;
   inbox: Inbox;
   idempotency: IdempotencyKeys;
   log: (message: string, error?: unknown) => void;
@@ -57,7 +55,7 @@ export class Retention {
   async prune(now = Date.now()): Promise<Pruned> {
     const cutoff = now - this.o.days * DAY_MS;
     const pruned: Pruned = { runs: 0, inboxItems: 0, idempotencyKeys: 0 };
-    const { records, events, webhooks } = this.o;
+    const { records, events } = this.o;
     for (;;) {
       const batch = await records.oldest(sortableIdBound('run_', cutoff), BATCH);
       let deleted = 0;
@@ -66,7 +64,6 @@ export class Retention {
         const run = await records.find(id);
         // A run still running (only possible with a clock gone backwards) is kept.
         if (!run || run.status === 'running') continue;
-        await webhooks.forget(run);
         await events.forget(run.taskId);
         await records.forget(run);
         deleted++;

@@ -10,10 +10,34 @@ export interface StoredRun extends RunRecord {
     /** The machine it runs on (host name and kernel boot id): its pid means nothing elsewhere. */
     machine?: string;
   };
-  /** The instance that runs it (new at every start of the service): its owner in a fleet. */
+  /** The instance that runs it, or delivers its webhooks (new at every start of the service): its owner in a fleet. */
   bootId: string;
   /** Where its webhooks go. */
   webhookTargets?: WebhookTarget[];
+  /** The agent's own session id, once it printed one: recovery settles the Session from it. */
+  agentSessionId?: string;
+  /**
+   * Its outbox: the webhook deliveries its state changes owe, written in the same record as the
+   * change that owes them (the transactional outbox, in one write).
+   */
+  deliveries?: Delivery[];
+  /** The earliest next attempt of a pending delivery, absent when none is pending: what the dispatcher looks up. */
+  deliveryDueAt?: number;
+}
+
+/** One webhook delivery of a run: to one target, for one event. */
+export interface Delivery {
+  /** The target's place in the run's `webhookTargets`. */
+  target: number;
+  event: WebhookEvent;
+  /** When the event happened: the payload's timestamp. */
+  at: string;
+  state: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  nextAttemptAt: number | null;
+  lastStatus?: number;
+  lastError?: string;
+  deliveredAt?: string;
 }
 
 export interface SessionState {

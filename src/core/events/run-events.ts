@@ -138,10 +138,10 @@ export class RunEvents {
     return entry.writing;
   }
 
-  /** A page of a run's events after `after`; `running`: what its record says. */
-  async page(taskId: string, after: number, limit: number, running: boolean): Promise<EventPage> {
-    const live = this.live.get(taskId);
-    return (live?.timeline ?? (await this.fromStore(taskId, running))).page(after, limit);
+  /** A page of a run's events after `after`; `record`: its record as read now. */
+  async page(record: RunRecord, after: number, limit: number): Promise<EventPage> {
+    const live = this.live.get(record.taskId);
+    return (live?.timeline ?? (await this.fromStore(record))).page(after, limit);
   }
 
   /**
@@ -149,10 +149,16 @@ export class RunEvents {
    * instance): read once for all the readers that ask while it is cached, and again at most
    * every FOLLOW_POLL_MS while it has not ended.
    */
-  private fromStore(taskId: string, running: boolean): Promise<Timeline> {
+  private fromStore(record: RunRecord): Promise<Timeline> {
+    const { taskId } = record;
     const cached = this.stored.get(taskId);
     if (cached && (!cached.timeline || cached.timeline.ended || Date.now() - cached.at < FOLLOW_POLL_MS)) return cached.loading;
-    const entry: { loading: Promise<Timeline>; at: number; timeline?: Timeline } = { loading: loadTimeline(this.o.store, taskId, this.limits, running), at: Date.now() };
+    const loading = loadTimeline(this.o.store, taskId, this.limits, record.status === 'running').then((timeline) => {
+      // The record is the truth: an ended run's timeline ends with it, even if its end was never stored (a crash between the two).
+      if (record.status !== 'running' && !timeline.ended) timeline.append('run.ended', record);
+      return timeline;
+    });
+    const entry: { loading: Promise<Timeline>; at: number; timeline?: Timeline } = { loading, at: Date.now() };
     entry.loading.then(
       (timeline) => {
         entry.timeline = timeline;
@@ -166,7 +172,8 @@ export class RunEvents {
   }
 
   /** Follows a run's events after `after`: live while it runs (here, or on another instance), then to its end. */
-  reader(taskId: string, after: number, running: boolean): EventReader {
+  reader(record: RunRecord, after: number): EventReader {
+    const { taskId } = record;
     let cursor = after;
     let closed = false;
     // The pending wait, settled at once by close(): one function, no listeners to add and remove.
@@ -190,11 +197,11 @@ export class RunEvents {
             page = live.page(cursor, BATCH, live.published);
           }
         } else {
-          page = (await this.fromStore(taskId, running)).page(cursor, BATCH);
+          page = (await this.fromStore(record)).page(cursor, BATCH);
           const until = Date.now() + waitMs;
           while (page.events.length === 0 && !page.ended && !closed && Date.now() < until) {
             await pause(Math.min(FOLLOW_POLL_MS, until - Date.now()));
-            page = (await this.fromStore(taskId, running)).page(cursor, BATCH);
+            page = (await this.fromStore(record)).page(cursor, BATCH);
           }
         }
         wake = undefined;

@@ -4,7 +4,7 @@ import type { Credential } from './auth';
 import { readEmptyBody, readJsonObject } from './body';
 import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
 import type { Inbox } from '../inbox';
-import { HttpProblem, type ProblemCode } from '../../contract/problems';
+import { HttpProblem, type ProblemCode, problemBody, problemHeaders } from '../../contract/problems';
 import type { RunService } from '../runs/run-service';
 import type { WorkspaceReport } from '../agents/doctor';
 import { ANSWERS } from '../../contract/answers';
@@ -127,19 +127,27 @@ export const ROUTES: Route[] = [
     async ({ request, params, services, apiUrl, basePath }) => {
     const body = await readJsonObject(request);
     const start = parseStartBody(body);
-    const execute = async (): Promise<StoredAnswer> => {
+    const location = (taskId: string) => ({ location: `${basePath}/api/headless/${encodeURIComponent(taskId)}` });
+    const execute = async (taskId?: string): Promise<StoredAnswer> => {
       const workspace = await services.workspace(params.workspaceId);
-      const { record, done } = await services.runs.start(workspace, start, apiUrl);
-      if (!start.wait) {
-        const location = `${basePath}/api/headless/${encodeURIComponent(record.taskId)}`;
-        return { status: 202, body: { taskId: record.taskId, resumeId: record.resumeId, status: record.status }, headers: { location } };
-      }
+      const { record, done } = await services.runs.start(workspace, start, apiUrl, taskId);
+      if (!start.wait) return { status: 202, body: { taskId: record.taskId, resumeId: record.resumeId, status: record.status }, headers: location(record.taskId) };
       const result = await done;
       return { status: 200, body: { ...result.record, output: result.output }, headers: {} };
     };
+    // The answer a request cut off before it was answered would have had, from its run.
+    const replay = async (taskId: string): Promise<StoredAnswer | undefined> => {
+      const result = await services.runs.result(taskId);
+      if (!result) return undefined;
+      const { record, output } = result;
+      if (record.mode === 'async') return { status: 202, body: { taskId, resumeId: record.resumeId, status: record.status }, headers: location(taskId) };
+      if (record.status !== 'running') return { status: 200, body: { ...record, output: output ?? { stdout: '', stderr: '', truncated: false } }, headers: {} };
+      const still = new HttpProblem('idempotency_key_in_use', `The run this Idempotency-Key started, "${taskId}", has not ended yet; retry once it has.`, { extra: { taskId } });
+      return { status: still.status, body: problemBody(still), headers: { ...problemHeaders(still), ...location(taskId) } };
+    };
     const key = request.headers.get('idempotency-key');
     if (key === null) return answer(await execute());
-    const { answer: first, replayed } = await services.idempotency.run(params.workspaceId, key, body, execute);
+    const { answer: first, replayed } = await services.idempotency.run(params.workspaceId, key, body, execute, replay);
     return answer(first, replayed ? { 'idempotent-replayed': 'true' } : {});
   }),
   route(
@@ -181,15 +189,15 @@ export const ROUTES: Route[] = [
     },
     async ({ request, url, params, services }) => {
     const query = parseEventsQuery(url, request.headers.get('last-event-id'));
-    const { taskId, status } = await services.runs.get(params.taskId);
-    const running = status === 'running';
+    const record = await services.runs.get(params.taskId);
+    const { taskId } = record;
     if (query.page) {
-      const page = await services.events.page(taskId, query.after, query.limit, running);
+      const page = await services.events.page(record, query.after, query.limit);
       const last = page.events.at(-1)?.seq ?? query.after;
       return json({ taskId, events: page.events, ended: page.ended, nextAfter: page.ended ? null : last });
     }
     const ndjson = (request.headers.get('accept') ?? '').includes('application/x-ndjson');
-    return eventStreamResponse(services.events.reader(taskId, query.after, running), ndjson ? 'ndjson' : 'sse', services.heartbeatMs);
+    return eventStreamResponse(services.events.reader(record, query.after), ndjson ? 'ndjson' : 'sse', services.heartbeatMs);
   }),
   route(
     'runs.cancel',

@@ -64,7 +64,8 @@ export class Admission {
     this.closed = true;
   }
 
-  async admit(workspace: Workspace, request: StartRequest): Promise<Reservation> {
+  /** Admits a run; `plannedTaskId` is the id an idempotent start chose for it. */
+  async admit(workspace: Workspace, request: StartRequest, plannedTaskId?: string): Promise<Reservation> {
     this.refuseIfClosed();
     const { registry, sessions } = this.o;
     let adapter = request.agent === undefined ? undefined : registry.check(workspace, request.agent);
@@ -77,7 +78,7 @@ export class Admission {
       env: this.selectionEnv(workspace),
     });
     this.refuseIfClosed();
-    const taskId = newSortableId('run_');
+    const taskId = plannedTaskId ?? newSortableId('run_');
     const resumeId = known?.resumeId ?? newSortableId('ses_');
     let session: SessionState | undefined;
     if (known) {

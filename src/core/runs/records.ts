@@ -1,23 +1,14 @@
-import { BoundedCache } from '../util/bounded-cache';
-import type { Page } from '../store/memory-index';
 import { StorageError } from '../../contract/problems';
-import { type IndexEntry, type SortedIndex, createSortedIndex } from '../store/sorted-index';
+import type { RunStatus } from '../../contract/records';
 import type { ProcessOutput } from '../process/spawner';
+import { Collection } from '../store/collection';
 import type { HeadlessStore } from '../store/keyv-store';
-import type { RunRecord, RunStatus } from '../../contract/records';
+import type { Page } from '../store/memory-index';
 import type { StoredRun } from '../types';
+import { BoundedCache } from '../util/bounded-cache';
 
-const runKey = (taskId: string) => `run:${taskId}`;
 /** A run's output tail, stored once it ends: beside the record, never in it. */
 const outputKey = (taskId: string) => `output:${taskId}`;
-
-const indexEntry = (run: StoredRun): IndexEntry<RunStatus> => ({ group: run.workspaceId, id: run.taskId, bucket: run.status });
-
-/** The public record: the stored one without what only crash recovery needs. */
-export function publicRecord(stored: StoredRun): RunRecord {
-  const { process: _process, bootId: _bootId, webhookTargets: _targets, ...record } = stored;
-  return record;
-}
 
 export interface RunRecordsOptions {
   store: HeadlessStore;
@@ -30,18 +21,27 @@ export interface RunRecordsOptions {
   backgroundRetryMs?: number;
 }
 
+type Change = (run: StoredRun) => StoredRun | undefined;
+/** Told once a final record is durable. */
+type Stored = (run: StoredRun) => void | Promise<void>;
+
 /**
- * Run records: their keys in the store, the per-workspace list index, a cache of ended runs,
- * and the final records the store has refused so far. Those stay pinned in memory (never
- * evicted, so a reader never sees `running` again) and are retried in the background until
- * the store takes them.
+ * Run records (README: Reliability). Every state change of a run is ONE write of its record, and
+ * its outbox rides in it: what lists, recovery, the dispatcher and retention look up is derived
+ * from the stored records (store/collection.ts). Readers only ever see what is durable: a final
+ * record the store refuses is retried, a few times at once, then in the background, and until it
+ * is stored the run reads as `running` everywhere, so a restart that finds it so (and interrupts
+ * it) contradicts nothing that was shown.
  */
 export class RunRecords {
-  private readonly index: SortedIndex<RunStatus>;
+  private readonly runs: Collection<StoredRun>;
   private readonly cache: BoundedCache<string, StoredRun>;
-  private readonly unsaved = new Map<string, StoredRun>();
-  /** Final records the list index has not taken yet. */
-  private readonly unindexed = new Set<string>();
+  /** Records of the runs this instance runs: the latest durable version, without a read. */
+  private readonly tracked = new Map<string, StoredRun>();
+  /** Writes of one run, in order: a read-modify-write never overlaps another of the same run. */
+  private readonly chains = new Map<string, Promise<unknown>>();
+  /** Final changes the store refused, retried in the background, each with whoever waits for it. */
+  private readonly unsaved = new Map<string, { change: Change; stored: Stored }>();
   private readonly retryDelaysMs: number[];
   private readonly backgroundRetryMs: number;
   private background: NodeJS.Timeout | undefined;
@@ -49,73 +49,100 @@ export class RunRecords {
 
   constructor(private readonly o: RunRecordsOptions) {
     this.cache = new BoundedCache(o.cacheSize ?? 2000);
-    this.index = createSortedIndex(o.store, { table: 'headless_runs', prefix: 'run:', entry: indexEntry });
+    this.runs = new Collection<StoredRun>(o.store, { prefix: 'run:', group: 'workspaceId', bucket: { field: 'status' }, flags: ['deliveryDueAt'] });
     this.retryDelaysMs = o.retryDelaysMs ?? [50, 200, 1000, 3000];
     this.backgroundRetryMs = o.backgroundRetryMs ?? 30_000;
   }
 
-  /** Prepares the list index. Start-up only. */
+  /** Prepares the lookups. Start-up only. */
   load(): Promise<void> {
-    return this.index.load();
+    return this.runs.load();
   }
 
   /** The runs recorded `running` (what a take-over reads). */
   async loadRunning(): Promise<StoredRun[]> {
-    const ids = (await this.index.inBucket('running')).map((e) => e.id);
-    const runs = await this.o.store.getMany<StoredRun>(ids.map(runKey));
+    const runs = await this.runs.getMany(await this.runs.inBucket('running'));
     return runs.filter((r): r is StoredRun => r !== undefined && r.status === 'running');
   }
 
-  /** Stores a new `running` record; it is listed once it is durable. */
+  /** The runs with a pending webhook delivery (what the dispatcher takes over). */
+  async withDueDeliveries(): Promise<StoredRun[]> {
+    const runs = await this.runs.getMany(await this.runs.flagged('deliveryDueAt'));
+    return runs.filter((r): r is StoredRun => r?.deliveryDueAt !== undefined);
+  }
+
+  /** Stores a new `running` record of a run this instance runs. */
   async create(record: StoredRun): Promise<void> {
-    await this.o.store.set(runKey(record.taskId), record);
-    await this.index.add(indexEntry(record));
+    await this.put(record);
+    this.tracked.set(record.taskId, record);
   }
 
-  /** Rewrites a running record (e.g. with its process); throws if the store refuses. */
-  async save(record: StoredRun): Promise<void> {
-    await this.o.store.set(runKey(record.taskId), record);
+  /** The latest durable record of a run this instance runs. */
+  current(taskId: string): StoredRun | undefined {
+    return this.tracked.get(taskId);
   }
 
-  /** Stores the final record of a run taken over from a gone instance; throws if the store refuses. */
-  async replaceOrphan(final: StoredRun): Promise<void> {
-    await this.o.store.set(runKey(final.taskId), final);
-    await this.index.move(indexEntry(final), 'running');
+  /** No longer runs here (its final record is stored, or was never made). */
+  untrack(taskId: string): void {
+    this.tracked.delete(taskId);
   }
 
   /**
-   * Makes a final record the one every reader sees, at once, then stores it, retrying a
-   * refusing store a few times; if it still refuses, the record stays pinned and the
-   * background keeps trying.
+   * Read-modify-write of one record, serialised per run: `change` sees the latest durable record
+   * and answers the next one (undefined leaves it). Resolves with the record as stored.
    */
-  async finish(final: StoredRun): Promise<void> {
-    this.unsaved.set(final.taskId, final);
-    // Listed under its final status at once; where the index refuses, it is moved with the record.
-    await this.index.move(indexEntry(final), 'running').catch(() => this.unindexed.add(final.taskId));
-    for (let attempt = 0; ; attempt++) {
-      if (await this.tryStore(final)) return;
-      const delay = this.retryDelaysMs[attempt];
-      if (delay === undefined) {
-        this.o.log(`could not store the final record of ${final.taskId}; it is kept in memory and retried`);
-        this.scheduleBackground();
-        return;
-      }
-      await new Promise((r) => setTimeout(r, delay));
-    }
+  update(taskId: string, change: Change): Promise<StoredRun | undefined> {
+    const next = (this.chains.get(taskId) ?? Promise.resolve()).catch(() => undefined).then(async () => {
+      const current = this.tracked.get(taskId) ?? (await this.find(taskId));
+      const changed = current && change(current);
+      if (!changed || changed === current) return current;
+      await this.put(changed);
+      return changed;
+    });
+    this.chains.set(taskId, next);
+    next.then(
+      () => this.chains.get(taskId) === next && this.chains.delete(taskId),
+      () => this.chains.get(taskId) === next && this.chains.delete(taskId),
+    );
+    return next;
   }
 
-  /** Stores one pinned record; a non-storage error is logged and not retried. */
-  private async tryStore(final: StoredRun): Promise<boolean> {
+  private async put(record: StoredRun): Promise<void> {
+    await this.runs.put(record.taskId, record);
+    if (this.tracked.has(record.taskId)) this.tracked.set(record.taskId, record);
+    if (record.status === 'running') this.cache.delete(record.taskId);
+    else this.cache.set(record.taskId, record);
+  }
+
+  /**
+   * Stores a run's final record (`change` makes it from the latest), retrying a refusing store a
+   * few times; `stored` is called once it is durable. Resolves true if it was stored in time, false
+   * if it was left to the background, which keeps trying (and calls `stored` when it succeeds).
+   */
+  async finish(taskId: string, change: Change, stored: Stored): Promise<boolean> {
+    for (let attempt = 0; ; attempt++) {
+      if (await this.tryFinish(taskId, change, stored)) return true;
+      const delay = this.retryDelaysMs[attempt];
+      if (delay === undefined) break;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+    this.o.log(`could not store the final record of ${taskId}; it reads as running until the store takes it, and is retried`);
+    this.unsaved.set(taskId, { change, stored });
+    this.scheduleBackground();
+    return false;
+  }
+
+  /** One attempt; a non-storage error is logged and not retried. */
+  private async tryFinish(taskId: string, change: Change, stored: Stored): Promise<boolean> {
+    let run: StoredRun | undefined;
     try {
-      await this.o.store.set(runKey(final.taskId), final);
-      if (this.unindexed.has(final.taskId)) await this.index.move(indexEntry(final), 'running');
-      this.unindexed.delete(final.taskId);
+      run = await this.update(taskId, change);
     } catch (error) {
       if (error instanceof StorageError) return false;
-      this.o.log(`could not store the final record of ${final.taskId}`, error);
+      this.o.log(`could not store the final record of ${taskId}`, error);
     }
-    this.unsaved.delete(final.taskId);
-    this.cache.set(final.taskId, final);
+    this.unsaved.delete(taskId);
+    if (run) await stored(run);
     return true;
   }
 
@@ -128,9 +155,9 @@ export class RunRecords {
     this.background.unref();
   }
 
-  /** One attempt at every pinned record. */
+  /** One attempt at every refused final record. */
   private async flush(): Promise<void> {
-    for (const final of [...this.unsaved.values()]) await this.tryStore(final);
+    for (const [taskId, { change, stored }] of [...this.unsaved]) await this.tryFinish(taskId, change, stored);
   }
 
   /** Stores the output tail of an ended run; a refusing store is logged, not retried. */
@@ -143,41 +170,37 @@ export class RunRecords {
     return this.o.store.get<ProcessOutput>(outputKey(taskId));
   }
 
-  /** An ended run from memory or the store; a `running` one from the store only (the caller holds the live ones). */
+  /** A run's durable record: an ended one from memory or the store, a `running` one from the store. */
   async find(taskId: string): Promise<StoredRun | undefined> {
-    const known = this.unsaved.get(taskId) ?? this.cache.get(taskId);
+    const known = this.cache.get(taskId);
     if (known) return known;
-    const stored = await this.o.store.get<StoredRun>(runKey(taskId));
-    // A final record pinned while the store was read is newer than what the store had.
-    const pinned = this.unsaved.get(taskId);
-    if (pinned) return pinned;
-    if (stored && stored.status !== 'running') this.cache.set(taskId, stored);
+    const stored = await this.runs.get(taskId);
+    if (stored && stored.status !== 'running' && !this.chains.has(taskId)) this.cache.set(taskId, stored);
     return stored;
   }
 
   /** Up to `limit` of the oldest runs created before `bound` (a sortable id bound). */
-  async oldest(bound: string, limit: number): Promise<string[]> {
-    return (await this.index.oldest(bound, limit)).map((e) => e.id);
+  oldest(bound: string, limit: number): Promise<string[]> {
+    return this.runs.oldest(bound, limit);
   }
 
-  /** Deletes an ended run's record and output tail. */
+  /** Deletes an ended run's record (its outbox with it) and output tail. */
   async forget(run: StoredRun): Promise<void> {
     await this.o.store.delete(outputKey(run.taskId));
-    await this.o.store.delete(runKey(run.taskId));
-    await this.index.delete(indexEntry(run));
+    await this.runs.delete(run.taskId);
     this.cache.delete(run.taskId);
   }
 
   page(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<Page> {
-    return this.index.page(workspaceId, status, limit, cursor);
+    return this.runs.page(workspaceId, status, limit, cursor);
   }
 
-  /** A last attempt at the pinned records, then stops the background. */
+  /** A last attempt at the refused final records, then stops the background. */
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.background);
     this.background = undefined;
     await this.flush();
-    for (const final of this.unsaved.values()) this.o.log(`the final record of ${final.taskId} was never stored`);
+    for (const taskId of this.unsaved.keys()) this.o.log(`the final record of ${taskId} was never stored; the next start records it interrupted`);
   }
 }

@@ -1,29 +1,29 @@
-import type { AgentRegistry } from '../agents/registry';
-import { preflight } from '../agents/preflight';
-import type { AgentOutputParser, AgentVerdict } from '../agents/types';
-import { buildRunEnv } from './env';
-import { HttpProblem } from '../../contract/problems';
-import { Admission, type Reservation } from './admission';
-import { judgeOutcome } from './outcome';
-import { clip } from '../util/text';
-import { tailOf } from './output-tail';
-import { RunRecords, publicRecord } from './records';
-import { type RunEvents, fromAgentEvent } from '../events/run-events';
-import { type Fleet, type FleetAnswer, type FleetRequest, MACHINE } from '../fleet/fleet';
-import { takeOverRuns } from './recovery';
-import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './supervisor';
-import type { RunTokens } from './tokens';
+import { HttpProblem, StorageError } from '../../contract/problems';
+import type { RunRecord, RunStatus } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
-import type { SessionBook } from '../sessions';
-import { type ProcessOutput, SpawnFailure, type Spawner } from '../process/spawner';
-import type { HeadlessStore } from '../store/keyv-store';
-import type { RunError, RunRecord, RunStatus } from '../../contract/records';
-import type { SessionState, StoredRun, Workspace } from '../types';
-import type { WebhookTarget } from '../types';
+import type { AgentRegistry } from '../agents/registry';
+import type { AgentOutputParser } from '../agents/types';
+import { owe, viewOf } from '../delivery/outbox';
 import type { Webhooks } from '../delivery/webhooks';
+import type { RunEvents } from '../events/run-events';
+import { type Fleet, type FleetAnswer, type FleetRequest, MACHINE } from '../fleet/fleet';
+import type { ProcessOutput, Spawner } from '../process/spawner';
+import { SpawnFailure } from '../process/spawner';
+import { publicRecord } from '../public-record';
+import type { SessionBook } from '../sessions';
+import type { HeadlessStore } from '../store/keyv-store';
+import type { StoredRun, WebhookTarget, Workspace } from '../types';
+import { Admission, type Reservation } from './admission';
+import { type EndInput, emptyEnd, finalChange, processOutcome, settleSession } from './ending';
+import { KILL_GRACE_MS, launchProcess } from './launch';
+import { outputPipe } from './output-pipe';
+import { tailOf } from './output-tail';
+import { inWorkspace } from './placement';
+import { RunRecords } from './records';
+import { takeOverRuns } from './recovery';
+import type { SupervisedProcess } from './supervisor';
+import type { RunTokens } from './tokens';
 
-/** Grace between SIGTERM and SIGKILL for the watchdog and cancel. */
-const KILL_GRACE_MS = 5000;
 /** Shutdown must finish within the daemon's 10 s, so its grace is shorter. */
 const SHUTDOWN_GRACE_MS = 2000;
 const SHUTDOWN_WAIT_MS = 6000;
@@ -36,8 +36,6 @@ export interface RunOutputView extends ProcessOutput {
   retained: boolean;
 }
 
-const LAST_MESSAGE_MAX = 4000;
-
 export interface RunResult {
   record: RunRecord;
   output: ProcessOutput;
@@ -45,13 +43,13 @@ export interface RunResult {
 
 export interface StartedRun {
   record: RunRecord;
-  /** Settles once, with the final record, when the run has ended and its record is stored. */
+  /** Settles once, with the final record, when the run has ended and its record is stored; rejects with StorageError if the store refuses it. */
   done: Promise<RunResult>;
 }
 
-/** A run between admission and its final record. */
+/** A run between admission and its durable final record. Its record is `records.current(taskId)`. */
 interface LiveRun {
-  record: StoredRun;
+  taskId: string;
   reservation: Reservation;
   parser: AgentOutputParser;
   /** The agent's own session id this run resumed, if it resumed one. */
@@ -61,7 +59,10 @@ interface LiveRun {
   pendingStop?: ServiceStop;
   /** The write of the record with its process, awaited before the final write so it cannot land after it. */
   processSaved?: Promise<unknown>;
+  /** Its process has ended: its final record is being stored. */
+  ending: boolean;
   resolve: (result: RunResult) => void;
+  reject: (error: Error) => void;
   done: Promise<RunResult>;
 }
 
@@ -74,6 +75,7 @@ export interface RunServiceOptions {
   events: RunEvents;
   webhooks: Webhooks;
   fleet: Fleet;
+  records: RunRecords;
   maxConcurrentRuns: number;
   defaultAgent?: string;
   adminToken?: string;
@@ -85,19 +87,17 @@ export interface RunServiceOptions {
 /** The stops the service asks for by itself (the watchdog and a refused record are the supervisor's). */
 type ServiceStop = 'cancel' | 'shutdown';
 
-const emptyOutput: ProcessOutput = { stdout: '', stderr: '', truncated: false };
-
 /**
  * The run lifecycle, composed: admission takes a slot and the Session, the record is made
  * durable, the supervisor runs the process, and on its end the outcome is judged, the
- * reservation released and the final record stored. Reads go to the live run first.
+ * reservation released and the final record stored; only then is the outcome announced.
  */
 export class RunService {
   private readonly live = new Map<string, LiveRun>();
   private readonly admission: Admission;
-  /** The stored runs; retention prunes through them. */
-  readonly records: RunRecords;
+  private readonly records: RunRecords;
   private readonly bootId: string;
+  private readonly placement;
 
   constructor(private readonly o: RunServiceOptions) {
     this.admission = new Admission({
@@ -110,8 +110,9 @@ export class RunService {
       baseEnv: o.baseEnv,
       log: o.log,
     });
-    this.records = new RunRecords({ store: o.store, log: o.log });
+    this.records = o.records;
     this.bootId = o.fleet.instanceId;
+    this.placement = inWorkspace(o.spawner);
   }
 
   /** Loads what start-up needs. */
@@ -122,8 +123,8 @@ export class RunService {
 
   /** Interrupts the runs that gone instances left `running` (an earlier boot's, at start-up). */
   takeOver(isGone: (owner: string | undefined) => Promise<boolean>): Promise<number> {
-    const { events, webhooks, log } = this.o;
-    return takeOverRuns({ records: this.records, events, webhooks, log, isGone, isLive: (taskId) => this.live.has(taskId) });
+    const { events, webhooks, sessions, log } = this.o;
+    return takeOverRuns({ records: this.records, events, webhooks, sessions, log, isGone, instanceId: this.bootId, isLive: (id) => this.live.has(id) });
   }
 
   /** Acts on another instance's request about a run of this one. */
@@ -138,37 +139,33 @@ export class RunService {
     for (const live of this.live.values()) this.stop(live, 'shutdown');
   }
 
-  async start(workspace: Workspace, request: StartRequest, apiUrl: string): Promise<StartedRun> {
+  /** Starts a run; `taskId` is the id an idempotent start planned for it. */
+  async start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId?: string): Promise<StartedRun> {
     const webhookTargets = this.o.webhooks.targetsFor(workspace, request.webhook);
-    const reservation = await this.admission.admit(workspace, request);
-    const { taskId, resumeId, adapter } = reservation;
+    const reservation = await this.admission.admit(workspace, request, taskId);
+    const { resumeId, adapter } = reservation;
+    const mode = request.wait ? 'sync' : 'async';
     // Opened first, so a reader who learns of the run finds its timeline.
-    this.o.events.open({ taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, mode: request.wait ? 'sync' : 'async' });
+    this.o.events.open({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, mode });
     let record: StoredRun;
-    let session: SessionState;
     try {
-      ({ record, session } = await this.admitRecord(workspace, request, reservation, webhookTargets));
+      record = await this.admitRecord(workspace, request, reservation, webhookTargets);
     } catch (error) {
-      this.o.events.discard(taskId);
+      this.o.events.discard(reservation.taskId);
+      this.records.untrack(reservation.taskId);
       await reservation.release();
       throw error;
     }
-    this.admission.rememberAgent(workspace.id, reservation.adapter.name);
-    return this.launch({ workspace, request, apiUrl, reservation, record, session });
+    this.admission.rememberAgent(workspace.id, adapter.name);
+    return this.launch(workspace, request, apiUrl, reservation, record);
   }
 
   /** Makes the Session and the `running` record durable; nothing is acknowledged before. */
-  private async admitRecord(workspace: Workspace, request: StartRequest, reservation: Reservation, webhookTargets: WebhookTarget[]) {
-    const { sessions } = this.o;
+  private async admitRecord(workspace: Workspace, request: StartRequest, reservation: Reservation, webhookTargets: WebhookTarget[]): Promise<StoredRun> {
     const { adapter, resumeId, taskId } = reservation;
     const now = new Date().toISOString();
-    let session: SessionState;
-    if (reservation.session) {
-      session = await sessions.update(resumeId, (s) => ({ lastRunAt: now, runCount: s.runCount + 1 }));
-    } else {
-      session = { resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: now, lastRunAt: now, runCount: 1 };
-      await sessions.create(session);
-    }
+    if (reservation.session) await this.o.sessions.update(resumeId, (s) => ({ lastRunAt: now, runCount: s.runCount + 1 }));
+    else await this.o.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: now, lastRunAt: now, runCount: 1 });
     const record: StoredRun = {
       taskId,
       resumeId,
@@ -186,106 +183,52 @@ export class RunService {
       ...(webhookTargets.length > 0 ? { webhookTargets } : {}),
     };
     await this.records.create(record);
-    return { record, session };
+    return record;
   }
 
   /** Starts the admitted run's process. From here on, finalisation releases the reservation. */
-  private async launch(a: {
-    workspace: Workspace;
-    request: StartRequest;
-    apiUrl: string;
-    reservation: Reservation;
-    record: StoredRun;
-    session: SessionState;
-  }): Promise<StartedRun> {
-    const { workspace, record, reservation } = a;
-    const input = {
-      prompt: a.request.prompt,
-      workspacePath: workspace.path,
-      resumeId: record.resumeId,
-      agentSessionId: reservation.session ? a.session.agentSessionId : undefined,
-    };
-    const parser = reservation.adapter.parser(input);
-    let resolve!: (result: RunResult) => void;
-    const done = new Promise<RunResult>((r) => {
-      resolve = r;
+  private async launch(workspace: Workspace, request: StartRequest, apiUrl: string, reservation: Reservation, record: StoredRun): Promise<StartedRun> {
+    const { taskId, resumeId } = record;
+    const input = { prompt: request.prompt, resumeId, agentSessionId: reservation.session?.agentSessionId };
+    const parser = reservation.adapter.parser({ ...input, workspacePath: workspace.path });
+    let resolve!: LiveRun['resolve'];
+    let reject!: LiveRun['reject'];
+    const done = new Promise<RunResult>((ok, fail) => {
+      resolve = ok;
+      reject = fail;
     });
-    const live: LiveRun = { record, reservation, parser, resumedFrom: input.agentSessionId, resolve, done };
-    this.live.set(record.taskId, live);
-
-    const token = this.o.tokens.issue({ taskId: record.taskId, workspaceId: workspace.id, resumeId: record.resumeId });
-    const invocation = reservation.adapter.invocation(input);
-    const env = buildRunEnv({
-      base: this.o.baseEnv,
-      adminToken: this.o.adminToken,
-      adapterEnv: invocation.env,
-      workspaceEnv: workspace.env,
-      cwd: workspace.path,
-      run: {
-        HEADLESS_API_URL: a.apiUrl,
-        HEADLESS_WORKSPACE_ID: workspace.id,
-        HEADLESS_TASK_ID: record.taskId,
-        HEADLESS_RESUME_ID: record.resumeId,
-        HEADLESS_RUN_TOKEN: token,
-      },
-    });
-    let sessionIdNoted = false;
-    let parserFailed = false;
+    done.catch(() => undefined);
+    const live: LiveRun = { taskId, reservation, parser, resumedFrom: input.agentSessionId, ending: false, resolve, reject, done };
+    this.live.set(taskId, live);
+    const token = this.o.tokens.issue({ taskId, workspaceId: workspace.id, resumeId });
     try {
-      await preflight(reservation.adapter, invocation.command, env);
-      live.process = await superviseProcess({
-        spawner: this.o.spawner,
+      live.process = await launchProcess({
+        adapter: reservation.adapter,
+        input,
+        workspace,
+        placement: this.placement,
         timeoutMs: record.timeoutMs,
-        killGraceMs: KILL_GRACE_MS,
-        spawn: {
-          command: invocation.command,
-          args: invocation.args,
-          cwd: workspace.path,
-          stdin: invocation.stdin,
-          env,
-          onStdoutLine: (line) => {
-            try {
-              for (const event of parser.line(line) ?? []) {
-                const { type, data } = fromAgentEvent(event);
-                this.o.events.append(record.taskId, type, data);
-              }
-            } catch (error) {
-              // A custom adapter's parser must not take the service down; its verdict says the rest.
-              if (!parserFailed) this.o.log(`the ${reservation.adapter.name} adapter could not read a line of ${record.taskId}`, error);
-              parserFailed = true;
-              return;
-            }
-            const id = parser.sessionId();
-            // Stored as soon as printed, so a Session survives a crash of its run.
-            if (!sessionIdNoted && id !== undefined) {
-              sessionIdNoted = true;
-              void this.o.sessions.noteAgentSessionId(record.resumeId, id);
-              this.o.events.append(record.taskId, 'agent.session', { resumeId: record.resumeId });
-              const { taskId, resumeId, workspaceId, agent } = record;
-              this.o.webhooks
-                .enqueue(record, 'agent.session', { taskId, resumeId, workspaceId, agent })
-                .catch((error: unknown) => this.o.log(`could not queue the agent.session webhooks of ${taskId}`, error));
-            }
-          },
-        },
+        baseEnv: this.o.baseEnv,
+        adminToken: this.o.adminToken,
+        run: { HEADLESS_API_URL: apiUrl, HEADLESS_WORKSPACE_ID: workspace.id, HEADLESS_TASK_ID: taskId, HEADLESS_RESUME_ID: resumeId, HEADLESS_RUN_TOKEN: token },
+        onStdoutLine: outputPipe({ taskId, adapterName: reservation.adapter.name, parser, events: this.o.events, log: this.o.log, onSessionId: (id) => this.noteSession(live, id) }),
       });
     } catch (error) {
       const message = error instanceof SpawnFailure ? error.message : 'the agent process could not be started';
       if (!(error instanceof SpawnFailure)) this.o.log('spawn failed', error);
-      const failed = await this.finalize(live, { ...emptyEnd, runtimeError: { code: 'spawn_failed', message } });
-      throw new HttpProblem('spawn_failed', message, { extra: { taskId: failed.taskId } });
+      await this.finalize(live, { ...emptyEnd, runtimeError: { code: 'spawn_failed', message } });
+      throw new HttpProblem('spawn_failed', message, { extra: { taskId } });
     }
-
     const proc = live.process;
     if (live.pendingStop) this.stop(live, live.pendingStop);
-    const withProcess: StoredRun = { ...record, process: { pid: proc.pid, startTime: proc.startTime, machine: MACHINE } };
-    live.processSaved = this.records.save(withProcess);
+    const where = { pid: proc.pid, startTime: proc.startTime, machine: MACHINE };
+    live.processSaved = this.records.update(taskId, (r) => (r.status === 'running' ? { ...r, process: where } : undefined));
     proc.ended
       .then((end) => {
-        if (end.lost !== undefined) this.o.log(`lost track of the process of ${record.taskId}`, end.lost);
+        if (end.lost !== undefined) this.o.log(`lost track of the process of ${taskId}`, end.lost);
         return this.finalize(live, processOutcome(end));
       })
-      .catch((error: unknown) => this.o.log(`could not finalise ${record.taskId}`, error));
+      .catch((error: unknown) => this.o.log(`could not finalise ${taskId}`, error));
     try {
       await live.processSaved;
     } catch (error) {
@@ -293,117 +236,104 @@ export class RunService {
       proc.stop('unrecorded', 0);
       throw error;
     }
-    if (live.record.status === 'running') live.record = withProcess;
-    return { record: publicRecord(live.record), done };
+    return { record: publicRecord(this.records.current(taskId) ?? record), done };
   }
 
-  /** Judges the outcome, releases the reservation and stores the final record. Runs once per run. */
-  private async finalize(live: LiveRun, end: EndInput): Promise<RunRecord> {
-    const { record, reservation } = live;
-    const verdict = this.verdictOf(live, end.exitCode);
-    const outcome = judgeOutcome({
-      exitCode: end.exitCode,
-      signal: end.signal,
-      stopReason: live.process?.stopReason,
-      runtimeError: end.runtimeError,
-      agentError: verdict.error,
-      stderr: end.output.stderr,
-      timeoutMs: record.timeoutMs,
-    });
-    const endedAt = new Date();
-    const final: StoredRun = {
-      ...record,
-      status: outcome.status,
-      endedAt: endedAt.toISOString(),
-      durationMs: Math.max(0, endedAt.getTime() - Date.parse(record.createdAt)),
-      exitCode: end.exitCode,
-      signal: end.signal,
-      ...(outcome.error ? { error: outcome.error } : {}),
-      ...(verdict.usage ? { usage: verdict.usage } : {}),
-      ...(verdict.lastMessage ? { lastMessage: clip(verdict.lastMessage, LAST_MESSAGE_MAX) } : {}),
-    };
-    // The Session is settled first, so whoever sees the run ended sees its Session as it is now.
-    if (outcome.status === 'failed' && verdict.answered === false) {
-      // The agent failed before its model ever answered: its session may not exist, so the
-      // Session keeps the agent session id it had before this run (none for a new Session).
-      await this.o.sessions.setAgentSessionId(record.resumeId, live.resumedFrom);
-    } else await this.o.sessions.noteAgentSessionId(record.resumeId, verdict.agentSessionId);
-    live.record = final;
-    // The timeline ends (in memory, at once) as the record does, so no reader sees one without the other.
-    const timelineStored = this.o.events.end(publicRecord(final));
-    this.o.tokens.revoke(record.taskId);
+  /** The agent printed its session id: one write records it with the agent.session deliveries it owes. */
+  private noteSession(live: LiveRun, agentSessionId: string): void {
+    const { taskId } = live;
+    const at = new Date().toISOString();
+    this.o.events.append(taskId, 'agent.session', { resumeId: live.reservation.resumeId });
+    void this.records
+      .update(taskId, (r) => (r.status === 'running' ? owe({ ...r, agentSessionId }, 'agent.session', at) : undefined))
+      .then(async (run) => {
+        // The Session follows the record (recovery settles it from the record too), then the webhooks go.
+        await this.o.sessions.noteAgentSessionId(live.reservation.resumeId, agentSessionId);
+        if (run) this.o.webhooks.schedule(run);
+      })
+      .catch((error: unknown) => this.o.log(`could not record the agent session of ${taskId}`, error));
+  }
+
+  /** Judges the outcome, releases the reservation and stores the final record; announces it once durable. Runs once per run. */
+  private async finalize(live: LiveRun, end: EndInput): Promise<void> {
+    live.ending = true;
+    const { taskId, reservation } = live;
+    const record = this.records.current(taskId)!;
+    const { fields, failedUnanswered, agentSessionId } = finalChange({ live, end, record, log: this.o.log });
+    await settleSession(this.o.sessions, record.resumeId, failedUnanswered ? { reset: live.resumedFrom } : { note: agentSessionId });
+    this.o.tokens.revoke(taskId);
     await reservation.release();
-
     await live.processSaved?.catch(() => undefined);
-    // Queued before the final record is stored: were the service to die in between, recovery
-    // would find the run `running` and queue them (again, which is a no-op) itself.
-    await this.o.webhooks
-      .enqueue(final, 'run.ended', publicRecord(final))
-      .catch((error: unknown) => this.o.log(`could not queue the webhooks of ${record.taskId}`, error));
-    await this.records.finish(final);
-    await this.records.saveOutput(record.taskId, end.output);
-    await timelineStored;
-    this.live.delete(record.taskId);
-    live.resolve({ record: publicRecord(final), output: end.output });
-    return publicRecord(final);
+    const change = (r: StoredRun) => (r.status === 'running' ? owe({ ...r, ...fields }, 'run.ended', fields.endedAt) : undefined);
+    const inTime = await this.records.finish(taskId, change, (final) => this.announce(live, final, end.output));
+    if (!inTime) live.reject(new StorageError(`the final record of ${taskId} could not be stored yet; it is retried`));
   }
 
-  /** The parser's verdict; a parser that throws (a custom adapter's) makes the run failed, never stuck. */
-  private verdictOf(live: LiveRun, exitCode: number | null): AgentVerdict {
-    try {
-      return live.parser.finish(exitCode);
-    } catch (error) {
-      this.o.log(`the ${live.reservation.adapter.name} adapter could not judge ${live.record.taskId}`, error);
-      return { error: 'the agent adapter could not read the output' };
-    }
+  /** The final record is durable: now its output, timeline end, webhooks and waiters are told. */
+  private async announce(live: LiveRun, final: StoredRun, output: ProcessOutput): Promise<void> {
+    await this.records.saveOutput(live.taskId, output);
+    this.o.webhooks.schedule(final);
+    await this.o.events.end(publicRecord(final));
+    this.records.untrack(live.taskId);
+    this.live.delete(live.taskId);
+    live.resolve({ record: publicRecord(final), output });
   }
 
   private async find(taskId: string): Promise<StoredRun | undefined> {
-    return this.live.get(taskId)?.record ?? (await this.records.find(taskId));
+    return this.records.current(taskId) ?? (await this.records.find(taskId));
   }
 
   async get(taskId: string): Promise<RunRecord> {
     const stored = await this.find(taskId);
     if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
-    if (!stored.webhookTargets) return publicRecord(stored);
-    return { ...publicRecord(stored), webhooks: await this.o.webhooks.view(stored) };
+    return stored.webhookTargets ? { ...publicRecord(stored), webhooks: viewOf(stored) } : publicRecord(stored);
+  }
+
+  /** A run's record, with its stored output once it has ended; undefined if there is no such run. */
+  async result(taskId: string): Promise<{ record: RunRecord; output?: ProcessOutput } | undefined> {
+    const stored = await this.find(taskId);
+    if (!stored) return undefined;
+    const output = stored.status === 'running' ? undefined : await this.records.output(taskId);
+    return { record: publicRecord(stored), ...(output ? { output } : {}) };
   }
 
   /** The last `bytes` bytes of each stream of a run, running or ended. */
   async output(taskId: string, bytes: number): Promise<RunOutputView> {
     const live = this.live.get(taskId);
     const record = await this.get(taskId);
-    const output = live ? live.process?.output() : await this.records.output(taskId);
+    const output = live?.process && !live.ending ? live.process.output() : await this.records.output(taskId);
     return { taskId, status: record.status, ...tailOf(output, bytes), retained: output !== undefined };
   }
 
   async list(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<{ runs: RunRecord[]; nextCursor: string | null }> {
     const page = await this.records.page(workspaceId, status, limit, cursor);
     const runs = await Promise.all(page.ids.map((id) => this.find(id)));
-    return { runs: runs.filter((r): r is StoredRun => r !== undefined).map(publicRecord), nextCursor: page.next };
+    // A record read after its lookup may have changed state since: the list shows what it is now.
+    const shown = runs.filter((r): r is StoredRun => r !== undefined && (status === undefined || r.status === status));
+    return { runs: shown.map(publicRecord), nextCursor: page.next };
   }
 
   /** Cancels a run of this instance, or asks the instance that runs it. */
   async cancel(taskId: string): Promise<RunRecord> {
     const live = this.live.get(taskId);
-    if (!live) {
-      const stored = await this.find(taskId);
-      if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
-      if (stored.status !== 'running' || stored.bootId === this.bootId) throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
-      const answer = await this.o.fleet.ask(stored.bootId, { op: 'cancel', taskId });
-      if (answer.ok) return publicRecord(stored);
-      // No answer: the owner may have died and its run been taken over meanwhile.
-      if (answer.code === 'run_owner_unreachable' && (await this.find(taskId))?.status !== 'running') {
-        throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
-      }
-      throw new HttpProblem(answer.code, answer.message, answer.code === 'run_owner_unreachable' ? { headers: { 'retry-after': '5' } } : {});
-    }
+    if (!live) return this.cancelElsewhere(taskId);
     const stopReason = live.process?.stopReason ?? live.pendingStop;
-    if (live.record.status !== 'running' || (stopReason !== undefined && stopReason !== 'cancel')) {
-      throw new HttpProblem('run_not_running', `Run "${taskId}" is already stopping.`);
-    }
+    if (live.ending || (stopReason !== undefined && stopReason !== 'cancel')) throw new HttpProblem('run_not_running', `Run "${taskId}" is already stopping.`);
     this.stop(live, 'cancel');
-    return publicRecord(live.record);
+    return publicRecord(this.records.current(taskId)!);
+  }
+
+  private async cancelElsewhere(taskId: string): Promise<RunRecord> {
+    const stored = await this.find(taskId);
+    if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
+    if (stored.status !== 'running' || stored.bootId === this.bootId) throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
+    const answer = await this.o.fleet.ask(stored.bootId, { op: 'cancel', taskId });
+    if (answer.ok) return publicRecord(stored);
+    // No answer: the owner may have died and its run been taken over meanwhile.
+    if (answer.code === 'run_owner_unreachable' && (await this.find(taskId))?.status !== 'running') {
+      throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
+    }
+    throw new HttpProblem(answer.code, answer.message, answer.code === 'run_owner_unreachable' ? { headers: { 'retry-after': '5' } } : {});
   }
 
   private stop(live: LiveRun, reason: ServiceStop): void {
@@ -418,7 +348,7 @@ export class RunService {
     for (const live of runs) this.stop(live, 'shutdown');
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.all(runs.map((r) => r.done)),
+      Promise.allSettled(runs.map((r) => r.done)),
       new Promise((resolve) => {
         timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
       }),
@@ -427,22 +357,4 @@ export class RunService {
     await this.o.events.close();
     await this.records.close();
   }
-}
-
-interface EndInput {
-  exitCode: number | null;
-  signal: string | null;
-  output: ProcessOutput;
-  runtimeError?: RunError;
-}
-
-const emptyEnd: EndInput = { exitCode: null, signal: null, output: emptyOutput };
-
-function processOutcome(end: ProcessEnd): EndInput {
-  return {
-    exitCode: end.exitCode,
-    signal: end.signal,
-    output: { stdout: end.stdout, stderr: end.stderr, truncated: end.truncated },
-    ...(end.lost === undefined ? {} : { runtimeError: { code: 'process_lost', message: 'The service lost track of the agent process.' } }),
-  };
 }

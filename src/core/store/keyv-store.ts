@@ -24,6 +24,10 @@ export interface SqlAccess {
   dialect: 'sqlite' | 'postgres';
   /** PostgreSQL's connection string, for connections of the fleet's own (README: Running several instances). */
   connectionString?: string;
+  /** The key-value table, quoted as SQL names it; its columns are `key` and `value` (Keyv's JSON). */
+  table: string;
+  /** What Keyv puts before every key of this store (its namespace and a colon). */
+  keyPrefix: string;
   /** Runs one statement; failures are `StorageError`s. */
   query<T>(sql: string, params?: unknown[]): Promise<T[]>;
 }
@@ -96,6 +100,8 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
       ? {
           sql: {
             dialect,
+            table: dialect === 'postgres' ? `"${sql.opts.schema ?? 'public'}"."${sql.opts.table}"` : `"${sql.opts.table}"`,
+            keyPrefix: prefixOf(),
             ...(dialect === 'postgres' && sql.opts.uri ? { connectionString: sql.opts.uri } : {}),
             async query<T>(text: string, params: unknown[] = []) {
               // @keyv/postgres takes the values as one array; @keyv/sqlite as arguments.
@@ -163,7 +169,8 @@ export function createMemoryKeyv(): Keyv {
 
 /**
  * The daemon's store: a SQLite file under `dataDir`, durable across a crash (WAL journal,
- * `synchronous=FULL`: every commit is fsynced) and waiting up to 5 s on a lock before failing.
+ * `synchronous=FULL`: every commit is fsynced), its journal kept small, waiting up to 5 s on a
+ * lock before failing.
  */
 export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -173,6 +180,10 @@ export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
   try {
     await sqlite.query('PRAGMA journal_mode=WAL');
     await sqlite.query('PRAGMA synchronous=FULL');
+    // The WAL is checkpointed every 100 pages (not 1000) and cut back to 1 MiB after, so a small
+    // disk is not filled by the journal alone.
+    await sqlite.query('PRAGMA wal_autocheckpoint=100');
+    await sqlite.query('PRAGMA journal_size_limit=1048576');
   } catch (error) {
     await sqlite.close().catch(() => undefined);
     throw new StorageError(`cannot open ${file}: ${error instanceof Error ? error.message : String(error)}`);

@@ -1,0 +1,44 @@
+import { preflight } from '../agents/preflight';
+import type { AgentAdapter, AgentRunInput } from '../agents/types';
+import type { Workspace } from '../types';
+import { buildRunEnv } from './env';
+import type { RunPlacement } from './placement';
+import { type SupervisedProcess, superviseProcess } from './supervisor';
+
+/** Grace between SIGTERM and SIGKILL for the watchdog and cancel. */
+export const KILL_GRACE_MS = 5000;
+
+export interface LaunchOptions {
+  adapter: AgentAdapter;
+  input: Omit<AgentRunInput, 'workspacePath'>;
+  workspace: Workspace;
+  placement: RunPlacement;
+  timeoutMs: number;
+  /** The environment runs start from (minus what `buildRunEnv` strips). */
+  baseEnv: NodeJS.ProcessEnv;
+  adminToken?: string;
+  /** The run's own variables: its URL, ids and token. */
+  run: Parameters<typeof buildRunEnv>[0]['run'];
+  onStdoutLine(line: string): void;
+}
+
+/** Places the run, builds its environment, checks the agent can start, and starts it under supervision. */
+export async function launchProcess(o: LaunchOptions): Promise<SupervisedProcess> {
+  const { cwd, spawner } = await o.placement.place({ taskId: o.run.HEADLESS_TASK_ID, workspace: o.workspace });
+  const invocation = o.adapter.invocation({ ...o.input, workspacePath: cwd });
+  const env = buildRunEnv({
+    base: o.baseEnv,
+    adminToken: o.adminToken,
+    adapterEnv: invocation.env,
+    workspaceEnv: o.workspace.env,
+    cwd,
+    run: o.run,
+  });
+  await preflight(o.adapter, invocation.command, env);
+  return superviseProcess({
+    spawner,
+    timeoutMs: o.timeoutMs,
+    killGraceMs: KILL_GRACE_MS,
+    spawn: { command: invocation.command, args: invocation.args, cwd, stdin: invocation.stdin, env, onStdoutLine: o.onStdoutLine },
+  });
+}
