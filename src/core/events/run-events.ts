@@ -112,7 +112,7 @@ export class RunEvents {
 
   /** Ends the stored timeline of a run taken over from a gone instance, unless it has ended. */
   async endStored(record: RunRecord): Promise<void> {
-    const timeline = await loadTimeline(this.o.store, record.taskId, this.limits, true);
+    const timeline = await loadTimeline(this.o.store, record.taskId, this.limits);
     if (timeline.ended) return;
     timeline.append('run.ended', record);
     await saveTimeline(this.o.store, record.taskId, timeline);
@@ -153,7 +153,7 @@ export class RunEvents {
     const { taskId } = record;
     const cached = this.stored.get(taskId);
     if (cached && (!cached.timeline || cached.timeline.ended || Date.now() - cached.at < FOLLOW_POLL_MS)) return cached.loading;
-    const loading = loadTimeline(this.o.store, taskId, this.limits, record.status === 'running').then((timeline) => {
+    const loading = loadTimeline(this.o.store, taskId, this.limits).then((timeline) => {
       // The record is the truth: an ended run's timeline ends with it, even if its end was never stored (a crash between the two).
       if (record.status !== 'running' && !timeline.ended) timeline.append('run.ended', record);
       return timeline;

@@ -16,10 +16,10 @@ export interface StoredHead {
   ended: boolean;
 }
 
-/** A stored timeline; none stored yet is an empty one, ended unless its run is `running`. */
-export async function loadTimeline(store: HeadlessStore, taskId: string, limits: Timeline['limits'], running: boolean): Promise<Timeline> {
+/** A stored timeline; none stored is an empty one, not ended (its record says whether its run has). */
+export async function loadTimeline(store: HeadlessStore, taskId: string, limits: Timeline['limits']): Promise<Timeline> {
   const head = await store.get<StoredHead>(headKey(taskId));
-  if (!head || head.last < head.first) return new Timeline([], !running, limits);
+  if (!head || head.last < head.first) return new Timeline([], false, limits);
   const keys: string[] = [];
   for (let n = segmentOf(head.first); n <= segmentOf(head.last); n++) keys.push(segmentKey(taskId, n));
   const events = (await store.getMany<RunEvent[]>(keys)).flatMap((segment) => segment ?? []).filter((e) => e.seq >= head.first && e.seq <= head.last);

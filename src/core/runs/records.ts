@@ -50,7 +50,7 @@ export class RunRecords {
   constructor(private readonly o: RunRecordsOptions) {
     this.cache = new BoundedCache(o.cacheSize ?? 2000);
     this.runs = new Collection<StoredRun>(o.store, { prefix: 'run:', group: 'workspaceId', bucket: { field: 'status' }, flags: ['deliveryDueAt'] });
-    this.retryDelaysMs = o.retryDelaysMs ?? [50, 200, 1000, 3000];
+    this.retryDelaysMs = o.retryDelaysMs ?? [50, 200, 1000];
     this.backgroundRetryMs = o.backgroundRetryMs ?? 30_000;
   }
 
