@@ -231,6 +231,17 @@ describe('basePath', () => {
   });
 });
 
+describe("the service's secrets", () => {
+  it('never reach a run, even from a library user’s own environment', async () => {
+    const env = { ...process.env, HEADLESS_ADMIN_TOKEN: 'admin-secret', HEADLESS_WEBHOOK_SECRET: 'whsec_x', HEADLESS_STORE_URL: 'postgres://u:pw@h/db', KEPT: 'yes' };
+    const host = await createTestHost({ env });
+    const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'dump-env', agent: 'fake', wait: true } });
+    const seen = JSON.parse(((await res.json()) as { output: { stdout: string } }).output.stdout) as Record<string, string>;
+    expect(seen.KEPT).toBe('yes');
+    for (const name of ['HEADLESS_ADMIN_TOKEN', 'HEADLESS_WEBHOOK_SECRET', 'HEADLESS_STORE_URL']) expect(seen).not.toHaveProperty(name);
+  });
+});
+
 describe('agent selection', () => {
   async function startWithout(host: TestHost) {
     const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', wait: true } });

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { readCredential } from '../src/core/http/auth';
 import { HttpProblem } from '../src/contract/problems';
-import { ROUTES, matchRoute } from '../src/core/http/routes';
+import { ROUTES } from '../src/core/http/routes/index';
+import { matchRoute as matchIn } from '../src/core/http/router';
+
+const matchRoute = (method: string, path: string, basePath: string) => matchIn(ROUTES, method, path, basePath);
 import { RunTokens } from '../src/core/runs/tokens';
 
 const name = (m: ReturnType<typeof matchRoute>) => (m instanceof HttpProblem ? m.code : m.route.name);
@@ -40,23 +43,31 @@ describe('the route table', () => {
   });
 });
 
+describe('who each route lets in', () => {
+  it('is declared on the route: run tokens only where an agent may report', () => {
+    const declared = Object.fromEntries(ROUTES.map((r) => [r.name, r.auth]));
+    expect(declared).toMatchObject({ 'inbox.push': 'caller or own run token', mcp: 'caller or run token', 'runs.start': 'caller', 'inbox.list': 'caller' });
+    expect(ROUTES.filter((r) => r.auth !== 'caller').map((r) => r.name).sort()).toEqual(['inbox.push', 'mcp']);
+  });
+});
+
 describe('the request credential', () => {
   const tokens = new RunTokens();
   const token = tokens.issue({ taskId: 'run_1', workspaceId: 'ws', resumeId: 'ses_1' });
   const req = (authorization?: string) => new Request('http://localhost/', { headers: authorization ? { authorization } : {} });
 
   it('is read once from the header', () => {
-    expect(readCredential(req(), tokens, 'runs.get', undefined)).toEqual({ kind: 'none' });
-    expect(readCredential(req('Basic abc'), tokens, 'runs.get', undefined)).toEqual({ kind: 'malformed' });
-    expect(readCredential(req('Bearer  admin-tok '), tokens, 'runs.get', undefined)).toEqual({ kind: 'bearer', token: 'admin-tok' });
+    expect(readCredential(req(), tokens, 'caller', undefined)).toEqual({ kind: 'none' });
+    expect(readCredential(req('Basic abc'), tokens, 'caller', undefined)).toEqual({ kind: 'malformed' });
+    expect(readCredential(req('Bearer  admin-tok '), tokens, 'caller', undefined)).toEqual({ kind: 'bearer', token: 'admin-tok' });
   });
 
   it('a run token is in scope only for its own workspace Inbox push, and only while live', () => {
     const grant = { taskId: 'run_1', workspaceId: 'ws', resumeId: 'ses_1' };
-    expect(readCredential(req(`Bearer ${token}`), tokens, 'inbox.push', 'ws')).toEqual({ kind: 'run', grant, inScope: true });
-    expect(readCredential(req(`Bearer ${token}`), tokens, 'inbox.push', 'other')).toEqual({ kind: 'run', grant, inScope: false });
-    expect(readCredential(req(`Bearer ${token}`), tokens, 'inbox.list', 'ws')).toEqual({ kind: 'run', grant, inScope: false });
+    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller or own run token', 'ws')).toEqual({ kind: 'run', grant, inScope: true });
+    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller or own run token', 'other')).toEqual({ kind: 'run', grant, inScope: false });
+    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller', 'ws')).toEqual({ kind: 'run', grant, inScope: false });
     tokens.revoke('run_1');
-    expect(readCredential(req(`Bearer ${token}`), tokens, 'inbox.push', 'ws')).toEqual({ kind: 'bearer', token });
+    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller or own run token', 'ws')).toEqual({ kind: 'bearer', token });
   });
 });

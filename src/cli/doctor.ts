@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { type AgentCheck, type WorkspaceReport, diagnoseWorkspace } from '../core/agents/doctor';
 import { AgentRegistry } from '../core/agents/registry';
+import { SERVICE_SECRETS } from '../core/runs/env';
 import { ConfigError, loadConfig } from './config';
 import { fail } from './fail';
 
@@ -49,7 +50,7 @@ export async function doctor(argv: string[]): Promise<void> {
   }
   const registry = new AgentRegistry(config.agents);
   const env = { ...process.env };
-  delete env.HEADLESS_ADMIN_TOKEN;
+  for (const name of SERVICE_SECRETS) delete env[name];
   const reports = await Promise.all(
     config.workspaces.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: config.defaultAgent })),
   );

@@ -5,6 +5,7 @@ import { createNodeServer } from '../adapters/node';
 import { isLoopbackAddress } from '../core/http/auth';
 import { type HeadlessHandler, createHeadlessHandler } from '../core/handler';
 import { createPostgresKeyv, createSqliteKeyv } from '../core/store/keyv-store';
+import { SERVICE_SECRETS } from '../core/runs/env';
 import { ConfigError, loadConfig } from './config';
 import { fail } from './fail';
 import { holdYoungGeneration, youngGenerationChosen } from './young-generation';
@@ -92,9 +93,7 @@ export async function serve(argv: string[]): Promise<void> {
 
   const webhookSecret = process.env.HEADLESS_WEBHOOK_SECRET || undefined;
   const env = { ...process.env };
-  delete env.HEADLESS_ADMIN_TOKEN;
-  delete env.HEADLESS_WEBHOOK_SECRET;
-  delete env.HEADLESS_STORE_URL;
+  for (const name of SERVICE_SECRETS) delete env[name];
   const storeUrl = values.store ?? (process.env.HEADLESS_STORE_URL || undefined);
   if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl)) fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
   let store;

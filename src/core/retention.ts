@@ -4,10 +4,11 @@ import { sortableIdBound } from './util/ids';
 import type { Inbox } from './inbox';
 import type { RunEvents } from './events/run-events';
 import type { RunRecords } from './runs/records';
+import type { SessionBook } from './sessions';
 
 /**
- * Retention (README: Retention): ended runs (record, output, events, webhook deliveries) and
- * Inbox items older than the configured age are deleted, and expired idempotency keys, in small
+ * Retention (README: Retention): ended runs (record with its outbox, output, events), Sessions
+ * unused since, and Inbox items older than the configured age are deleted, and expired idempotency keys, in small
  * batches that give way to requests between them. Candidates come from the list indexes,
  * whose ids sort by creation time, so a pass never scans what it keeps.
  */
@@ -22,6 +23,7 @@ export interface RetentionOptions {
   records: RunRecords;
   events: RunEvents;
   inbox: Inbox;
+  sessions: SessionBook;
   idempotency: IdempotencyKeys;
   log: (message: string, error?: unknown) => void;
 }
@@ -29,6 +31,7 @@ export interface RetentionOptions {
 export interface Pruned {
   runs: number;
   inboxItems: number;
+  sessions: number;
   idempotencyKeys: number;
 }
 
@@ -54,7 +57,7 @@ export class Retention {
   /** One pass: everything created before `now - days`. */
   async prune(now = Date.now()): Promise<Pruned> {
     const cutoff = now - this.o.days * DAY_MS;
-    const pruned: Pruned = { runs: 0, inboxItems: 0, idempotencyKeys: 0 };
+    const pruned: Pruned = { runs: 0, inboxItems: 0, sessions: 0, idempotencyKeys: 0 };
     const { records, events } = this.o;
     for (;;) {
       const batch = await records.oldest(sortableIdBound('run_', cutoff), BATCH);
@@ -77,6 +80,8 @@ export class Retention {
       pruned.inboxItems += n;
       await yieldToRequests();
     }
+    // A Session whose last run is older than the runs kept goes with them (and one a crash left with no run at all).
+    if (!this.closed) pruned.sessions = await this.o.sessions.prune(new Date(cutoff).toISOString());
     if (!this.closed) pruned.idempotencyKeys = await this.o.idempotency.prune(now);
     return pruned;
   }

@@ -71,6 +71,23 @@ export class SessionBook {
     await this.fleet.release(busyKey(resumeId), taskId).catch((e: unknown) => this.log(`could not free Session ${resumeId}`, e));
   }
 
+  /**
+   * Deletes the Sessions whose last run started before `cutoff` and that no run holds; returns how
+   * many. One pass over the Sessions (retention's, hourly), giving way to requests between batches.
+   */
+  async prune(cutoff: string): Promise<number> {
+    let count = 0;
+    let seen = 0;
+    for await (const [, session] of this.store.scan<SessionState>('session:')) {
+      if (++seen % 100 === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (session.lastRunAt >= cutoff || (await this.fleet.holder(busyKey(session.resumeId))) !== undefined) continue;
+      await this.store.delete(key(session.resumeId));
+      this.cache?.delete(session.resumeId);
+      count++;
+    }
+    return count;
+  }
+
   /** Stores a new Session; it can be found only once it is durable. */
   async create(session: SessionState): Promise<void> {
     await this.store.set(key(session.resumeId), session);

@@ -2,11 +2,12 @@ import { isIP } from 'node:net';
 import { secretsEqual } from '../util/ids';
 import { HttpProblem } from '../../contract/problems';
 import type { RunTokenGrant, RunTokens } from '../runs/tokens';
+import type { RouteAuth } from './router';
 
 /**
  * The request's credential, read once from its `Authorization` header. A live run token is
- * valid only for its own workspace's Inbox push: `inScope` is that rule, decided once. It may
- * also reach `/mcp`, whose tool calls are each such a request, decided by the same rule.
+ * valid only where the route declares it (router.ts `RouteAuth`): `inScope` is that rule,
+ * decided once.
  */
 export type Credential =
   | { kind: 'none' }
@@ -16,7 +17,8 @@ export type Credential =
   | { kind: 'bearer'; token: string }
   | { kind: 'run'; grant: RunTokenGrant; inScope: boolean };
 
-export function readCredential(request: Request, tokens: RunTokens, route: string, workspaceId: string | undefined): Credential {
+/** Reads the credential; a run token is in scope where the route's declared `auth` takes one. */
+export function readCredential(request: Request, tokens: RunTokens, auth: RouteAuth | undefined, workspaceId: string | undefined): Credential {
   const header = request.headers.get('authorization');
   if (header === null) return { kind: 'none' };
   const match = /^Bearer +([^\s]+) *$/i.exec(header);
@@ -24,7 +26,7 @@ export function readCredential(request: Request, tokens: RunTokens, route: strin
   const token = match[1]!;
   const grant = tokens.lookup(token);
   if (!grant) return { kind: 'bearer', token };
-  return { kind: 'run', grant, inScope: route === 'mcp' || (route === 'inbox.push' && grant.workspaceId === workspaceId) };
+  return { kind: 'run', grant, inScope: auth === 'caller or run token' || (auth === 'caller or own run token' && grant.workspaceId === workspaceId) };
 }
 
 /** What the gate knows about a request beyond the request itself. */
@@ -35,6 +37,8 @@ export interface AuthContext {
   localAddress?: string;
   /** The matched route, e.g. `runs.start`, `inbox.push`, or `unknown`. */
   route: string;
+  /** Who the matched route lets in, as it declares (router.ts); absent for no route. */
+  auth?: RouteAuth;
   /** The workspace the route addresses, if any. */
   workspaceId?: string;
   /** Set when the request's Bearer token is a live run token. */

@@ -1,5 +1,6 @@
 import { type ConversionConfig, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
+import type { RouteAuth, RouteDoc } from './router';
 import { ANSWERS } from '../../contract/answers';
 import { type ProblemCode, problemStatus } from '../../contract/problems';
 
@@ -8,17 +9,6 @@ import { type ProblemCode, problemStatus } from '../../contract/problems';
 type Schema = v.GenericSchema;
 
 /** What a route says of itself for the document. */
-export interface RouteDoc {
-  summary: string;
-  query?: Schema;
-  body?: Schema;
-  /** Request headers it reads. */
-  headers?: Array<{ name: string; description: string }>;
-  /** Its success answers: status → description, the schema of a JSON body, and of each item of a stream. */
-  responses: Record<number, { description: string; schema?: Schema; stream?: Schema }>;
-  /** The problems it can answer with, besides those of every route (the gate, 404, 405, 503). */
-  problems: ProblemCode[];
-}
 
 /** Named schemas, shown once under `components.schemas` and referred to. */
 const COMPONENTS: Record<string, Schema> = ANSWERS;
@@ -76,7 +66,12 @@ function problemResponses(codes: ProblemCode[]): Record<string, unknown> {
   );
 }
 
-export function openApiDocument(routes: ReadonlyArray<{ name: string; method: string; path: string; doc: RouteDoc }>, version: string): Record<string, unknown> {
+/** An operation's security, from who its route lets in: a local caller needs nothing, others the admin token; some take a run token. */
+function security(auth: RouteAuth): Array<Record<string, string[]>> {
+  return auth === 'caller' ? [{}, { adminToken: [] }] : [{}, { adminToken: [] }, { runToken: [] }];
+}
+
+export function openApiDocument(routes: ReadonlyArray<{ name: string; method: string; path: string; auth: RouteAuth; doc: RouteDoc }>, version: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const { doc } = route;
@@ -88,6 +83,7 @@ export function openApiDocument(routes: ReadonlyArray<{ name: string; method: st
     (paths[openPath] ??= {})[route.method.toLowerCase()] = {
       operationId: route.name,
       summary: doc.summary,
+      security: security(route.auth),
       parameters: parameters(route.path, doc),
       ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(doc.body, 'input') } } } } : {}),
       responses: { ...responses, ...problemResponses(doc.problems) },
@@ -99,8 +95,10 @@ export function openApiDocument(routes: ReadonlyArray<{ name: string; method: st
     paths,
     components: {
       schemas: toJsonSchemaDefs(COMPONENTS, config('output')),
-      securitySchemes: { adminToken: { type: 'http', scheme: 'bearer', description: 'HEADLESS_ADMIN_TOKEN; local callers need none.' } },
+      securitySchemes: {
+        adminToken: { type: 'http', scheme: 'bearer', description: 'HEADLESS_ADMIN_TOKEN; local callers need none.' },
+        runToken: { type: 'http', scheme: 'bearer', description: "A run's HEADLESS_RUN_TOKEN, while the run runs: its own workspace's Inbox push, and MCP." },
+      },
     },
-    security: [{}, { adminToken: [] }],
   };
 }

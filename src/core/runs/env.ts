@@ -1,11 +1,14 @@
 /** The environment of a run (README: Start a run, The Inbox). */
 
+/** The service's own secrets: the ONE list of what no run ever sees, whoever set them (the daemon, or a library user's `process.env`). */
+export const SERVICE_SECRETS = ['HEADLESS_ADMIN_TOKEN', 'HEADLESS_WEBHOOK_SECRET', 'HEADLESS_STORE_URL'] as const;
+
 /**
- * Removed from every layer: what tells Claude Code it runs inside another Claude Code session
- * (`CLAUDECODE` and the `CLAUDE_CODE_*` session variables), code injection into Node-based CLIs,
- * the admin token and the service's own run variables.
+ * Removed from every layer: the service's secrets, what tells Claude Code it runs inside another
+ * Claude Code session (`CLAUDECODE` and the `CLAUDE_CODE_*` session variables), code injection
+ * into Node-based CLIs, and the service's own run variables.
  */
-const STRIPPED = /^(CLAUDECODE|CLAUDE_CODE_.*|NODE_OPTIONS|HEADLESS_ADMIN_TOKEN|HEADLESS_(API_URL|WORKSPACE_ID|TASK_ID|RESUME_ID|RUN_TOKEN))$/;
+const STRIPPED = new RegExp(`^(${SERVICE_SECRETS.join('|')}|CLAUDECODE|CLAUDE_CODE_.*|NODE_OPTIONS|HEADLESS_(API_URL|WORKSPACE_ID|TASK_ID|RESUME_ID|RUN_TOKEN))$`);
 
 /** The `CLAUDE_CODE_*` variables that configure credentials, providers and limits: kept. */
 const CLAUDE_SETTINGS =

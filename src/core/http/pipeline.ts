@@ -1,0 +1,89 @@
+import { createServerAdapter } from '@whatwg-node/server';
+import { HttpProblem } from '../../contract/problems';
+import type { RunTokens } from '../runs/tokens';
+import { type AuthContext, type Authorize, type Credential, readCredential, unauthorized } from './auth';
+import { errorToResponse } from './problem-response';
+import { type Route, type RouteMatch, type RouteServices, matchRoute } from './router';
+
+/** What adapters pass with each request. */
+export interface HeadlessServerContext {
+  /** The TCP peer address; absent means "not local". */
+  remoteAddress?: string;
+  /** The address the server socket is bound to. */
+  localAddress?: string;
+  /** Path the host framework mounted the handler under (Express `req.baseUrl`). */
+  mountPath?: string;
+}
+
+export interface PipelineOptions {
+  routes: readonly Route[];
+  services: RouteServices;
+  tokens: RunTokens;
+  gate: Authorize;
+  /** The gate is the library user's hook: it is never asked about run tokens. */
+  customGate: boolean;
+  basePath?: string;
+  apiUrl?: string;
+  /** Settles when the service may answer. */
+  ready: Promise<void>;
+  log: (message: string, error?: unknown) => void;
+}
+
+/**
+ * One request's way through the service: its URL and mount path, the route, the credential,
+ * the gate (deciding from what the route declares), the route's handler; anything thrown
+ * becomes problem JSON in one place.
+ */
+export function createPipeline(o: PipelineOptions) {
+  async function authorize(request: Request, match: RouteMatch | undefined, ctx: HeadlessServerContext, credential: Credential): Promise<void> {
+    const context: AuthContext = {
+      remoteAddress: ctx.remoteAddress,
+      localAddress: ctx.localAddress,
+      route: match?.route.name ?? 'unknown',
+      ...(match ? { auth: match.route.auth } : {}),
+      workspaceId: match?.params.workspaceId,
+      runToken: credential.kind === 'run' ? credential.grant : undefined,
+      credential,
+    };
+    // The core's run-token rule is the only one: a custom hook is never asked about run tokens.
+    if (o.customGate && credential.kind === 'run') {
+      if (credential.inScope) return;
+      throw unauthorized();
+    }
+    if (!(await o.gate(request, context))) throw unauthorized();
+  }
+
+  async function handle(request: Request, ctx: HeadlessServerContext = {}): Promise<Response> {
+    try {
+      await o.ready;
+      let url: URL;
+      try {
+        url = new URL(request.url);
+      } catch {
+        // Adapters build the URL from the Host header: only a malformed Host makes it unparseable.
+        throw new HttpProblem('forbidden', 'The Host header is not one this service answers to.');
+      }
+      const basePath = (ctx.mountPath ?? o.basePath ?? '').replace(/\/+$/, '');
+      const match = matchRoute(o.routes, request.method, url.pathname, basePath);
+      const found = match instanceof HttpProblem ? undefined : match;
+      const credential = readCredential(request, o.tokens, found?.route.auth, found?.params.workspaceId);
+      await authorize(request, found, ctx, credential);
+      if (!found) throw match;
+      return await found.route.handle({
+        request,
+        url,
+        params: found.params,
+        basePath,
+        apiUrl: o.apiUrl ?? `${url.origin}${basePath}`,
+        credential,
+        services: o.services,
+        dispatch: (target, init) => Promise.resolve(adapter.fetch(target, init, ctx)),
+      });
+    } catch (error) {
+      return errorToResponse(error, o.log);
+    }
+  }
+
+  const adapter = createServerAdapter<HeadlessServerContext>(handle);
+  return adapter;
+}

@@ -1,0 +1,143 @@
+// whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
+import { Response } from '@whatwg-node/fetch';
+import { HttpProblem } from '../../contract/problems';
+import type { WorkspaceReport } from '../agents/doctor';
+import type { RunEvents } from '../events/run-events';
+import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
+import type { Inbox } from '../inbox';
+import type { RunService } from '../runs/run-service';
+import type { SessionBook } from '../sessions';
+import type { Workspace } from '../types';
+import type { Credential } from './auth';
+import type * as v from 'valibot';
+import type { ProblemCode } from '../../contract/problems';
+
+type Schema = v.GenericSchema;
+
+/** What a route says of itself in the OpenAPI document. */
+export interface RouteDoc {
+  summary: string;
+  query?: Schema;
+  body?: Schema;
+  /** Request headers it reads. */
+  headers?: Array<{ name: string; description: string }>;
+  /** Its success answers: status → description, the schema of a JSON body, and of each item of a stream. */
+  responses: Record<number, { description: string; schema?: Schema; stream?: Schema }>;
+  /** The problems it can answer with, besides those of every route (the gate, 404, 405, 503). */
+  problems: ProblemCode[];
+}
+
+/** What a route's handler works with. */
+export interface RouteServices {
+  runs: RunService;
+  events: RunEvents;
+  /** How often an idle event stream sends a keep-alive. */
+  heartbeatMs: number;
+  sessions: SessionBook;
+  inbox: Inbox;
+  /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
+  workspace(id: string): Promise<Workspace>;
+  idempotency: IdempotencyKeys;
+  /** The listed workspaces (none when they come from a resolver). */
+  workspaces(): Array<Pick<Workspace, 'id' | 'tag'>>;
+  /** The agent checks of one workspace, or of every listed one. */
+  diagnose(workspaceId: string | undefined): Promise<WorkspaceReport[]>;
+}
+
+/** One request, as a handler sees it: `params` typed by the route's path. */
+export interface RouteContext<P> {
+  request: Request;
+  url: URL;
+  params: P;
+  /** The path the handler is mounted under, without a trailing slash (`""` at the root). */
+  basePath: string;
+  /** The base URL runs are given as `HEADLESS_API_URL`. */
+  apiUrl: string;
+  credential: Credential;
+  services: RouteServices;
+  /** Answers another request in-process, as if it came from the same peer. */
+  dispatch(url: string, init: RequestInit): Promise<Response>;
+}
+
+/**
+ * Who a route lets in, declared on the route itself: the gate decides each request from this.
+ * - `caller`: the gate's caller (a local one, or one with the admin token, or whom the custom hook lets in).
+ * - `caller or own run token`: also a live run token, for its own run's workspace (an agent reporting).
+ * - `caller or run token`: also any live run token; what it then asks is decided again, call by call (MCP).
+ */
+export type RouteAuth = 'caller' | 'caller or own run token' | 'caller or run token';
+
+/** `/a/:x/b/:y` → `"x" | "y"`. */
+type ParamNames<Path extends string> = Path extends `${string}:${infer Name}/${infer Rest}`
+  ? Name | ParamNames<`/${Rest}`>
+  : Path extends `${string}:${infer Name}`
+    ? Name
+    : never;
+
+export interface Route {
+  name: string;
+  method: 'GET' | 'POST';
+  path: string;
+  auth: RouteAuth;
+  segments: string[];
+  /** What the OpenAPI document says of it. */
+  doc: RouteDoc;
+  handle(context: RouteContext<Record<string, string>>): Promise<Response>;
+}
+
+export function route<Path extends string>(
+  declared: { name: string; method: Route['method']; path: Path; auth: RouteAuth; doc: RouteDoc },
+  handle: (context: RouteContext<Record<ParamNames<Path>, string>>) => Promise<Response>,
+): Route {
+  return { ...declared, segments: declared.path.slice(1).split('/'), handle: handle as Route['handle'] };
+}
+
+/** An answer as a JSON response; a content type of its own (problem JSON) wins. */
+export const answer = (a: StoredAnswer, extra: Record<string, string> = {}) =>
+  new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json', ...a.headers, ...extra } });
+
+export const json = (body: unknown, status = 200) => answer({ status, body, headers: {} });
+
+export interface RouteMatch {
+  route: Route;
+  params: Record<string, string>;
+}
+
+
+function segmentsOf(pathname: string, basePath: string): string[] | undefined {
+  if (basePath && pathname !== basePath && !pathname.startsWith(`${basePath}/`)) return undefined;
+  const rest = pathname.slice(basePath.length);
+  if (!rest.startsWith('/')) return undefined;
+  try {
+    // Most paths have nothing escaped: decoding is skipped for those (it is a cost on every request).
+    return rest.slice(1).split('/').map((segment) => (segment.includes('%') ? decodeURIComponent(segment) : segment));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The route for a request, matched on decoded path segments below `basePath`; or the problem
+ * to answer (404 `not_found`, 405 `method_not_allowed`), which is answered after the gate.
+ */
+export function matchRoute(routes: readonly Route[], method: string, pathname: string, basePath: string): RouteMatch | HttpProblem {
+  const segments = segmentsOf(pathname, basePath);
+  const allowed: string[] = [];
+  for (const candidate of segments ? routes : []) {
+    if (candidate.segments.length !== segments!.length) continue;
+    const params: Record<string, string> = {};
+    const fits = candidate.segments.every((part, i) => {
+      const segment = segments![i]!;
+      if (!part.startsWith(':')) return part === segment;
+      params[part.slice(1)] = segment;
+      return segment !== '';
+    });
+    if (!fits) continue;
+    if (candidate.method === method) return { route: candidate, params };
+    allowed.push(candidate.method);
+  }
+  if (allowed.length > 0) {
+    return new HttpProblem('method_not_allowed', `Use ${allowed.join(' or ')} on this path.`, { headers: { allow: allowed.join(', ') } });
+  }
+  return new HttpProblem('not_found', 'No such route.');
+}

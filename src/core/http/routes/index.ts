@@ -1,0 +1,21 @@
+import { version } from '../../../../package.json';
+import { openApiDocument } from '../openapi';
+import { type Route, json, route } from '../router';
+import { INBOX_ROUTES } from './inbox';
+import { RUN_ROUTES } from './runs';
+import { SERVICE_ROUTES } from './service';
+import { SESSION_ROUTES } from './sessions';
+
+let openApi: Record<string, unknown> | undefined;
+
+/** Every route of the API, each declaring its method, path, who it lets in and its OpenAPI description. */
+export const ROUTES: Route[] = [
+  ...RUN_ROUTES,
+  ...SESSION_ROUTES,
+  ...INBOX_ROUTES,
+  ...SERVICE_ROUTES,
+  route(
+    { name: 'openapi', method: 'GET', path: '/openapi.json', auth: 'caller', doc: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1.' } }, problems: [] } },
+    async () => json((openApi ??= openApiDocument(ROUTES, version))),
+  ),
+];

@@ -1,0 +1,48 @@
+import type { Keyv } from 'keyv';
+import type { CommandAgentDefinition } from './agents/command-agent';
+import type { AgentAdapter } from './agents/types';
+import type { WebhookOptions } from './delivery/targets';
+import type { Authorize } from './http/auth';
+import type { Spawner } from './process/spawner';
+import type { Workspace } from './types';
+import type { WorkspaceResolver } from './workspaces';
+
+export interface HeadlessHandlerOptions {
+  /** The workspaces runs may target: a list, or a resolver called with a validated id. */
+  workspaces: Workspace[] | WorkspaceResolver;
+  /** Custom agents, beside the built-ins: config-style command agents or full adapters. @default {} */
+  agents?: Record<string, CommandAgentDefinition | AgentAdapter>;
+  /** Where runs, Sessions and the Inbox live. @default an in-memory Keyv */
+  store?: Keyv;
+  /** Starts agent processes. @default createExecaSpawner() */
+  spawner?: Spawner;
+  /** Replaces the default gate (README: Security model). @default the loopback/admin-token gate */
+  authorize?: Authorize;
+  /** Admin token for non-local callers (default gate only). Never shown to runs. @default none */
+  adminToken?: string;
+  /** Runs allowed at once on this host, sync runs included. @default 4 */
+  maxConcurrentRuns?: number;
+  /** The installation default agent. @default none */
+  defaultAgent?: string;
+  /** Extra Host names accepted by the default gate (behind a TLS proxy). @default [] */
+  publicHosts?: string[];
+  /** Path prefix the handler is mounted under, e.g. `/agents`. @default "" */
+  basePath?: string;
+  /** Base URL given to runs as `HEADLESS_API_URL`. @default the request's origin plus the mount path */
+  apiUrl?: string;
+  /** Environment runs start from (never the service's own secrets: runs/env.ts). @default process.env */
+  env?: NodeJS.ProcessEnv;
+  /** Completion webhooks: the signing secret, per-start URLs, private targets, retries (README: Webhooks). @default none */
+  webhooks?: WebhookOptions;
+  /** Ended runs, Inbox items, Sessions and expired idempotency keys older than this many days are deleted, hourly; 0 keeps everything. @default 30 */
+  retentionDays?: number;
+  /**
+   * With a PostgreSQL store shared by several instances: how long an instance's lease lasts; its
+   * runs are taken over this long after it dies (README: Running several instances). @default 15000
+   */
+  instanceLeaseMs?: number;
+  /** How often an idle event stream sends a keep-alive (README: Run events). @default 15000 */
+  heartbeatMs?: number;
+  /** Where unexpected errors are reported. @default console.error */
+  log?: (message: string, error?: unknown) => void;
+}

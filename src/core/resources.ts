@@ -1,0 +1,120 @@
+import { diagnoseWorkspace } from './agents/doctor';
+import { AgentRegistry } from './agents/registry';
+import { Webhooks } from './delivery/webhooks';
+import { RunEvents } from './events/run-events';
+import { type Fleet, createFleet } from './fleet/fleet';
+import { HttpProblem, StorageError } from '../contract/problems';
+import type { RouteServices } from './http/router';
+import { IdempotencyKeys } from './idempotency';
+import { Inbox } from './inbox';
+import type { HeadlessHandlerOptions } from './options';
+import { createExecaSpawner } from './process/spawner';
+import { Retention } from './retention';
+import { RunRecords } from './runs/records';
+import { RunService } from './runs/run-service';
+import { RunTokens } from './runs/tokens';
+import { SessionBook } from './sessions';
+import { type HeadlessStore, createMemoryKeyv, keyvStore } from './store/keyv-store';
+import { Workspaces } from './workspaces';
+
+/** Start-up recovery the store refused (a full disk) is tried again this often, until it succeeds. */
+const RECOVERY_RETRY_MS = 5000;
+
+/** One unit's part in the service's life: started in build order, closed in reverse. */
+interface Stage {
+  start?(): Promise<void> | void;
+  close?(): Promise<void>;
+}
+
+/**
+ * The composition root's work: every unit built once from the options, wired by name, and one
+ * ordered stack that starts them and closes them in reverse.
+ */
+export function buildResources(options: HeadlessHandlerOptions, log: (message: string, error?: unknown) => void) {
+  const env = options.env ?? process.env;
+  const registry = new AgentRegistry(options.agents);
+  const store: HeadlessStore = keyvStore(options.store ?? createMemoryKeyv());
+  const tokens = new RunTokens();
+  const fleet: Fleet = createFleet(store, { leaseMs: options.instanceLeaseMs, log });
+  const workspaces = new Workspaces(options.workspaces, fleet.shared);
+  const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
+  const inbox = new Inbox(store);
+  const events = new RunEvents({ store, log });
+  const records = new RunRecords({ store, log });
+  const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, workspace: (id) => workspaces.find(id) });
+  for (const ws of workspaces.all() ?? []) webhooks.checkWorkspace(ws);
+  const runs = new RunService({
+    store,
+    registry,
+    sessions,
+    tokens,
+    spawner: options.spawner ?? createExecaSpawner(),
+    events,
+    webhooks,
+    fleet,
+    records,
+    maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
+    defaultAgent: options.defaultAgent,
+    adminToken: options.adminToken,
+    baseEnv: env,
+    log,
+  });
+  const retentionDays = options.retentionDays ?? 30;
+  if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
+  const idempotency = new IdempotencyKeys(store, fleet, log);
+  const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, log });
+
+  const services: RouteServices = {
+    runs,
+    events,
+    heartbeatMs: options.heartbeatMs ?? 15_000,
+    sessions,
+    inbox,
+    idempotency,
+    workspaces: () => workspaces.publicList(),
+    workspace: (id) => workspaces.require(id),
+    async diagnose(workspaceId) {
+      const listed = workspaces.all();
+      if (workspaceId === undefined && !listed) throw new HttpProblem('invalid_body', 'Query parameter "wsId" is required: workspaces come from a resolver.');
+      const targets = workspaceId === undefined ? listed! : [await workspaces.require(workspaceId)];
+      return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
+    },
+  };
+
+  let retry: NodeJS.Timeout | undefined;
+  /** Ends what gone instances left. Alone, a store that refuses it (a full disk) does not stop the start: it is tried again. */
+  const takeOver = async (isGone: (owner: string | undefined) => Promise<boolean>): Promise<void> => {
+    try {
+      await runs.takeOver(isGone);
+      await webhooks.takeOver(isGone);
+    } catch (error) {
+      // In a fleet the sweep comes again by itself, every third of the lease.
+      if (!(error instanceof StorageError) || fleet.shared) throw error;
+      log(`crash recovery could not write to the store; it is tried again in ${RECOVERY_RETRY_MS / 1000} s`, error);
+      retry = setTimeout(() => void takeOver(isGone).catch((e: unknown) => log('crash recovery failed', e)), RECOVERY_RETRY_MS);
+      retry.unref();
+    }
+  };
+
+  // Closed in reverse: retention, then runs (recorded while the lease still holds), webhooks, the lease, the store.
+  const stages: Stage[] = [
+    { close: () => store.close() },
+    { close: () => fleet.leave() },
+    { close: () => webhooks.close() },
+    { start: () => inbox.load() },
+    { start: () => runs.load(), close: () => runs.shutdown() },
+    { start: () => fleet.join({ takeOver, answer: (request) => runs.answer(request), lost: () => runs.abandon() }), close: async () => clearTimeout(retry) },
+    { start: () => retention.start(), close: () => retention.close() },
+  ];
+  return {
+    services,
+    tokens,
+    async start(): Promise<void> {
+      for (const stage of stages) await stage.start?.();
+    },
+    /** Closes every unit, in reverse. */
+    async close(): Promise<void> {
+      for (const stage of [...stages].reverse()) await stage.close?.();
+    },
+  };
+}
