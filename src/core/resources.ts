@@ -40,7 +40,7 @@ export function buildResources(options: HeadlessHandlerOptions, log: (message: s
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const inbox = new Inbox(store);
   const events = new RunEvents({ store, log });
-  const records = new RunRecords({ store, log });
+  const records = new RunRecords({ store, log, shared: fleet.shared });
   const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, workspace: (id) => workspaces.find(id) });
   for (const ws of workspaces.all() ?? []) webhooks.checkWorkspace(ws);
   const runs = new RunService({

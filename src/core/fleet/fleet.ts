@@ -112,6 +112,8 @@ class LocalFleet implements Fleet {
 }
 
 const ASK_TIMEOUT_MS = 5000;
+/** A failed renewal is tried again after this, until it succeeds. */
+const RENEW_RETRY_MS = 500;
 /** A key for `pg_try_advisory_lock`: one sweeper at a time in the whole fleet. */
 const SWEEP_LOCK = "hashtext('headless-run-webhook:sweep')";
 
@@ -138,6 +140,7 @@ class PostgresFleet implements Fleet {
   /** LISTENs on this instance's channel and holds the sweep lock while sweeping. */
   private listener: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
   private handlers: FleetHandlers | undefined;
   private readonly waiting = new Map<string, (answer: FleetAnswer) => void>();
   private ticking: Promise<void> = Promise.resolve();
@@ -211,7 +214,14 @@ class PostgresFleet implements Fleet {
       if (!this.listener) await this.listen();
       await this.sweep();
     } catch (error) {
-      this.o.log('the fleet could not renew its lease or sweep', error);
+      this.o.log('the fleet could not renew its lease or sweep; retrying', error);
+      // Renewal is retried at once and often, not at the next tick: a database outage shorter
+      // than what is left of the lease then costs nothing (lost only once it has run out).
+      clearTimeout(this.retry);
+      this.retry = setTimeout(() => {
+        this.ticking = this.ticking.then(() => this.tick());
+      }, RENEW_RETRY_MS);
+      this.retry.unref();
     }
   }
 
@@ -334,6 +344,7 @@ class PostgresFleet implements Fleet {
   async leave(): Promise<void> {
     this.left = true;
     clearInterval(this.timer);
+    clearTimeout(this.retry);
     await this.ticking;
     await this.sql.query('DELETE FROM headless_instances WHERE id = $1', [this.instanceId]).catch((error: unknown) => this.o.log('could not leave the fleet', error));
     await this.listener?.end().catch(() => undefined);

@@ -7,12 +7,16 @@ import type { Page } from '../store/memory-index';
 import type { StoredRun } from '../types';
 import { BoundedCache } from '../util/bounded-cache';
 
+/** How often a compare-and-set that lost is tried again on the newer record. */
+const CAS_ATTEMPTS = 5;
 /** A run's output tail, stored once it ends: beside the record, never in it. */
 const outputKey = (taskId: string) => `output:${taskId}`;
 
 export interface RunRecordsOptions {
   store: HeadlessStore;
   log: (message: string, error?: unknown) => void;
+  /** Other instances write the same records (a fleet): every change is a compare-and-set on the stored one, and nothing is cached. */
+  shared?: boolean;
   /** Ended runs kept in memory. @default 2000 */
   cacheSize?: number;
   /** Waits between the attempts to store a final record before it is left to the background. */
@@ -51,7 +55,7 @@ export class RunRecords {
     this.cache = new BoundedCache(o.cacheSize ?? 2000);
     this.runs = new Collection<StoredRun>(o.store, { prefix: 'run:', group: 'workspaceId', bucket: { field: 'status' }, flags: ['deliveryDueAt'] });
     this.retryDelaysMs = o.retryDelaysMs ?? [50, 200, 1000];
-    this.backgroundRetryMs = o.backgroundRetryMs ?? 30_000;
+    this.backgroundRetryMs = o.backgroundRetryMs ?? 5_000;
   }
 
   /** Prepares the lookups. Start-up only. */
@@ -92,13 +96,7 @@ export class RunRecords {
    * and answers the next one (undefined leaves it). Resolves with the record as stored.
    */
   update(taskId: string, change: Change): Promise<StoredRun | undefined> {
-    const next = (this.chains.get(taskId) ?? Promise.resolve()).catch(() => undefined).then(async () => {
-      const current = this.tracked.get(taskId) ?? (await this.find(taskId));
-      const changed = current && change(current);
-      if (!changed || changed === current) return current;
-      await this.put(changed);
-      return changed;
-    });
+    const next = (this.chains.get(taskId) ?? Promise.resolve()).catch(() => undefined).then(() => this.change(taskId, change));
     this.chains.set(taskId, next);
     next.then(
       () => this.chains.get(taskId) === next && this.chains.delete(taskId),
@@ -107,10 +105,33 @@ export class RunRecords {
     return next;
   }
 
+  private async change(taskId: string, change: Change): Promise<StoredRun | undefined> {
+    for (let attempt = 0; ; attempt++) {
+      // Shared: another instance may have written it (taken it over): always the stored one.
+      const current = this.o.shared ? await this.runs.get(taskId) : (this.tracked.get(taskId) ?? (await this.find(taskId)));
+      const changed = current && change(current);
+      if (!changed || changed === current) return current;
+      if (!this.o.shared) {
+        await this.put(changed);
+        return changed;
+      }
+      // Written only if it is still whose and what it was when read.
+      if (await this.runs.putIf(taskId, changed, { bootId: current.bootId, status: current.status })) {
+        this.remember(changed);
+        return changed;
+      }
+      if (attempt === CAS_ATTEMPTS) throw new StorageError(`the record of ${taskId} kept changing under this write`);
+    }
+  }
+
   private async put(record: StoredRun): Promise<void> {
     await this.runs.put(record.taskId, record);
+    this.remember(record);
+  }
+
+  private remember(record: StoredRun): void {
     if (this.tracked.has(record.taskId)) this.tracked.set(record.taskId, record);
-    if (record.status === 'running') this.cache.delete(record.taskId);
+    if (record.status === 'running' || this.o.shared) this.cache.delete(record.taskId);
     else this.cache.set(record.taskId, record);
   }
 
@@ -175,7 +196,7 @@ export class RunRecords {
     const known = this.cache.get(taskId);
     if (known) return known;
     const stored = await this.runs.get(taskId);
-    if (stored && stored.status !== 'running' && !this.chains.has(taskId)) this.cache.set(taskId, stored);
+    if (stored && stored.status !== 'running' && !this.o.shared && !this.chains.has(taskId)) this.cache.set(taskId, stored);
     return stored;
   }
 

@@ -71,6 +71,19 @@ export class Collection<T extends object> {
     this.lookups.wrote?.(id, value);
   }
 
+  /**
+   * The write of a record other instances may write too: only if its `expected` fields still
+   * hold (a compare-and-set in SQL); false if another write came first. Stores without SQL are
+   * never shared: there it is a plain write.
+   */
+  async putIf(id: string, value: T, expected: Record<string, string>): Promise<boolean> {
+    if (!this.store.sql) {
+      await this.put(id, value);
+      return true;
+    }
+    return this.store.sql.setIf(this.spec.prefix + id, value, expected);
+  }
+
   async delete(id: string): Promise<void> {
     await this.store.delete(this.spec.prefix + id);
     this.lookups.deleted?.(id);

@@ -30,6 +30,11 @@ export interface SqlAccess {
   keyPrefix: string;
   /** Runs one statement; failures are `StorageError`s. */
   query<T>(sql: string, params?: unknown[]): Promise<T[]>;
+  /**
+   * Writes `value` under `key` only if the stored record's `expected` fields still hold those
+   * values (a compare-and-set for stores several instances share); false if they no longer do.
+   */
+  setIf(key: string, value: unknown, expected: Record<string, string>): Promise<boolean>;
 }
 
 interface SqlStore {
@@ -118,6 +123,17 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
                   fail('query', again);
                 }
               }
+            },
+            async setIf(key: string, value: unknown, expected: Record<string, string>) {
+              const pg = dialect === 'postgres';
+              const text = await keyv.serializeData({ value, expires: undefined });
+              const field = (name: string) => (pg ? `(value::jsonb #>> '{value,${name}}')` : `json_extract(value, '$.value.${name}')`);
+              const names = Object.keys(expected);
+              let n = 2;
+              const where = names.map((name) => `${field(name)} = ${pg ? `$${++n}` : '?'}`).join(' AND ');
+              const statement = `UPDATE ${this.table} SET value = ${pg ? '$1' : '?'} WHERE key = ${pg ? '$2' : '?'} AND ${where} RETURNING key`;
+              const rows = await this.query(statement, [text, prefixOf() + key, ...names.map((name) => expected[name])]);
+              return rows.length === 1;
             },
           } satisfies SqlAccess,
         }
