@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { canMountTmpfs } from './helpers/mounts';
 import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from './helpers/daemon';
 import { markedCount, noneMarked } from './helpers/processes';
 
@@ -229,20 +230,8 @@ describe('a store locked by another process', () => {
   }, 30_000);
 });
 
-function canMount(): boolean {
-  const d = tempDir();
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', d], { stdio: 'ignore' });
-    execFileSync('umount', [d], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  } finally {
-    rmSync(d, { recursive: true, force: true });
-  }
-}
 
-describe.skipIf(!canMount())('disk full (a tiny tmpfs as data dir)', () => {
+describe.skipIf(!canMountTmpfs())('disk full (a tiny tmpfs as data dir)', () => {
   it('answers 503 storage_unavailable, never a 2xx, stays up, and recovers when space returns', async () => {
     const cwd = dir();
     writeConfig(cwd);
