@@ -7,6 +7,7 @@ import type { HeadlessHandlerOptions } from '../src/core/index';
 import { isNonPublicAddress } from '../src/core/delivery/transport';
 import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from './helpers/daemon';
 import { type TestHost, closeAllHosts, createTestHost, problem } from './helpers/harness';
+import { faultyKeyv } from './helpers/faulty-store';
 import { closeReceivers, startReceiver } from './helpers/receiver';
 import { sleep, waitFor } from './helpers/wait';
 
@@ -149,13 +150,45 @@ describe('completion webhooks', () => {
     }
   });
 
-  it('at most `concurrency` deliveries are in flight at once', async () => {
+  it('at most `concurrency` deliveries to one target are in flight at once', async () => {
     const hanging = await startReceiver(() => 'hang');
     const h = await host({ timeoutMs: 20_000, concurrency: 2 });
     await Promise.all([1, 2, 3, 4].map(() => h.start('echo x', { webhook: { url: hanging.url } })));
     await waitFor(() => hanging.received.length === 2, { what: 'two deliveries in flight' });
     await sleep(300);
     expect(hanging.received).toHaveLength(2);
+  });
+
+  it('a receiver that hangs never delays another target’s deliveries: each target has its own lane', async () => {
+    const hanging = await startReceiver(() => 'hang');
+    const healthy = await startReceiver();
+    const h = await host({ timeoutMs: 60_000, concurrency: 2 }, { maxConcurrentRuns: 10 });
+    await Promise.all([1, 2, 3, 4, 5, 6].map(() => h.start('echo x', { webhook: { url: hanging.url } })));
+    await waitFor(() => hanging.received.length === 2, { what: 'the hanging lane to fill' });
+    const { taskId } = await h.start('echo x', { webhook: { url: healthy.url } });
+    // Delivered while the other target's attempts still hang (they would for 60 s).
+    const [delivery] = await settled(h, taskId);
+    expect(delivery).toMatchObject({ state: 'delivered', attempts: 1 });
+    expect(hanging.received).toHaveLength(2);
+  });
+
+  it('an attempt whose result the store refuses is made again, and recorded once the store takes it', async () => {
+    const receiver = await startReceiver();
+    const store = faultyKeyv();
+    let refusedOnce = false;
+    store.state.refuse = (w) => {
+      const delivered = (w.value?.deliveries as Array<{ state: string }> | undefined)?.some((d) => d.state === 'delivered');
+      if (refusedOnce || !delivered) return false;
+      return (refusedOnce = true);
+    };
+    const h = await host({}, { store: store.keyv() });
+    const { taskId } = await h.start('echo hi', { webhook: { url: receiver.url } });
+    const [delivery] = await settled(h, taskId);
+    expect(refusedOnce).toBe(true);
+    // The first attempt reached the receiver, but its result was not stored: it was made again (at least once).
+    expect(delivery).toMatchObject({ state: 'delivered', attempts: 1 });
+    expect(receiver.received.length).toBe(2);
+    expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id']);
   });
 });
 
