@@ -29,7 +29,7 @@ async function keys(dir: string): Promise<string[]> {
 }
 
 describe('retention', () => {
-  it('deletes ended runs (record, output, events, webhooks), Inbox items and expired idempotency keys older than retentionDays; keeps the rest', async () => {
+  it('deletes ended runs (record with its outbox, output, events), their Sessions, Inbox items and expired idempotency keys older than retentionDays; keeps the rest', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hrw-retention-'));
     dirs.push(dir);
     const receiver = await startReceiver();
@@ -67,6 +67,9 @@ describe('retention', () => {
     const after = await keys(dir);
     expect(after.filter((k) => k.includes(old.taskId))).toEqual([]);
     expect(after).not.toContain(`inbox:${oldItem.id}`);
+    // Its Session went with it (its last run is older than what is kept); the recent one's stays.
+    await waitFor(async () => (await retained.request('GET', `/api/sessions/${old.resumeId}`)).status === 404, { what: 'the old Session to be pruned' });
+    expect((await retained.request('GET', `/api/sessions/${recent.resumeId}`)).status).toBe(200);
     expect((await retained.request('GET', `/api/headless/${recent.taskId}`)).status).toBe(200);
     expect((await retained.request('GET', `/api/headless/${recent.taskId}/events?format=json`)).status).toBe(200);
     const inbox = (await (await retained.request('GET', '/api/workspaces/ws/inbox')).json()) as { items: Array<{ title: string }> };
