@@ -11,7 +11,7 @@ const headers = { 'content-type': 'application/json' };
 const server =
   process.env.MODE === 'whatwg-node'
     ? createServer(createServerAdapter(() => new Response(body, { headers })))
-    : createServer((req, res) => {
+    : createServer((_req, res) => {
         res.writeHead(200, headers);
         res.end(body);
       });

@@ -13,7 +13,8 @@ const perTick = Math.max(1, Math.round(Number(process.env.BUSY_RATE ?? 200) / 50
 await write({ type: 'system', subtype: 'init', session_id: 'busy-session' });
 for (let i = 0; i < count; i += perTick) {
   for (let j = i; j < Math.min(count, i + perTick); j++) {
-    const block = j % 4 === 3 ? { type: 'tool_use', id: `t${j}`, name: 'Bash', input: { command: 'true' } } : { type: 'text', text: `message ${j} `.padEnd(200, '.') };
+    const block =
+      j % 4 === 3 ? { type: 'tool_use', id: `t${j}`, name: 'Bash', input: { command: 'true' } } : { type: 'text', text: `message ${j} `.padEnd(200, '.') };
     await write({ type: 'assistant', message: { content: [block] } });
   }
   await new Promise((r) => setTimeout(r, 20));

@@ -61,7 +61,11 @@ async function daemon(config, dir = tempDir(), env = process.env) {
 
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 const post = (url, body) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-const fakeConfig = (extra = {}) => ({ agents: { fake: { command: process.execPath, args: [AGENT, '{prompt}'] } }, workspaces: [{ id: 'ws', path: '.', agents: ['fake'] }], ...extra });
+const fakeConfig = (extra = {}) => ({
+  agents: { fake: { command: process.execPath, args: [AGENT, '{prompt}'] } },
+  workspaces: [{ id: 'ws', path: '.', agents: ['fake'] }],
+  ...extra,
+});
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const load = (url, connections = 10, duration = DURATION) => autocannon({ url, connections, duration });
 
@@ -95,7 +99,13 @@ async function getThroughput() {
   const layerRatio = floor.requests.average / base.requests.average;
   const bareFigure = `${Math.round(base.requests.average)} req/s (bare node:http, own process)`;
   row('GET /api/headless/:taskId req/s (node adapter)', `${Math.round(ours.requests.average)} req/s`, bareFigure, ratio.toFixed(2), '≥ 0.8', ratio >= 0.8);
-  row('the same JSON through @whatwg-node/server alone (what the layer costs)', `${Math.round(floor.requests.average)} req/s`, bareFigure, layerRatio.toFixed(2), '—');
+  row(
+    'the same JSON through @whatwg-node/server alone (what the layer costs)',
+    `${Math.round(floor.requests.average)} req/s`,
+    bareFigure,
+    layerRatio.toFixed(2),
+    '—',
+  );
 }
 
 // 2. Async start → 202 latency p50 vs a bare spawn of the same agent plus one durable write to the same store.
@@ -112,20 +122,33 @@ async function startLatency() {
   }
   await d.stop();
   const base = await new Promise((done, fail) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bench/start-baseline.mjs'), AGENT, d.dir, tempDir(), String(N + 10)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bench/start-baseline.mjs'), AGENT, d.dir, tempDir(), String(N + 10)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
     child.stdout.on('data', (c) => (out += c));
     child.once('exit', (code) => (code === 0 ? done(JSON.parse(out).slice(10)) : fail(new Error(`baseline exited ${code}`))));
   });
   const ratio = median(ours) / median(base);
-  row('async start → 202, p50', `${median(ours).toFixed(1)} ms`, `${median(base).toFixed(1)} ms (spawn + 1 durable write)`, `${ratio.toFixed(2)}×`, '≤ 1.3×', ratio <= 1.3);
+  row(
+    'async start → 202, p50',
+    `${median(ours).toFixed(1)} ms`,
+    `${median(base).toFixed(1)} ms (spawn + 1 durable write)`,
+    `${ratio.toFixed(2)}×`,
+    '≤ 1.3×',
+    ratio <= 1.3,
+  );
 }
 
 // 3. 500 concurrent running runs vs the daemon idle: RSS growth and GET p99 meanwhile.
 async function manyRuns() {
   const N = 500;
   // A light agent for this figure: 500 Node processes would measure the machine, not the daemon.
-  const d = await daemon({ maxConcurrentRuns: N, agents: { sleeper: { command: 'sleep', args: ['{prompt}'] } }, workspaces: [{ id: 'ws', path: '.', agents: ['sleeper'] }] });
+  const d = await daemon({
+    maxConcurrentRuns: N,
+    agents: { sleeper: { command: 'sleep', args: ['{prompt}'] } },
+    workspaces: [{ id: 'ws', path: '.', agents: ['sleeper'] }],
+  });
   const first = await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: '0', wait: true })).json();
   const getUrl = `${d.url}/api/headless/${first.taskId}`;
   await load(getUrl, 10, 1);
@@ -142,8 +165,22 @@ async function manyRuns() {
   const list = await (await fetch(`${d.url}/api/headless?wsId=ws&status=running&limit=500`)).json();
   await d.stop();
   const growth = peak - idleRss;
-  row(`${N} concurrent running runs: RSS growth`, `${growth.toFixed(1)} MB (${list.runs.length} running)`, `${idleRss.toFixed(1)} MB idle`, `+${growth.toFixed(1)} MB`, '≤ 100 MB', growth <= 100);
-  row(`${N} concurrent running runs: GET p99`, `${busy.latency.p99} ms`, `${idle.latency.p99} ms idle`, `${busy.latency.p99} ms`, '≤ 20 ms', busy.latency.p99 <= 20);
+  row(
+    `${N} concurrent running runs: RSS growth`,
+    `${growth.toFixed(1)} MB (${list.runs.length} running)`,
+    `${idleRss.toFixed(1)} MB idle`,
+    `+${growth.toFixed(1)} MB`,
+    '≤ 100 MB',
+    growth <= 100,
+  );
+  row(
+    `${N} concurrent running runs: GET p99`,
+    `${busy.latency.p99} ms`,
+    `${idle.latency.p99} ms idle`,
+    `${busy.latency.p99} ms`,
+    '≤ 20 ms',
+    busy.latency.p99 <= 20,
+  );
 }
 
 /**
@@ -166,12 +203,36 @@ async function seed(dir, count) {
       const created = new Date(t0 + j * 1000).toISOString();
       const taskId = `run_${(t0 + j * 1000).toString(36).padStart(9, '0')}0000${String(j).padStart(16, '0')}`;
       const status = j % 10 === 0 ? 'failed' : 'succeeded';
-      const record = { taskId, resumeId: `ses_${j}`, workspaceId: 'ws', agent: 'fake', mode: 'async', status, createdAt: created, endedAt: created, durationMs: 1000, timeoutMs: 300000, exitCode: 0, signal: null, bootId: 'boot_seed' };
+      const record = {
+        taskId,
+        resumeId: `ses_${j}`,
+        workspaceId: 'ws',
+        agent: 'fake',
+        mode: 'async',
+        status,
+        createdAt: created,
+        endedAt: created,
+        durationMs: 1000,
+        timeoutMs: 300000,
+        exitCode: 0,
+        signal: null,
+        bootId: 'boot_seed',
+      };
       records.push(`hrw:run:${taskId}`, JSON.stringify({ value: record }));
       index.push(taskId, 'ws', status);
     }
-    await sqlite.query(`INSERT INTO headless (key, value) VALUES ${Array(records.length / 2).fill('(?, ?)').join(', ')}`, ...records);
-    await sqlite.query(`INSERT INTO headless_runs (id, workspace_id, bucket) VALUES ${Array(index.length / 3).fill('(?, ?, ?)').join(', ')}`, ...index);
+    await sqlite.query(
+      `INSERT INTO headless (key, value) VALUES ${Array(records.length / 2)
+        .fill('(?, ?)')
+        .join(', ')}`,
+      ...records,
+    );
+    await sqlite.query(
+      `INSERT INTO headless_runs (id, workspace_id, bucket) VALUES ${Array(index.length / 3)
+        .fill('(?, ?, ?)')
+        .join(', ')}`,
+      ...index,
+    );
   }
   await sqlite.query('COMMIT');
   await keyv.disconnect();
@@ -200,10 +261,31 @@ async function listScaling() {
   const large = await measure(LARGE);
   const label = LARGE >= 1_000_000 ? `${LARGE / 1_000_000}M` : `${LARGE / 1000}k`;
   const ratio = small.rps / large.rps;
-  row(`list first page, ${label} runs in the store`, `${Math.round(large.rps)} req/s, mean ${large.mean.toFixed(2)} ms`, `${Math.round(small.rps)} req/s, mean ${small.mean.toFixed(2)} ms with 1k`, `${ratio.toFixed(2)}× (time per page)`, '≤ 1.5×', ratio <= 1.5);
-  row(`daemon start-up, ${label} runs in the store`, `${(large.boot / 1000).toFixed(2)} s`, `${(small.boot / 1000).toFixed(2)} s with 1k`, `${(large.boot / 1000).toFixed(2)} s`, '≤ 1 s', large.boot <= 1000);
+  row(
+    `list first page, ${label} runs in the store`,
+    `${Math.round(large.rps)} req/s, mean ${large.mean.toFixed(2)} ms`,
+    `${Math.round(small.rps)} req/s, mean ${small.mean.toFixed(2)} ms with 1k`,
+    `${ratio.toFixed(2)}× (time per page)`,
+    '≤ 1.5×',
+    ratio <= 1.5,
+  );
+  row(
+    `daemon start-up, ${label} runs in the store`,
+    `${(large.boot / 1000).toFixed(2)} s`,
+    `${(small.boot / 1000).toFixed(2)} s with 1k`,
+    `${(large.boot / 1000).toFixed(2)} s`,
+    '≤ 1 s',
+    large.boot <= 1000,
+  );
   const extra = large.rss - small.rss;
-  row(`RSS, ${label} runs in the store`, `${large.rss.toFixed(1)} MB`, `${small.rss.toFixed(1)} MB with 1k`, `+${extra.toFixed(1)} MB`, '≤ +20 MB', extra <= 20);
+  row(
+    `RSS, ${label} runs in the store`,
+    `${large.rss.toFixed(1)} MB`,
+    `${small.rss.toFixed(1)} MB with 1k`,
+    `+${extra.toFixed(1)} MB`,
+    '≤ +20 MB',
+    extra <= 20,
+  );
 }
 
 // 5. 4 concurrent 1 GB stdout floods vs the daemon idle: RSS growth and GET p99 meanwhile.
@@ -219,7 +301,9 @@ async function floods() {
     peak = Math.max(peak, rssMb(d.pid));
   }, 50);
   const t = performance.now();
-  const runs = Promise.all(Array.from({ length: 4 }, () => post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'flood 1024', wait: true }).then((r) => r.json())));
+  const runs = Promise.all(
+    Array.from({ length: 4 }, () => post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'flood 1024', wait: true }).then((r) => r.json())),
+  );
   const during = await load(getUrl, 10, 3);
   const results = await runs;
   const seconds = (performance.now() - t) / 1000;
@@ -227,8 +311,22 @@ async function floods() {
   await d.stop();
   if (results.some((r) => r.status !== 'succeeded')) throw new Error('a flood run failed');
   const growth = peak - idleRss;
-  row('4 × 1 GB stdout floods: RSS growth', `${growth.toFixed(1)} MB (4 GB in ${seconds.toFixed(1)} s)`, `${idleRss.toFixed(1)} MB idle`, `+${growth.toFixed(1)} MB`, '≤ 64 MB', growth <= 64);
-  row('4 × 1 GB stdout floods: GET p99', `${during.latency.p99} ms`, `${idle.latency.p99} ms idle`, `${during.latency.p99} ms`, '≤ 100 ms', during.latency.p99 <= 100);
+  row(
+    '4 × 1 GB stdout floods: RSS growth',
+    `${growth.toFixed(1)} MB (4 GB in ${seconds.toFixed(1)} s)`,
+    `${idleRss.toFixed(1)} MB idle`,
+    `+${growth.toFixed(1)} MB`,
+    '≤ 64 MB',
+    growth <= 64,
+  );
+  row(
+    '4 × 1 GB stdout floods: GET p99',
+    `${during.latency.p99} ms`,
+    `${idle.latency.p99} ms idle`,
+    `${during.latency.p99} ms`,
+    '≤ 100 ms',
+    during.latency.p99 <= 100,
+  );
 }
 
 /** Follows a run's SSE stream; `stall` stops reading after the first chunk (a reader gone quiet). */
@@ -266,7 +364,12 @@ async function eventReaders() {
     const timer = setInterval(() => {
       state.peak = Math.max(state.peak, rssMb(d.pid));
     }, 50);
-    return { stop: () => (clearInterval(timer), state.peak) };
+    return {
+      stop: () => {
+        clearInterval(timer);
+        return state.peak;
+      },
+    };
   };
   const quiet = sample();
   const idle = await load(getUrl, 10, DURATION);
@@ -285,8 +388,22 @@ async function eventReaders() {
   // init → agent.session; each message or tool call → one event; result → usage; plus run.started and run.ended.
   if (record.status !== 'succeeded' || reading.some((r) => r.events !== EVENTS + 4)) throw new Error(`a reader missed events: ${reading.map((r) => r.events)}`);
   const growth = peak - idleRss;
-  row('200 SSE readers (50 stalled) on one busy run: RSS growth', `${growth.toFixed(1)} MB (${EVENTS} events, ${reading.length} readers got all)`, `${idleRss.toFixed(1)} MB under the same GET load`, `+${growth.toFixed(1)} MB`, '≤ 30 MB', growth <= 30);
-  row('200 SSE readers on one busy run: GET p99', `${during.latency.p99} ms`, `${idle.latency.p99} ms without readers`, `${during.latency.p99} ms`, '≤ 20 ms', during.latency.p99 <= 20);
+  row(
+    '200 SSE readers (50 stalled) on one busy run: RSS growth',
+    `${growth.toFixed(1)} MB (${EVENTS} events, ${reading.length} readers got all)`,
+    `${idleRss.toFixed(1)} MB under the same GET load`,
+    `+${growth.toFixed(1)} MB`,
+    '≤ 30 MB',
+    growth <= 30,
+  );
+  row(
+    '200 SSE readers on one busy run: GET p99',
+    `${during.latency.p99} ms`,
+    `${idle.latency.p99} ms without readers`,
+    `${during.latency.p99} ms`,
+    '≤ 20 ms',
+    during.latency.p99 <= 20,
+  );
 }
 
 // 7. A list page (an index read plus a read of 50 records) and a run record, with the store in PostgreSQL vs in SQLite.
@@ -308,9 +425,19 @@ async function postgresStore() {
     };
     const sqlite = await measure({});
     const pg = await measure({ HEADLESS_STORE_URL: await postgres.database() });
-    for (const [what, key] of [['list page', 'list'], ['GET /api/headless/:taskId (an ended run)', 'get']]) {
+    for (const [what, key] of [
+      ['list page', 'list'],
+      ['GET /api/headless/:taskId (an ended run)', 'get'],
+    ]) {
       const ratio = pg[key].requests.average / sqlite[key].requests.average;
-      row(`${what} req/s, store in PostgreSQL`, `${Math.round(pg[key].requests.average)} req/s, p99 ${pg[key].latency.p99} ms`, `${Math.round(sqlite[key].requests.average)} req/s in SQLite`, ratio.toFixed(2), '≥ 0.7', ratio >= 0.7);
+      row(
+        `${what} req/s, store in PostgreSQL`,
+        `${Math.round(pg[key].requests.average)} req/s, p99 ${pg[key].latency.p99} ms`,
+        `${Math.round(sqlite[key].requests.average)} req/s in SQLite`,
+        ratio.toFixed(2),
+        '≥ 0.7',
+        ratio >= 0.7,
+      );
     }
   } finally {
     await postgres.stop();
@@ -339,7 +466,14 @@ async function fleetStart() {
     const fleet = await Promise.all([0, 1, 2].map(() => daemon(fakeConfig({ maxConcurrentRuns: 64 }), tempDir(), env)));
     const pg = await p50(fleet);
     const ratio = pg / sqlite;
-    row('async start → 202, p50, fleet of 3 on PostgreSQL', `${pg.toFixed(1)} ms`, `${sqlite.toFixed(1)} ms (1 daemon on SQLite)`, `${ratio.toFixed(2)}×`, '≤ 1.5×', ratio <= 1.5);
+    row(
+      'async start → 202, p50, fleet of 3 on PostgreSQL',
+      `${pg.toFixed(1)} ms`,
+      `${sqlite.toFixed(1)} ms (1 daemon on SQLite)`,
+      `${ratio.toFixed(2)}×`,
+      '≤ 1.5×',
+      ratio <= 1.5,
+    );
   } finally {
     await postgres.stop();
   }

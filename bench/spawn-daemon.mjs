@@ -20,4 +20,5 @@ export async function spawnServer(args, options) {
   return { child, url };
 }
 
-export const spawnDaemon = (dir, nodeFlags = [], env = process.env) => spawnServer([...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, env });
+export const spawnDaemon = (dir, nodeFlags = [], env = process.env) =>
+  spawnServer([...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, env });

@@ -13,7 +13,11 @@ const dir = mkdtempSync(join(tmpdir(), 'hrw-soak-'));
 const agent = join(ROOT, 'test/fixtures/fake-agent.mjs');
 writeFileSync(
   join(dir, 'headless.config.json'),
-  JSON.stringify({ maxConcurrentRuns: PARALLEL, agents: { fake: { command: process.execPath, args: [agent, '{prompt}'] } }, workspaces: [{ id: 'ws', path: '.', agents: ['fake'] }] }),
+  JSON.stringify({
+    maxConcurrentRuns: PARALLEL,
+    agents: { fake: { command: process.execPath, args: [agent, '{prompt}'] } },
+    workspaces: [{ id: 'ws', path: '.', agents: ['fake'] }],
+  }),
 );
 
 const { child: daemon, url: base } = await spawnDaemon(dir);
@@ -34,7 +38,11 @@ function zombieChildren() {
   return n;
 }
 const start = (prompt) =>
-  fetch(`${base}/api/workspaces/ws/headless`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prompt, wait: true }) }).then((r) => r.json());
+  fetch(`${base}/api/workspaces/ws/headless`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ prompt, wait: true }),
+  }).then((r) => r.json());
 
 async function runMany(count) {
   let next = 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: build (the daemon tests run dist/), make sure Debian's chromium is there for the
+// `npm test`: lint, format and layering checks, type check and build (the daemon tests run dist/), make sure Debian's chromium is there for the
 // status-page test, run vitest, then print the plain "N passed, N failed" line CI reads
 // (vitest's own summary is not one it recognises).
 import { spawnSync } from 'node:child_process';
@@ -8,7 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const bin = (name) => join('node_modules', '.bin', name);
-for (const [tool, args] of [['tsc', ['--noEmit']], ['tsup', ['--silent']]]) {
+const checks = [
+  ['biome', ['check', '--error-on-warnings']],
+  ['depcruise', ['src', '--config', '.dependency-cruiser.cjs']],
+  ['tsc', ['--noEmit']],
+  ['tsup', ['--silent']],
+];
+for (const [tool, args] of checks) {
   const step = spawnSync(bin(tool), args, { stdio: 'inherit' });
   if (step.status !== 0) {
     console.log(`0 passed, 1 failed (${tool} failed)`);
@@ -20,7 +26,11 @@ for (const [tool, args] of [['tsc', ['--noEmit']], ['tsup', ['--silent']]]) {
 // root with apt it is installed once; otherwise the test says it is skipped, except in CI.
 const CHROMIUM = '/usr/bin/chromium';
 if (!existsSync(CHROMIUM) && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
-  const install = () => spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
+  const install = () =>
+    spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
+      stdio: 'ignore',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    }).status === 0;
   console.log('installing Debian chromium for the status-page test…');
   if (!install()) {
     spawnSync('apt-get', ['update'], { stdio: 'ignore' });

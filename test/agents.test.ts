@@ -42,19 +42,42 @@ describe('built-in adapters build their CLI’s real headless command line', () 
 
   it('codex resumes with every flag before `resume <thread_id>`', () => {
     expect(adapter('codex').invocation(input({ agentSessionId: 'T1' })).args).toEqual([
-      'exec', '--json', '--skip-git-repo-check', '--sandbox', 'workspace-write', '--color', 'never', 'resume', 'T1', '-',
+      'exec',
+      '--json',
+      '--skip-git-repo-check',
+      '--sandbox',
+      'workspace-write',
+      '--color',
+      'never',
+      'resume',
+      'T1',
+      '-',
     ]);
   });
 
   it('amp resumes with `threads continue <id>`', () => {
-    expect(adapter('amp').invocation(input({ agentSessionId: 'T-1' })).args).toEqual(['threads', 'continue', 'T-1', '--execute', '--stream-json', '--dangerously-allow-all']);
+    expect(adapter('amp').invocation(input({ agentSessionId: 'T-1' })).args).toEqual([
+      'threads',
+      'continue',
+      'T-1',
+      '--execute',
+      '--stream-json',
+      '--dangerously-allow-all',
+    ]);
   });
 
   it('goose names the session itself and resumes by that name', () => {
     const goose = adapter('goose');
     expect(goose.invocation(input()).args).toEqual(['run', '--name', 'headless-ses_1', '--output-format', 'stream-json', '--instructions', '-']);
     expect(goose.invocation(input({ agentSessionId: 'headless-ses_1' })).args).toEqual([
-      'run', '--resume', '--name', 'headless-ses_1', '--output-format', 'stream-json', '--instructions', '-',
+      'run',
+      '--resume',
+      '--name',
+      'headless-ses_1',
+      '--output-format',
+      'stream-json',
+      '--instructions',
+      '-',
     ]);
     expect(goose.parser(input()).finish(0).agentSessionId).toBe('headless-ses_1');
   });
@@ -84,7 +107,18 @@ async function cliHost(agents?: string[]): Promise<{ host: TestHost; log: string
   writeFileSync(log, '');
   const host = await createTestHost({
     workspaces: [
-      { id: 'ws', path: state, agents, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state, FAKE_CLI_LOG: log, AMP_API_KEY: 'fake-key', CODEX_API_KEY: 'fake-key' } },
+      {
+        id: 'ws',
+        path: state,
+        agents,
+        env: {
+          PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`,
+          FAKE_CLI_STATE: state,
+          FAKE_CLI_LOG: log,
+          AMP_API_KEY: 'fake-key',
+          CODEX_API_KEY: 'fake-key',
+        },
+      },
       { id: 'other', path: state, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state } },
     ],
     agents: { fake: fakeAgent },
@@ -175,7 +209,9 @@ describe('Sessions', () => {
   it('resume of a run still in flight is session_busy; after it ends it is accepted', async () => {
     const host = await createTestHost();
     const first = await startRun(host, { prompt: 'session sess-2; sleep 500', agent: 'fake' });
-    expect((await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: first.body.resumeId } }))).code).toBe('session_busy');
+    expect((await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: first.body.resumeId } }))).code).toBe(
+      'session_busy',
+    );
     await host.waitEnded(first.body.taskId);
     expect((await startRun(host, { prompt: 'echo y', resumeId: first.body.resumeId })).status).toBe(202);
   });
@@ -195,21 +231,31 @@ describe('Sessions', () => {
     expect(await problem(mismatch)).toMatchObject({ status: 409, code: 'session_not_resumable' });
 
     const noResume = await startRun(host, { prompt: 'echo x', agent: 'plain', wait: true });
-    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: noResume.body.resumeId } }))).toMatchObject({ code: 'session_not_resumable' });
+    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: noResume.body.resumeId } }))).toMatchObject(
+      { code: 'session_not_resumable' },
+    );
     expect(((await (await host.request('GET', `/api/sessions/${noResume.body.resumeId}`)).json()) as { resumable: boolean }).resumable).toBe(false);
 
     const neverPrinted = await startRun(host, { prompt: 'echo no id here', agent: 'noid', wait: true });
-    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: neverPrinted.body.resumeId } }))).toMatchObject({ code: 'session_not_resumable' });
+    expect(
+      await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: neverPrinted.body.resumeId } })),
+    ).toMatchObject({ code: 'session_not_resumable' });
 
     const retire = await host.request('POST', `/api/sessions/${withId.body.resumeId}/retire`);
     expect(retire.status).toBe(200);
     expect(await retire.json()).toMatchObject({ status: 'retired', resumable: false });
-    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: withId.body.resumeId } }))).toMatchObject({ status: 409, code: 'session_retired' });
+    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: withId.body.resumeId } }))).toMatchObject({
+      status: 409,
+      code: 'session_retired',
+    });
   });
 
   it('custom agents: the session id comes from sessionIdPattern, or is the resumeId without one', async () => {
     const host = await createTestHost({
-      agents: { fake: fakeAgent, plainresume: { command: process.execPath, args: [fakeAgent.args[0]!, '{prompt}'], resumeArgs: [fakeAgent.args[0]!, 'echo {agentSessionId}'] } },
+      agents: {
+        fake: fakeAgent,
+        plainresume: { command: process.execPath, args: [fakeAgent.args[0]!, '{prompt}'], resumeArgs: [fakeAgent.args[0]!, 'echo {agentSessionId}'] },
+      },
       workspaces: [{ id: 'ws', path: '/tmp', agents: ['fake', 'plainresume'] }],
     });
     const first = await startRun(host, { prompt: 'echo start', agent: 'plainresume', wait: true });
@@ -246,7 +292,9 @@ describe('an executable is not proof that it is the agent', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hrw-goose-'));
     dirs.push(dir);
     const file = join(dir, 'goose');
-    writeFileSync(file, '#!/bin/sh\necho "Usage: goose [OPTIONS] DRIVER DBSTRING <command>"\necho "Drivers: postgres mysql sqlite3"\nexit 0\n', { mode: 0o755 });
+    writeFileSync(file, '#!/bin/sh\necho "Usage: goose [OPTIONS] DRIVER DBSTRING <command>"\necho "Drivers: postgres mysql sqlite3"\nexit 0\n', {
+      mode: 0o755,
+    });
     return dir;
   }
 
@@ -254,7 +302,10 @@ describe('an executable is not proof that it is the agent', () => {
     const dir = impostorGoose();
     const PATH = `${dir}${delimiter}/usr/bin${delimiter}/bin`;
     const host = await createTestHost({ workspaces: [{ id: 'ws', path: dir, agents: ['goose'], env: { PATH } }], agents: {} });
-    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x' } }))).toMatchObject({ status: 400, code: 'no_headless_agent' });
+    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x' } }))).toMatchObject({
+      status: 400,
+      code: 'no_headless_agent',
+    });
     const named = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'goose' } });
     const body = (await named.json()) as { code: string; detail: string; taskId: string };
     expect(named.status).toBe(500);
@@ -272,7 +323,10 @@ describe('an executable is not proof that it is the agent', () => {
       `#!/bin/sh\nif [ ! -f "${dir}/seen" ]; then touch "${dir}/seen"; kill -9 $$; fi\nprintf 'Usage: goose [COMMAND]\\n  session\\n  run\\n'\n`,
       { mode: 0o755 },
     );
-    const host = await createTestHost({ workspaces: [{ id: 'ws', path: dir, agents: ['goose'], env: { PATH: `${dir}${delimiter}/usr/bin${delimiter}/bin` } }], agents: {} });
+    const host = await createTestHost({
+      workspaces: [{ id: 'ws', path: dir, agents: ['goose'], env: { PATH: `${dir}${delimiter}/usr/bin${delimiter}/bin` } }],
+      agents: {},
+    });
     expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x' } }))).toMatchObject({ code: 'no_headless_agent' });
     const second = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', wait: true } });
     expect(second.status).toBe(200);

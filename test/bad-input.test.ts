@@ -69,7 +69,10 @@ describe('accepted callers', () => {
 
   it('publicHosts are accepted Host names; other non-local callers still need the token', async () => {
     const proxied = await createTestHost({ publicHosts: ['agents.example.com'], adminToken: 't0ken' });
-    const ok = await proxied.request('GET', '/api/headless?wsId=ws', { remote: '203.0.113.9', headers: { host: 'agents.example.com', authorization: 'Bearer t0ken' } });
+    const ok = await proxied.request('GET', '/api/headless?wsId=ws', {
+      remote: '203.0.113.9',
+      headers: { host: 'agents.example.com', authorization: 'Bearer t0ken' },
+    });
     expect(ok.status).toBe(200);
     const noToken = await proxied.request('GET', '/api/headless?wsId=ws', { remote: '203.0.113.9', headers: { host: 'agents.example.com' } });
     expect(noToken.status).toBe(401);
@@ -85,7 +88,9 @@ describe('accepted callers', () => {
 
   it('an authorize hook replaces the gate', async () => {
     const hooked = await createTestHost({ authorize: (request) => request.headers.get('x-api-key') === 'k1' });
-    expect((await hooked.request('GET', '/api/headless?wsId=ws', { remote: '203.0.113.9', headers: { host: 'gateway.internal', 'x-api-key': 'k1' } })).status).toBe(200);
+    expect(
+      (await hooked.request('GET', '/api/headless?wsId=ws', { remote: '203.0.113.9', headers: { host: 'gateway.internal', 'x-api-key': 'k1' } })).status,
+    ).toBe(200);
     expect((await hooked.request('GET', '/api/headless?wsId=ws', { headers: { 'x-api-key': 'nope' } })).status).toBe(401);
     await hooked.close();
   });

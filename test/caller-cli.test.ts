@@ -15,7 +15,8 @@ afterAll(async () => {
   cleanupDaemons(dirs);
 });
 
-const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { cwd: dirs[0]!, env: { HEADLESS_URL: daemon.url, HEADLESS_WORKSPACE: 'ws', ...env }, timeoutMs: 20_000 });
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  runCli(args, { cwd: dirs[0]!, env: { HEADLESS_URL: daemon.url, HEADLESS_WORKSPACE: 'ws', ...env }, timeoutMs: 20_000 });
 const json = (out: string) => JSON.parse(out) as Record<string, any>;
 
 describe('headless-run-webhook run / status / list / cancel / inbox / sessions', () => {
@@ -25,7 +26,9 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     const taskId = /started (run_\S+)/.exec(started.stdout)![1]!;
     const asJson = await cli(['run', 'echo hi', '--agent', 'fake', '--json']);
     expect(json(asJson.stdout)).toMatchObject({ status: 'running', taskId: expect.stringMatching(/^run_/) });
-    await waitFor(async () => (await cli(['status', taskId])).code === 0 && (await cli(['status', taskId])).stdout.includes('succeeded'), { what: 'the run to end' });
+    await waitFor(async () => (await cli(['status', taskId])).code === 0 && (await cli(['status', taskId])).stdout.includes('succeeded'), {
+      what: 'the run to end',
+    });
     expect(json((await cli(['status', taskId, '--json'])).stdout)).toMatchObject({ taskId, status: 'succeeded' });
   });
 
@@ -40,11 +43,14 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     expect(late.code).toBe(3);
     const waiting = cli(['run', 'sleep 20000', '--agent', 'fake', '--wait', '--json']);
     let taskId = '';
-    await waitFor(async () => {
-      const running = ((await (await api(daemon, 'GET', '/api/headless?wsId=ws&status=running')).json()) as { runs: Array<{ taskId: string }> }).runs;
-      taskId = running[0]?.taskId ?? '';
-      return taskId !== '';
-    }, { what: 'the run to start' });
+    await waitFor(
+      async () => {
+        const running = ((await (await api(daemon, 'GET', '/api/headless?wsId=ws&status=running')).json()) as { runs: Array<{ taskId: string }> }).runs;
+        taskId = running[0]?.taskId ?? '';
+        return taskId !== '';
+      },
+      { what: 'the run to start' },
+    );
     expect((await cli(['cancel', taskId])).code).toBe(0);
     const cancelled = await waiting;
     expect(cancelled.code).toBe(4);
@@ -57,7 +63,10 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     expect(text.stdout).toMatch(/run\.started .*fake in ws/);
     expect(text.stdout).toMatch(/agent\.session/);
     expect(text.stdout).toMatch(/run\.ended +succeeded/);
-    const lines = (await cli(['run', 'echo y', '--agent', 'fake', '--follow', '--json'])).stdout.trim().split('\n').map((l) => json(l));
+    const lines = (await cli(['run', 'echo y', '--agent', 'fake', '--follow', '--json'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => json(l));
     expect(lines.map((l) => l.type)).toEqual(['run.started', 'run.ended']);
   });
 

@@ -28,9 +28,27 @@ const sqliteDir = () => {
 };
 
 const stores: Array<[string, () => Promise<() => Promise<Keyv>>]> = [
-  ['memory', async () => { const keyv = createMemoryKeyv(); return async () => keyv; }],
-  ['sqlite', async () => { const dir = sqliteDir(); return () => createSqliteKeyv(dir); }],
-  ['postgres', async () => { const url = await postgres.database(); return () => createPostgresKeyv(url); }],
+  [
+    'memory',
+    async () => {
+      const keyv = createMemoryKeyv();
+      return async () => keyv;
+    },
+  ],
+  [
+    'sqlite',
+    async () => {
+      const dir = sqliteDir();
+      return () => createSqliteKeyv(dir);
+    },
+  ],
+  [
+    'postgres',
+    async () => {
+      const url = await postgres.database();
+      return () => createPostgresKeyv(url);
+    },
+  ],
 ];
 
 describe.each(stores)('list index: %s', (name, make) => {
@@ -48,7 +66,10 @@ describe.each(stores)('list index: %s', (name, make) => {
       const seen: string[] = [];
       let cursor = '';
       for (let i = 0; i < 10; i++) {
-        const page = (await (await host.request('GET', `/api/headless?wsId=ws&limit=3${query}${cursor}`)).json()) as { runs: Array<{ taskId: string }>; nextCursor: string | null };
+        const page = (await (await host.request('GET', `/api/headless?wsId=ws&limit=3${query}${cursor}`)).json()) as {
+          runs: Array<{ taskId: string }>;
+          nextCursor: string | null;
+        };
         seen.push(...page.runs.map((r) => r.taskId));
         if (page.nextCursor === null) return seen;
         cursor = `&cursor=${page.nextCursor}`;
@@ -73,7 +94,8 @@ describe.each(stores)('list index: %s', (name, make) => {
   it('the Inbox: newest first, unread filter, mark read, and right after a restart', async () => {
     const open = await make();
     const host = await createTestHost({ store: await open() });
-    const push = async (title: string, ws = 'ws') => ((await (await host.request('POST', `/api/workspaces/${ws}/inbox`, { json: { title } })).json()) as { id: string }).id;
+    const push = async (title: string, ws = 'ws') =>
+      ((await (await host.request('POST', `/api/workspaces/${ws}/inbox`, { json: { title } })).json()) as { id: string }).id;
     const a = await push('a');
     const b = await push('b');
     const c = await push('c');
@@ -114,7 +136,11 @@ describe.each(stores.filter(([name]) => name !== 'memory'))('lookups derived fro
     // The planner answers a list page from the partial expression index, not by reading the table.
     const plan =
       name === 'sqlite'
-        ? JSON.stringify(await sql.query(`EXPLAIN QUERY PLAN SELECT key FROM ${sql.table} WHERE key >= 'hrw:run:' AND key < 'hrw:run;' AND json_extract(value, '$.value.workspaceId') = 'ws' ORDER BY key DESC LIMIT 5`))
+        ? JSON.stringify(
+            await sql.query(
+              `EXPLAIN QUERY PLAN SELECT key FROM ${sql.table} WHERE key >= 'hrw:run:' AND key < 'hrw:run;' AND json_extract(value, '$.value.workspaceId') = 'ws' ORDER BY key DESC LIMIT 5`,
+            ),
+          )
         : '';
     if (name === 'sqlite') expect(plan).toContain('hrw_run_group');
     await keyv.disconnect();

@@ -94,7 +94,11 @@ describe.each(targets)('conformance: %s', (_name, make) => {
       [target.send('GET', '/api/nope'), 404, 'not_found'],
       [target.send('GET', '/api/headless/run_nope'), 404, 'run_not_found'],
       [target.send('DELETE', '/api/headless'), 405, 'method_not_allowed'],
-      [target.send('POST', '/api/workspaces/ws/headless', { headers: { 'content-type': 'text/plain' }, body: '{"prompt":"x"}' }), 415, 'unsupported_media_type'],
+      [
+        target.send('POST', '/api/workspaces/ws/headless', { headers: { 'content-type': 'text/plain' }, body: '{"prompt":"x"}' }),
+        415,
+        'unsupported_media_type',
+      ],
       [start({ prompt: 'x', cwd: '/' }), 400, 'invalid_body'],
       [start({ prompt: '' }), 400, 'prompt_required'],
       [start({ prompt: 'x', agent: 'nope' }), 400, 'agent_unknown'],

@@ -120,13 +120,21 @@ describe('the daemon', () => {
     const cwd = dir();
     writeConfig(cwd);
     const first = await startDaemon(cwd);
-    const started = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { prompt: 'session s-1; echo done' })).json()) as { taskId: string; resumeId: string };
+    const started = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { prompt: 'session s-1; echo done' })).json()) as {
+      taskId: string;
+      resumeId: string;
+    };
     const record = await waitRun(first, started.taskId);
     const pushed = (await (await api(first, 'POST', '/api/workspaces/ws/inbox', { title: 'hello', body: 'world' })).json()) as { id: string };
     expect(await first.stop()).toBe(0);
     const second = await startDaemon(cwd);
     expect(await (await api(second, 'GET', `/api/headless/${started.taskId}`)).json()).toEqual(record);
-    expect(await (await api(second, 'GET', `/api/sessions/${started.resumeId}`)).json()).toMatchObject({ resumeId: started.resumeId, status: 'idle', resumable: true, runCount: 1 });
+    expect(await (await api(second, 'GET', `/api/sessions/${started.resumeId}`)).json()).toMatchObject({
+      resumeId: started.resumeId,
+      status: 'idle',
+      resumable: true,
+      runCount: 1,
+    });
     const inbox = (await (await api(second, 'GET', '/api/workspaces/ws/inbox')).json()) as { items: Array<{ id: string }> };
     expect(inbox.items.map((i) => i.id)).toEqual([pushed.id]);
     await second.stop();
@@ -137,7 +145,14 @@ describe('the daemon', () => {
     writeConfig(cwd);
     const daemon = await startDaemon(cwd);
     const ids: string[] = [];
-    for (let i = 0; i < 2; i++) ids.push(((await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'ignore-term; grandchild 60000; sleep 60000' })).json()) as { taskId: string }).taskId);
+    for (let i = 0; i < 2; i++)
+      ids.push(
+        (
+          (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'ignore-term; grandchild 60000; sleep 60000' })).json()) as {
+            taskId: string;
+          }
+        ).taskId,
+      );
     await new Promise((r) => setTimeout(r, 300));
     const started = Date.now();
     expect(await daemon.stop('SIGTERM')).toBe(0);
@@ -159,7 +174,9 @@ describe('the daemon', () => {
     const ids: string[] = [];
     const sessions: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const started = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: `session crash-${i}; grandchild 60000; sleep 60000` })).json()) as { taskId: string; resumeId: string };
+      const started = (await (
+        await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: `session crash-${i}; grandchild 60000; sleep 60000` })
+      ).json()) as { taskId: string; resumeId: string };
       ids.push(started.taskId);
       sessions.push(started.resumeId);
     }
@@ -229,7 +246,6 @@ describe('a store locked by another process', () => {
     expect(await daemon.stop()).toBe(0);
   }, 30_000);
 });
-
 
 describe.skipIf(!canMountTmpfs())('disk full (a tiny tmpfs as data dir)', () => {
   it('answers 503 storage_unavailable, never a 2xx, stays up, and recovers when space returns', async () => {

@@ -47,7 +47,16 @@ describe('headless-run-webhook doctor', () => {
     mkdirSync(join(ws, '.codex'));
     writeFileSync(join(ws, '.codex/config.toml'), 'model_provider = "local"\n');
     const r = await doctor(
-      { workspaces: [{ id: 'ws', path: ws, agents: ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'], env: { PATH: `${REAL_BIN}${delimiter}${process.env.PATH}`, HOME: ws } }] },
+      {
+        workspaces: [
+          {
+            id: 'ws',
+            path: ws,
+            agents: ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'],
+            env: { PATH: `${REAL_BIN}${delimiter}${process.env.PATH}`, HOME: ws },
+          },
+        ],
+      },
       ['--json'],
     );
     expect(r.code).toBe(0);
@@ -76,7 +85,9 @@ describe('headless-run-webhook doctor', () => {
     expect(r.code).toBe(1);
     // codex never ends without credentials: for it they are required.
     expect(r.stdout).toMatch(/codex\s+broken/);
-    expect(r.stdout).toMatch(/no credentials found: set OPENAI_API_KEY or CODEX_API_KEY or ~\/.codex\/auth.json or ~\/.codex\/config.toml or \$CODEX_HOME\/auth.json or \$CODEX_HOME\/config.toml\n/);
+    expect(r.stdout).toMatch(
+      /no credentials found: set OPENAI_API_KEY or CODEX_API_KEY or ~\/.codex\/auth.json or ~\/.codex\/config.toml or \$CODEX_HOME\/auth.json or \$CODEX_HOME\/config.toml\n/,
+    );
     expect(r.stdout).toMatch(/goose\s+broken/);
     expect(r.stdout).toMatch(/is not the goose agent CLI: put the real one first on the PATH/);
     expect(r.stdout).toMatch(/claude\s+broken\s+\* 0\.2\.9 \(Claude Code\)/);

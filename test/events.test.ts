@@ -121,7 +121,10 @@ describe('run events', () => {
     await h.waitEnded(taskId);
     const res = await h.request('GET', `/api/headless/${taskId}/events`, { headers: { accept: 'application/x-ndjson' } });
     expect(res.headers.get('content-type')).toBe('application/x-ndjson; charset=utf-8');
-    const lines = (await readToEnd(res)).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { seq: number; type: string });
+    const lines = (await readToEnd(res))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { seq: number; type: string });
     expect(lines.map((l) => l.type)).toEqual(['run.started', 'agent.session', 'message', 'usage', 'run.ended']);
     expect(lines.map((l) => l.seq)).toEqual([1, 2, 3, 4, 5]);
   });
@@ -175,7 +178,9 @@ describe('run events', () => {
       const before = await page(first, taskId, '&limit=1000');
       await first.close();
       const keyv = await createSqliteKeyv(dir);
-      const rows = (await (keyv.store as { query(sql: string): Promise<Array<{ key: string }>> }).query(`SELECT key FROM headless WHERE key LIKE 'hrw:events:%'`)).map((r) => r.key);
+      const rows = (
+        await (keyv.store as { query(sql: string): Promise<Array<{ key: string }>> }).query(`SELECT key FROM headless WHERE key LIKE 'hrw:events:%'`)
+      ).map((r) => r.key);
       // Events 503 to 1502 are kept: segments 5 to 15 (of 100 each), and the head.
       expect(rows.sort()).toEqual([`hrw:events:${taskId}`, ...Array.from({ length: 11 }, (_, i) => `hrw:events:${taskId}:${i + 5}`)].sort());
       const second = await host({ store: keyv });
@@ -280,7 +285,9 @@ describe('followers of a busy run', () => {
 describe('run events through the daemon', () => {
   it('stream over HTTP, and survive a restart', async () => {
     const d = await startFakeDaemon(dirs);
-    const started = (await (await api(d, 'POST', '/api/workspaces/ws/headless', { prompt: 'session s1; sleep 300; echo bye', agent: 'fake' })).json()) as { taskId: string };
+    const started = (await (await api(d, 'POST', '/api/workspaces/ws/headless', { prompt: 'session s1; sleep 300; echo bye', agent: 'fake' })).json()) as {
+      taskId: string;
+    };
     const res = await fetch(`${d.url}/api/headless/${started.taskId}/events`, { headers: { host: `127.0.0.1:${d.port}` } });
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     const live = sseEvents(await readToEnd(res)).map((f) => f.event);
@@ -294,12 +301,16 @@ describe('run events through the daemon', () => {
 
   it('a run cut short by a crash ends its stored timeline with run.ended (interrupted) at the next start', async () => {
     const d = await startFakeDaemon(dirs);
-    const { taskId } = (await (await api(d, 'POST', '/api/workspaces/ws/headless', { prompt: 'session s2; sleep 30000', agent: 'fake' })).json()) as { taskId: string };
+    const { taskId } = (await (await api(d, 'POST', '/api/workspaces/ws/headless', { prompt: 'session s2; sleep 30000', agent: 'fake' })).json()) as {
+      taskId: string;
+    };
     // The timeline is written within a second of each event.
     await sleep(1500);
     expect(await d.stop('SIGKILL')).toBeNull();
     const again = await startDaemon(d.dir);
-    const body = (await (await api(again, 'GET', `/api/headless/${taskId}/events?format=json`)).json()) as { events: Array<{ type: string; data: { status?: string } }> };
+    const body = (await (await api(again, 'GET', `/api/headless/${taskId}/events?format=json`)).json()) as {
+      events: Array<{ type: string; data: { status?: string } }>;
+    };
     expect(body.events.map((e) => e.type)).toEqual(['run.started', 'agent.session', 'run.ended']);
     expect(body.events.at(-1)!.data.status).toBe('interrupted');
     await waitRun(again, taskId);
@@ -308,7 +319,9 @@ describe('run events through the daemon', () => {
 
   it('a client that drops an SSE connection mid-run does not disturb the daemon', async () => {
     const d = await startFakeDaemon(dirs);
-    const { taskId } = (await (await api(d, 'POST', '/api/workspaces/ws/headless', { prompt: 'sleep 500; echo x', agent: 'fake' })).json()) as { taskId: string };
+    const { taskId } = (await (await api(d, 'POST', '/api/workspaces/ws/headless', { prompt: 'sleep 500; echo x', agent: 'fake' })).json()) as {
+      taskId: string;
+    };
     const controller = new AbortController();
     const res = await fetch(`${d.url}/api/headless/${taskId}/events`, { headers: { host: `127.0.0.1:${d.port}` }, signal: controller.signal });
     await res.body!.getReader().read();

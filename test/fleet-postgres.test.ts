@@ -51,7 +51,11 @@ describe.each(['alone', 'postgres'] as const)('Fleet conformance: %s', (kind) =>
       answer: async () => ({ ok: true }),
       lost: () => undefined,
     });
-    expect(seen).toEqual([[fleet.instanceId, false], [undefined, true], ['boot_gone', true]]);
+    expect(seen).toEqual([
+      [fleet.instanceId, false],
+      [undefined, true],
+      ['boot_gone', true],
+    ]);
     await fleet.leave();
   });
 
@@ -94,7 +98,13 @@ describe('a fleet on PostgreSQL', () => {
   it('Session updates from several instances never lose each other', async () => {
     const url = await postgres.database();
     const [a, b] = await Promise.all([instance(url), instance(url)]);
-    const book = (i: typeof a) => new SessionBook(i.store, i.fleet, () => true, () => undefined);
+    const book = (i: typeof a) =>
+      new SessionBook(
+        i.store,
+        i.fleet,
+        () => true,
+        () => undefined,
+      );
     const [onA, onB] = [book(a), book(b)];
     const now = new Date().toISOString();
     await onA.create({ resumeId: 'ses_1', workspaceId: 'ws', agent: 'fake', retired: false, createdAt: now, lastRunAt: now, runCount: 0 });

@@ -53,8 +53,17 @@ beforeAll(async () => {
   const url = await postgres.database();
   const env = { HEADLESS_STORE_URL: url, HEADLESS_WEBHOOK_SECRET: SECRET };
   // The third has a workspace the others lack.
-  const onlyC = { workspaces: [{ id: 'ws', path: '.', agents: ['fake'], webhook: { url: receiver.url } }, { id: 'only-c', path: '.', agents: ['fake'] }] };
-  fleet = await Promise.all([startDaemon(daemonDir(), undefined, env), startDaemon(daemonDir(), undefined, env), startDaemon(daemonDir(onlyC), undefined, env)]);
+  const onlyC = {
+    workspaces: [
+      { id: 'ws', path: '.', agents: ['fake'], webhook: { url: receiver.url } },
+      { id: 'only-c', path: '.', agents: ['fake'] },
+    ],
+  };
+  fleet = await Promise.all([
+    startDaemon(daemonDir(), undefined, env),
+    startDaemon(daemonDir(), undefined, env),
+    startDaemon(daemonDir(onlyC), undefined, env),
+  ]);
 }, 90_000);
 
 afterAll(async () => {
@@ -105,7 +114,12 @@ describe('three daemons on one PostgreSQL', () => {
     const first = (await (await start(a!, { prompt: 'session race-1' })).json()) as Started;
     await waitRun(a!, first.taskId);
     const answers = await Promise.all(
-      [a, b, c, a, b, c].map((d) => start(d!, { prompt: 'session race-1; sleep 500', resumeId: first.resumeId }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, string> }))),
+      [a, b, c, a, b, c].map((d) =>
+        start(d!, { prompt: 'session race-1; sleep 500', resumeId: first.resumeId }).then(async (r) => ({
+          status: r.status,
+          body: (await r.json()) as Record<string, string>,
+        })),
+      ),
     );
     const won = answers.filter((x) => x.status === 202);
     expect(won).toHaveLength(1);
@@ -118,7 +132,12 @@ describe('three daemons on one PostgreSQL', () => {
   it('20 simultaneous retries with one Idempotency-Key across the fleet start exactly one run', async () => {
     const body = { prompt: 'sleep 300' };
     const answers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => start(fleet[i % 3]!, body, { 'idempotency-key': 'fleet-key-1' }).then(async (r) => ({ status: r.status, body: (await r.json()) as Record<string, string> }))),
+      Array.from({ length: 20 }, (_, i) =>
+        start(fleet[i % 3]!, body, { 'idempotency-key': 'fleet-key-1' }).then(async (r) => ({
+          status: r.status,
+          body: (await r.json()) as Record<string, string>,
+        })),
+      ),
     );
     const taskIds = new Set(answers.filter((x) => x.status === 202).map((x) => x.body.taskId));
     expect(taskIds.size).toBe(1);
@@ -149,7 +168,10 @@ describe('three daemons on one PostgreSQL', () => {
     await waitRun(b!, ended.taskId);
     await waitFor(() => receiver.received.slice(seen).some((r) => r.body.includes(ended.taskId)), { what: "A's first, failed attempt", timeoutMs: 5000 });
     const running = (await (await start(a!, { prompt: 'session dies-1; sleep 60000' })).json()) as Started;
-    await waitFor(async () => (await (await api(b!, 'GET', `/api/sessions/${running.resumeId}`)).json()).resumable === true, { what: 'the agent session id to be stored', timeoutMs: 5000 });
+    await waitFor(async () => (await (await api(b!, 'GET', `/api/sessions/${running.resumeId}`)).json()).resumable === true, {
+      what: 'the agent session id to be stored',
+      timeoutMs: 5000,
+    });
     expect(await (await api(b!, 'GET', `/api/sessions/${running.resumeId}`)).json()).toMatchObject({ status: 'busy' });
     const stream = api(c!, 'GET', `/api/headless/${running.taskId}/events`);
     expect(await a!.stop('SIGKILL')).toBeNull();

@@ -63,7 +63,12 @@ describe('start a run', () => {
     const pending = Promise.resolve(
       host.handler.fetch(
         'http://localhost:47331/api/workspaces/ws/headless',
-        { method: 'POST', headers: { host: 'localhost', 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'sleep 300; echo done', agent: 'fake', wait: true }), signal: abort.signal },
+        {
+          method: 'POST',
+          headers: { host: 'localhost', 'content-type': 'application/json' },
+          body: JSON.stringify({ prompt: 'sleep 300; echo done', agent: 'fake', wait: true }),
+          signal: abort.signal,
+        },
         { remoteAddress: '127.0.0.1' },
       ),
     ).catch(() => undefined);
@@ -124,7 +129,18 @@ describe('read, list, cancel', () => {
 
   it('list errors: missing wsId, bad status/limit/cursor, unknown workspace', async () => {
     const host = await createTestHost();
-    for (const q of ['', '?status=running', '?wsId=ws&status=bogus', '?wsId=ws&limit=0', '?wsId=ws&limit=501', '?wsId=ws&limit=1e3', '?wsId=ws&limit=-1', '?wsId=ws&cursor=..%2Fx', '?wsId=ws&extra=1', '?wsId=ws&wsId=other']) {
+    for (const q of [
+      '',
+      '?status=running',
+      '?wsId=ws&status=bogus',
+      '?wsId=ws&limit=0',
+      '?wsId=ws&limit=501',
+      '?wsId=ws&limit=1e3',
+      '?wsId=ws&limit=-1',
+      '?wsId=ws&cursor=..%2Fx',
+      '?wsId=ws&extra=1',
+      '?wsId=ws&wsId=other',
+    ]) {
       expect(await problem(await host.request('GET', `/api/headless${q}`)), q).toMatchObject({ status: 400, code: 'invalid_body' });
     }
     expect(await problem(await host.request('GET', '/api/headless?wsId=nope'))).toMatchObject({ status: 404, code: 'workspace_not_found' });
@@ -200,7 +216,14 @@ describe('options', () => {
   it('rejects invalid workspace lists at creation', async () => {
     const { createHeadlessHandler } = await import('../src/core/index');
     expect(() => createHeadlessHandler({ workspaces: [{ id: '../x', path: '/tmp' }] })).toThrow(/must match/);
-    expect(() => createHeadlessHandler({ workspaces: [{ id: 'a', path: '/tmp' }, { id: 'a', path: '/tmp' }] })).toThrow(/listed twice/);
+    expect(() =>
+      createHeadlessHandler({
+        workspaces: [
+          { id: 'a', path: '/tmp' },
+          { id: 'a', path: '/tmp' },
+        ],
+      }),
+    ).toThrow(/listed twice/);
     expect(() => createHeadlessHandler({ workspaces: [{ id: 'a', path: 'relative/dir' }] })).toThrow(/absolute path/);
   });
 
@@ -214,7 +237,9 @@ describe('options', () => {
     });
     expect((await host.request('GET', '/api/headless?wsId=dyn')).status).toBe(200);
     expect(await problem(await host.request('GET', '/api/headless?wsId=nope'))).toMatchObject({ status: 404, code: 'workspace_not_found' });
-    expect(await problem(await host.request('POST', '/api/workspaces/..%2Fetc/headless', { json: { prompt: 'x' } }))).toMatchObject({ code: 'workspace_not_found' });
+    expect(await problem(await host.request('POST', '/api/workspaces/..%2Fetc/headless', { json: { prompt: 'x' } }))).toMatchObject({
+      code: 'workspace_not_found',
+    });
     expect(asked).toEqual(['dyn', 'nope']);
   });
 });
@@ -233,7 +258,13 @@ describe('basePath', () => {
 
 describe("the service's secrets", () => {
   it('never reach a run, even from a library user’s own environment', async () => {
-    const env = { ...process.env, HEADLESS_ADMIN_TOKEN: 'admin-secret', HEADLESS_WEBHOOK_SECRET: 'whsec_x', HEADLESS_STORE_URL: 'postgres://u:pw@h/db', KEPT: 'yes' };
+    const env = {
+      ...process.env,
+      HEADLESS_ADMIN_TOKEN: 'admin-secret',
+      HEADLESS_WEBHOOK_SECRET: 'whsec_x',
+      HEADLESS_STORE_URL: 'postgres://u:pw@h/db',
+      KEPT: 'yes',
+    };
     const host = await createTestHost({ env });
     const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'dump-env', agent: 'fake', wait: true } });
     const seen = JSON.parse(((await res.json()) as { output: { stdout: string } }).output.stdout) as Record<string, string>;
@@ -252,17 +283,34 @@ describe('agent selection', () => {
     const { createTestHost: make } = await import('./helpers/harness');
     const ws = { id: 'ws', agents: ['fake', 'other1'] };
     const extra = { other1: { command: process.execPath, args: ['-e', ''] } };
-    const fixed = await make({ workspaces: [{ ...ws, path: '/tmp', headlessAgent: 'other1' }], agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra } });
+    const fixed = await make({
+      workspaces: [{ ...ws, path: '/tmp', headlessAgent: 'other1' }],
+      agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra },
+    });
     expect((await startWithout(fixed)).body.agent).toBe('other1');
-    const byDefault = await make({ workspaces: [{ ...ws, path: '/tmp', defaultAgent: 'other1' }], agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra } });
+    const byDefault = await make({
+      workspaces: [{ ...ws, path: '/tmp', defaultAgent: 'other1' }],
+      agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra },
+    });
     expect((await startWithout(byDefault)).body.agent).toBe('other1');
-    const install = await make({ workspaces: [{ ...ws, path: '/tmp' }], defaultAgent: 'other1', agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra } });
+    const install = await make({
+      workspaces: [{ ...ws, path: '/tmp' }],
+      defaultAgent: 'other1',
+      agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra },
+    });
     expect((await startWithout(install)).body.agent).toBe('other1');
     // Registry order: built-ins are not installed here, so the first config agent wins.
-    const order = await make({ workspaces: [{ ...ws, path: '/tmp' }], env: { PATH: '/nonexistent' }, agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra } });
+    const order = await make({
+      workspaces: [{ ...ws, path: '/tmp' }],
+      env: { PATH: '/nonexistent' },
+      agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra },
+    });
     expect((await startWithout(order)).body.agent).toBe('fake');
     // Most recent beats the defaults once a run named its agent.
-    const recent = await make({ workspaces: [{ ...ws, path: '/tmp', defaultAgent: 'fake' }], agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra } });
+    const recent = await make({
+      workspaces: [{ ...ws, path: '/tmp', defaultAgent: 'fake' }],
+      agents: { fake: (await import('./helpers/harness')).fakeAgent, ...extra },
+    });
     await recent.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'other1', wait: true } });
     expect((await startWithout(recent)).body.agent).toBe('other1');
   });

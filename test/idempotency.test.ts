@@ -18,7 +18,10 @@ describe('Idempotency-Key on a start', () => {
     expect(first.status).toBe(202);
     const body = await first.json();
     // The same fields in another order are the same body.
-    const again = await host.request('POST', '/api/workspaces/ws/headless', { body: '{"prompt":"echo hi","agent":"fake"}', headers: { 'content-type': 'application/json', 'idempotency-key': 'key-1' } });
+    const again = await host.request('POST', '/api/workspaces/ws/headless', {
+      body: '{"prompt":"echo hi","agent":"fake"}',
+      headers: { 'content-type': 'application/json', 'idempotency-key': 'key-1' },
+    });
     expect(again.status).toBe(202);
     expect(await again.json()).toEqual(body);
     expect(again.headers.get('location')).toBe(first.headers.get('location'));
@@ -41,7 +44,10 @@ describe('Idempotency-Key on a start', () => {
     const host = await createTestHost();
     const first = start(host, 'sync-key', { prompt: 'sleep 400; echo done', wait: true });
     await new Promise((r) => setTimeout(r, 150));
-    expect(await problem(await start(host, 'sync-key', { prompt: 'sleep 400; echo done', wait: true }))).toMatchObject({ status: 409, code: 'idempotency_key_in_use' });
+    expect(await problem(await start(host, 'sync-key', { prompt: 'sleep 400; echo done', wait: true }))).toMatchObject({
+      status: 409,
+      code: 'idempotency_key_in_use',
+    });
     const answered = await first;
     expect(answered.status).toBe(200);
     const body = (await answered.json()) as Record<string, any>;
@@ -78,7 +84,10 @@ describe('Idempotency-Key on a start', () => {
   });
 
   it('a spawn failure (a run recorded failed) is kept and replayed', async () => {
-    const host = await createTestHost({ agents: { gone: { command: '/nonexistent/agent', args: ['{prompt}'] } }, workspaces: [{ id: 'ws', path: '/tmp', agents: ['gone'] }] });
+    const host = await createTestHost({
+      agents: { gone: { command: '/nonexistent/agent', args: ['{prompt}'] } },
+      workspaces: [{ id: 'ws', path: '/tmp', agents: ['gone'] }],
+    });
     const first = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'gone' }, headers: { 'idempotency-key': 'sf' } });
     expect(first.status).toBe(500);
     const body = await first.json();
@@ -89,9 +98,16 @@ describe('Idempotency-Key on a start', () => {
     expect(host.spawner.count).toBe(1);
   });
 
-  it.each([['empty', ''], ['too long', 'k'.repeat(256)], ['not ASCII', 'clé']])('a key that is %s is 400 invalid_idempotency_key', async (_name, key) => {
+  it.each([
+    ['empty', ''],
+    ['too long', 'k'.repeat(256)],
+    ['not ASCII', 'clé'],
+  ])('a key that is %s is 400 invalid_idempotency_key', async (_name, key) => {
     const host = await createTestHost();
-    const res = await host.request('POST', '/api/workspaces/ws/headless', { body: JSON.stringify({ prompt: 'x', agent: 'fake' }), headers: { 'content-type': 'application/json', 'idempotency-key': encodeURI(key) === key ? key : 'cl\u00e9' } });
+    const res = await host.request('POST', '/api/workspaces/ws/headless', {
+      body: JSON.stringify({ prompt: 'x', agent: 'fake' }),
+      headers: { 'content-type': 'application/json', 'idempotency-key': encodeURI(key) === key ? key : 'cl\u00e9' },
+    });
     expect(await problem(res)).toMatchObject({ status: 400, code: 'invalid_idempotency_key' });
     expect(host.spawner.count).toBe(0);
   });
@@ -112,7 +128,8 @@ describe('Idempotency-Key on a start', () => {
 describe('Idempotency-Key through the daemon', () => {
   it('the answer survives a restart', async () => {
     const first = await startFakeDaemon(dirs);
-    const send = (daemon: typeof first) => api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo hi', agent: 'fake' }, { 'idempotency-key': 'restart-key' });
+    const send = (daemon: typeof first) =>
+      api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo hi', agent: 'fake' }, { 'idempotency-key': 'restart-key' });
     const a = await send(first);
     expect(a.status).toBe(202);
     const { taskId } = (await a.json()) as { taskId: string };

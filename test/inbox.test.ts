@@ -53,7 +53,10 @@ describe('the Inbox API', () => {
 
     const page1 = (await (await host.request('GET', `${INBOX}?limit=2`)).json()) as { items: Array<{ id: string }>; nextCursor: string };
     expect(page1.items.map((i) => i.id)).toEqual([ids[4], ids[3]]);
-    const page2 = (await (await host.request('GET', `${INBOX}?limit=2&cursor=${page1.nextCursor}`)).json()) as { items: Array<{ id: string }>; nextCursor: string };
+    const page2 = (await (await host.request('GET', `${INBOX}?limit=2&cursor=${page1.nextCursor}`)).json()) as {
+      items: Array<{ id: string }>;
+      nextCursor: string;
+    };
     expect(page2.items.map((i) => i.id)).toEqual([ids[2], ids[1]]);
     const unread = (await (await host.request('GET', `${INBOX}?unread=true`)).json()) as { items: Array<{ id: string }>; nextCursor: null };
     expect(unread.items.map((i) => i.id)).toEqual([ids[4], ids[3], ids[2], ids[0]]);
@@ -80,11 +83,17 @@ describe('the Inbox API', () => {
       ['DELETE', INBOX, undefined, 405, 'method_not_allowed'],
     ];
     for (const [method, path, json, status, code] of cases) {
-      expect(await problem(await host.request(method, path, json === undefined ? {} : { json })), `${method} ${path} ${JSON.stringify(json)}`).toMatchObject({ status, code });
+      expect(await problem(await host.request(method, path, json === undefined ? {} : { json })), `${method} ${path} ${JSON.stringify(json)}`).toMatchObject({
+        status,
+        code,
+      });
     }
     const item = (await (await host.request('POST', INBOX, { json: { title: 't' } })).json()) as { id: string; body: string };
     expect(item.body).toBe('');
-    expect(await problem(await host.request('POST', `/api/workspaces/other/inbox/${item.id}/read`))).toMatchObject({ status: 404, code: 'inbox_item_not_found' });
+    expect(await problem(await host.request('POST', `/api/workspaces/other/inbox/${item.id}/read`))).toMatchObject({
+      status: 404,
+      code: 'inbox_item_not_found',
+    });
     expect((await host.request('POST', INBOX, { json: { title: 't'.repeat(200), body: 'b'.repeat(64_000) } })).status).toBe(201);
   });
 
@@ -97,12 +106,19 @@ describe('the Inbox API', () => {
     expect(pushed.status).toBe(201);
     expect(await pushed.json()).toMatchObject({ taskId, resumeId, workspaceId: 'ws', title: 'report' });
     // Its workspace only, and the push route only.
-    expect(await problem(await host.request('POST', '/api/workspaces/other/inbox', { json: { title: 'x' }, headers: bearer }))).toMatchObject({ status: 401, code: 'unauthorized' });
+    expect(await problem(await host.request('POST', '/api/workspaces/other/inbox', { json: { title: 'x' }, headers: bearer }))).toMatchObject({
+      status: 401,
+      code: 'unauthorized',
+    });
     expect((await host.request('GET', INBOX, { headers: bearer })).status).toBe(401);
     expect((await host.request('GET', `/api/headless/${taskId}`, { headers: bearer })).status).toBe(401);
     expect((await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'fake' }, headers: bearer })).status).toBe(401);
     // Never shown by any endpoint.
-    const shown = [await (await host.request('GET', `/api/headless/${taskId}`)).text(), await (await host.request('GET', `/api/sessions/${resumeId}`)).text(), await (await host.request('GET', INBOX)).text()];
+    const shown = [
+      await (await host.request('GET', `/api/headless/${taskId}`)).text(),
+      await (await host.request('GET', `/api/sessions/${resumeId}`)).text(),
+      await (await host.request('GET', INBOX)).text(),
+    ];
     for (const text of shown) expect(text).not.toContain(token);
     await host.waitEnded(taskId);
     expect(await problem(await host.request('POST', INBOX, { json: { title: 'late' }, headers: bearer }))).toMatchObject({ status: 401, code: 'unauthorized' });
@@ -129,7 +145,12 @@ describe('headless-inbox through the real daemon', () => {
   it('an agent pushes its report with headless-inbox; the caller reads it; the token dies with the run', async () => {
     const cwd = tempDir();
     dirs.push(cwd);
-    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', agents: ['fake'] }, { id: 'ws2', path: '.', agents: ['fake'] }] });
+    writeConfig(cwd, {
+      workspaces: [
+        { id: 'ws', path: '.', agents: ['fake'] },
+        { id: 'ws2', path: '.', agents: ['fake'] },
+      ],
+    });
     const daemon = await startDaemon(cwd);
     const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'push Nightly check; dump-env', wait: true });
     const run = (await res.json()) as { taskId: string; resumeId: string; status: string; output: { stdout: string } };
@@ -144,7 +165,11 @@ describe('headless-inbox through the real daemon', () => {
     const late = spawnSync(process.execPath, [cli, 'push', '--title', 'too late'], { input: 'x', encoding: 'utf8', env: { ...process.env, ...pick(env) } });
     expect(late.status).not.toBe(0);
     expect(late.stderr).toContain('push refused (HTTP 401)');
-    const other = spawnSync(process.execPath, [cli, 'push', '--title', 'x'], { input: 'x', encoding: 'utf8', env: { ...process.env, ...pick(env), HEADLESS_WORKSPACE_ID: 'ws2' } });
+    const other = spawnSync(process.execPath, [cli, 'push', '--title', 'x'], {
+      input: 'x',
+      encoding: 'utf8',
+      env: { ...process.env, ...pick(env), HEADLESS_WORKSPACE_ID: 'ws2' },
+    });
     expect(other.status).not.toBe(0);
     await daemon.stop();
   });
@@ -194,7 +219,10 @@ describe('the headless-inbox client (outbound HTTP faked with msw)', () => {
   it('turns a problem answer into a clear error', async () => {
     server.use(
       http.post('http://agents.test/base/api/workspaces/:ws/inbox', () =>
-        HttpResponse.json({ status: 400, code: 'invalid_body', detail: 'Field "title" is invalid' }, { status: 400, headers: { 'content-type': 'application/problem+json' } }),
+        HttpResponse.json(
+          { status: 400, code: 'invalid_body', detail: 'Field "title" is invalid' },
+          { status: 400, headers: { 'content-type': 'application/problem+json' } },
+        ),
       ),
     );
     await expect(pushToInbox({ title: 'T', body: 'B', env })).rejects.toThrow(/push refused \(HTTP 400\) invalid_body: Field "title" is invalid/);

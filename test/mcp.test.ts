@@ -25,7 +25,12 @@ async function connect(transport: 'stdio' | 'http', options: { env?: Record<stri
   const client = new Client({ name: 'test', version: '1.0.0' });
   if (transport === 'stdio') {
     await client.connect(
-      new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--url', daemon.url], env: { PATH: process.env.PATH!, ...options.env }, stderr: 'pipe' }),
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, 'mcp', '--url', daemon.url],
+        env: { PATH: process.env.PATH!, ...options.env },
+        stderr: 'pipe',
+      }),
     );
   } else {
     const headers: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
@@ -44,7 +49,11 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(['cancel_run', 'get_run', 'inbox_push', 'list_runs', 'read_inbox', 'start_run', 'wait_run']);
     const start = tools.find((t) => t.name === 'start_run')!;
-    expect(start.inputSchema).toMatchObject({ type: 'object', required: ['workspaceId', 'prompt'], properties: { prompt: { type: 'string', maxLength: 16000 } } });
+    expect(start.inputSchema).toMatchObject({
+      type: 'object',
+      required: ['workspaceId', 'prompt'],
+      properties: { prompt: { type: 'string', maxLength: 16000 } },
+    });
   });
 
   it('start_run, wait_run, get_run, list_runs, cancel_run, read_inbox', async () => {
@@ -56,7 +65,9 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
     expect(ended.structuredContent).toMatchObject({ taskId, status: 'succeeded' });
     expect(JSON.parse(ended.content[0]!.text)).toMatchObject({ taskId, status: 'succeeded' });
     expect((await call(client, 'get_run', { taskId })).structuredContent).toMatchObject({ taskId, status: 'succeeded' });
-    expect((await call(client, 'list_runs', { workspaceId: 'ws', limit: 50 })).structuredContent!.runs.map((r: { taskId: string }) => r.taskId)).toContain(taskId);
+    expect((await call(client, 'list_runs', { workspaceId: 'ws', limit: 50 })).structuredContent!.runs.map((r: { taskId: string }) => r.taskId)).toContain(
+      taskId,
+    );
     const long = (await call(client, 'start_run', { workspaceId: 'ws', prompt: 'sleep 30000', agent: 'fake' })).structuredContent!;
     expect((await call(client, 'cancel_run', { taskId: long.taskId })).structuredContent).toMatchObject({ taskId: long.taskId });
     expect((await call(client, 'wait_run', { taskId: long.taskId, timeoutSeconds: 20 })).structuredContent!.status).toBe('cancelled');
@@ -79,13 +90,18 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
 
 describe('MCP for an agent inside a run', () => {
   async function runToken(): Promise<{ taskId: string; token: string }> {
-    const { taskId } = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'dump-env; sleep 20000', agent: 'fake' })).json()) as { taskId: string };
+    const { taskId } = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'dump-env; sleep 20000', agent: 'fake' })).json()) as {
+      taskId: string;
+    };
     let token = '';
-    await waitFor(async () => {
-      const out = (await (await api(daemon, 'GET', `/api/headless/${taskId}/output`)).json()) as { stdout: string };
-      token = out.stdout ? (JSON.parse(out.stdout.split('\n')[0]!) as Record<string, string>).HEADLESS_RUN_TOKEN ?? '' : '';
-      return token !== '';
-    }, { what: 'the run token' });
+    await waitFor(
+      async () => {
+        const out = (await (await api(daemon, 'GET', `/api/headless/${taskId}/output`)).json()) as { stdout: string };
+        token = out.stdout ? ((JSON.parse(out.stdout.split('\n')[0]!) as Record<string, string>).HEADLESS_RUN_TOKEN ?? '') : '';
+        return token !== '';
+      },
+      { what: 'the run token' },
+    );
     return { taskId, token };
   }
 
@@ -105,10 +121,14 @@ describe('MCP for an agent inside a run', () => {
   it('/mcp is behind the gate: a foreign Host (DNS rebinding) is refused', async () => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request(`${daemon.url}/mcp`, { method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-      });
+      const req = request(
+        `${daemon.url}/mcp`,
+        { method: 'POST', headers: { host: 'evil.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });

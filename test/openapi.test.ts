@@ -1,13 +1,26 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import * as v from 'valibot';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EventPageSchema, InboxItemSchema, RunListSchema, RunOutputSchema, RunRecordSchema, SessionViewSchema, StartAcceptedSchema, SyncResultSchema } from '../src/contract/answers';
+import {
+  EventPageSchema,
+  InboxItemSchema,
+  RunListSchema,
+  RunOutputSchema,
+  RunRecordSchema,
+  SessionViewSchema,
+  StartAcceptedSchema,
+  SyncResultSchema,
+} from '../src/contract/answers';
 import { ROUTES } from '../src/core/http/routes';
 import { closeAllHosts, createTestHost } from './helpers/harness';
 
 afterEach(closeAllHosts);
 
-type Doc = { openapi: string; paths: Record<string, Record<string, { operationId: string; responses: Record<string, { description: string }> }>>; components: { schemas: Record<string, unknown> } };
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, { operationId: string; responses: Record<string, { description: string }> }>>;
+  components: { schemas: Record<string, unknown> };
+};
 
 describe('GET /openapi.json', () => {
   it('is a valid OpenAPI 3.1 document with every route, and every problem code', async () => {
@@ -23,7 +36,15 @@ describe('GET /openapi.json', () => {
     expect(operations.sort()).toEqual(ROUTES.map((r) => r.name).sort());
     const text = JSON.stringify(doc);
     const { problemStatus } = await import('../src/contract/problems');
-    for (const code of ['invalid_body', 'capacity_reached', 'idempotency_key_reused', 'invalid_webhook', 'run_not_running', 'inbox_item_not_found', 'shutting_down']) {
+    for (const code of [
+      'invalid_body',
+      'capacity_reached',
+      'idempotency_key_reused',
+      'invalid_webhook',
+      'run_not_running',
+      'inbox_item_not_found',
+      'shutting_down',
+    ]) {
       expect(text, code).toContain(code);
       expect(problemStatus(code as never)).toBeGreaterThanOrEqual(400);
     }

@@ -52,7 +52,9 @@ describe('GET /api/headless/:taskId/output', () => {
 
   it('is kept across a daemon restart', async () => {
     const first = await startFakeDaemon(dirs);
-    const { taskId } = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo kept output', agent: 'fake' })).json()) as { taskId: string };
+    const { taskId } = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo kept output', agent: 'fake' })).json()) as {
+      taskId: string;
+    };
     await waitRun(first, taskId);
     expect(await first.stop()).toBe(0);
     const second = await startDaemon(first.dir);

@@ -25,7 +25,10 @@ describe('headless-run-webhook serve --store postgres://…', () => {
   it('keeps runs, events, output and Sessions in PostgreSQL, across a restart and another data dir', async () => {
     const url = await postgres.database();
     const first = await startDaemon(daemonDir(), ['--port', '0'], { HEADLESS_STORE_URL: url });
-    const started = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { prompt: 'session pg-1; echo stored', agent: 'fake' })).json()) as { taskId: string; resumeId: string };
+    const started = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { prompt: 'session pg-1; echo stored', agent: 'fake' })).json()) as {
+      taskId: string;
+      resumeId: string;
+    };
     await waitRun(first, started.taskId);
     expect(await first.stop()).toBe(0);
     // Another folder, the same database: everything is there.

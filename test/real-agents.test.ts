@@ -34,7 +34,12 @@ beforeAll(async () => {
     paths[mode] = join(root, `ws-${mode}`);
     mkdirSync(paths[mode]);
     writeHome(homes[mode], mock.url);
-    return { id: mode, path: paths[mode], agents: [...REAL], env: { ...mockEnv(homes[mode], mock.url, MODES[mode]), PATH: `${BIN}${delimiter}${process.env.PATH}` } };
+    return {
+      id: mode,
+      path: paths[mode],
+      agents: [...REAL],
+      env: { ...mockEnv(homes[mode], mock.url, MODES[mode]), PATH: `${BIN}${delimiter}${process.env.PATH}` },
+    };
   });
   // No credentials and a HOME with no agent config at all.
   const bare = join(root, 'home-bare');
@@ -73,10 +78,25 @@ const requestsSince = (count: number) => mock.requests.slice(count).map((r) => J
 const REASONS: Record<Real, { e401: RegExp; e500: RegExp; nocreds: RegExp; unknownResume: RegExp }> = {
   claude: { e401: /Invalid API key/, e500: /API Error: 500/, nocreds: /Not logged in/, unknownResume: /No conversation found/ },
   codex: { e401: /401 Unauthorized/, e500: /high demand|500/, nocreds: /Missing environment variable: `MOCK_API_KEY`/, unknownResume: /no rollout found/ },
-  gemini: { e401: /API key not valid/, e500: /Internal error encountered/, nocreds: /must specify the GEMINI_API_KEY/, unknownResume: /Invalid session identifier|No previous sessions found/ },
+  gemini: {
+    e401: /API key not valid/,
+    e500: /Internal error encountered/,
+    nocreds: /must specify the GEMINI_API_KEY/,
+    unknownResume: /Invalid session identifier|No previous sessions found/,
+  },
   qwen: { e401: /API Error: 401/, e500: /500/, nocreds: /auth|API key|credential/i, unknownResume: /No saved session found/ },
-  opencode: { e401: /APIError: Incorrect API key/, e500: /APIError: The server had an error/, nocreds: /API key|APIError/i, unknownResume: /Session not found/ },
-  copilot: { e401: /Authentication failed with provider/, e500: /500 The server had an error/, nocreds: /Authentication failed with provider|No authentication information found/, unknownResume: /No session, task, or name matched/ },
+  opencode: {
+    e401: /APIError: Incorrect API key/,
+    e500: /APIError: The server had an error/,
+    nocreds: /API key|APIError/i,
+    unknownResume: /Session not found/,
+  },
+  copilot: {
+    e401: /Authentication failed with provider/,
+    e500: /500 The server had an error/,
+    nocreds: /Authentication failed with provider|No authentication information found/,
+    unknownResume: /No session, task, or name matched/,
+  },
 };
 
 /**
@@ -103,7 +123,9 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
     if (agent !== 'copilot') expect(first.usage.outputTokens).toBeGreaterThanOrEqual(7);
     expect(await session(first.resumeId)).toMatchObject({ resumable: true, runCount: 1 });
     // Its timeline, built from what the real CLI printed.
-    const timeline = (await (await api(daemon, 'GET', `/api/headless/${first.taskId}/events?format=json`)).json()) as { events: Array<{ type: string; data: any }> };
+    const timeline = (await (await api(daemon, 'GET', `/api/headless/${first.taskId}/events?format=json`)).json()) as {
+      events: Array<{ type: string; data: any }>;
+    };
     const types = timeline.events.map((e) => e.type);
     expect(types[0]).toBe('run.started');
     expect(types).toContain('agent.session');
@@ -124,7 +146,9 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
   it.skipIf(agent === 'codex')('a tool call the model asks for shows in the timeline as a tool event, by name, without its input', async () => {
     const record = await run('ok', { agent, prompt: `WRITE_FILE tool-${agent}.txt`, wait: true });
     expect(record.status).toBe('succeeded');
-    const timeline = (await (await api(daemon, 'GET', `/api/headless/${record.taskId}/events?format=json`)).json()) as { events: Array<{ type: string; data: any }> };
+    const timeline = (await (await api(daemon, 'GET', `/api/headless/${record.taskId}/events?format=json`)).json()) as {
+      events: Array<{ type: string; data: any }>;
+    };
     const tools = timeline.events.filter((e) => e.type === 'tool').map((e) => e.data);
     expect(tools.at(-1), JSON.stringify(timeline.events)).toMatchObject(TOOL_EVENTS[agent as Exclude<Real, 'codex'>]);
     expect(JSON.stringify(tools)).not.toContain(`tool-${agent}.txt`);
@@ -188,7 +212,9 @@ describe('the working directory of a run', () => {
     expect(existsSync(join(paths.ok, 'pwd-check.txt'))).toBe(true);
     expect(existsSync(join(daemon.dir, 'pwd-check.txt'))).toBe(false);
     // The real tool call is in the timeline: its name and how it ended, never its input.
-    const timeline = (await (await api(daemon, 'GET', `/api/headless/${record.taskId}/events?format=json`)).json()) as { events: Array<{ type: string; data: any }> };
+    const timeline = (await (await api(daemon, 'GET', `/api/headless/${record.taskId}/events?format=json`)).json()) as {
+      events: Array<{ type: string; data: any }>;
+    };
     const tools = timeline.events.filter((e) => e.type === 'tool').map((e) => e.data);
     expect(tools).toEqual([{ name: 'write', status: 'succeeded', id: expect.any(String) }]);
   });

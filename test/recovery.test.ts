@@ -65,7 +65,16 @@ describe('crash recovery reaper', () => {
   it('frees the Session of an interrupted run, and is idempotent', async () => {
     const store = createMemoryKeyv();
     await store.set('run:run_x', orphanRecord('run_x', 999_999_999, undefined));
-    await store.set('session:ses_run_x', { resumeId: 'ses_run_x', workspaceId: 'ws', agent: 'fake', agentSessionId: 'abc', retired: false, createdAt: new Date().toISOString(), lastRunAt: new Date().toISOString(), runCount: 1 });
+    await store.set('session:ses_run_x', {
+      resumeId: 'ses_run_x',
+      workspaceId: 'ws',
+      agent: 'fake',
+      agentSessionId: 'abc',
+      retired: false,
+      createdAt: new Date().toISOString(),
+      lastRunAt: new Date().toISOString(),
+      runCount: 1,
+    });
     const first = await createTestHost({ store });
     const record = await (await first.request('GET', '/api/headless/run_x')).text();
     expect(await (await first.request('GET', '/api/sessions/ses_run_x')).json()).toMatchObject({ status: 'idle', resumable: true });

@@ -117,9 +117,7 @@ describe('races', () => {
     }, 10);
     try {
       for (let round = 0; round < 50; round++) {
-        const results = await Promise.all(
-          Array.from({ length: 24 }, () => api(daemon, 'POST', '/api/workspaces/race/headless', { prompt: 'sleep 150' })),
-        );
+        const results = await Promise.all(Array.from({ length: 24 }, () => api(daemon, 'POST', '/api/workspaces/race/headless', { prompt: 'sleep 150' })));
         const admitted = results.filter((r) => r.status === 202);
         expect(admitted.length, `round ${round}`).toBe(4);
         expect(results.filter((r) => r.status === 429)).toHaveLength(20);
@@ -135,8 +133,12 @@ describe('races', () => {
   }, 180_000);
 
   it('10 simultaneous resumes of one Session: exactly 1 admitted', async () => {
-    const first = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'session race-1', agent: 'fake', wait: true })).json()) as { resumeId: string };
-    const results = await Promise.all(Array.from({ length: 10 }, () => api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'sleep 200', resumeId: first.resumeId })));
+    const first = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'session race-1', agent: 'fake', wait: true })).json()) as {
+      resumeId: string;
+    };
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'sleep 200', resumeId: first.resumeId })),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([202, ...Array(9).fill(409)]);
     const winner = (await results.find((r) => r.status === 202)!.json()) as { taskId: string };
     await waitEnded(winner.taskId);
@@ -146,7 +148,11 @@ describe('races', () => {
 describe('process faults', () => {
   it('an agent ignoring SIGTERM with a grandchild, timeoutMs 2000: timed_out, the whole tree dead within timeout + 5 s + 2 s', async () => {
     const started = Date.now();
-    const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'ignore-term; grandchild 60000; sleep 60000', agent: 'fake', timeoutMs: 2000 });
+    const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', {
+      prompt: 'ignore-term; grandchild 60000; sleep 60000',
+      agent: 'fake',
+      timeoutMs: 2000,
+    });
     const { taskId } = (await res.json()) as { taskId: string };
     await new Promise((r) => setTimeout(r, 500));
     expect(markedCount([taskId])).toBe(2);
@@ -194,7 +200,9 @@ describe('process faults', () => {
     expect(failedGets).toBe(0);
     expect(answered).toBeGreaterThan(5);
     const growthMb = (peak - baseline) / 1024;
-    console.log(`flood: daemon RSS ${Math.round(baseline / 1024)} MB → peak ${Math.round(peak / 1024)} MB (growth ${growthMb.toFixed(1)} MB), ${answered} GETs answered`);
+    console.log(
+      `flood: daemon RSS ${Math.round(baseline / 1024)} MB → peak ${Math.round(peak / 1024)} MB (growth ${growthMb.toFixed(1)} MB), ${answered} GETs answered`,
+    );
     expect(growthMb).toBeLessThan(100);
   }, 120_000);
 });

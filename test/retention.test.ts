@@ -46,7 +46,10 @@ describe('retention', () => {
     await past.waitEnded(old.taskId);
     await waitFor(() => receiver.received.length === 1, { what: 'the old run’s webhook' });
     const oldItem = (await (await past.request('POST', '/api/workspaces/ws/inbox', { json: { title: 'old' } })).json()) as { id: string };
-    const idem = await past.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake' }, headers: { 'idempotency-key': 'old-key' } });
+    const idem = await past.request('POST', '/api/workspaces/ws/headless', {
+      json: { prompt: 'echo x', agent: 'fake' },
+      headers: { 'idempotency-key': 'old-key' },
+    });
     await past.waitEnded(((await idem.json()) as { taskId: string }).taskId);
     await past.close();
     vi.useRealTimers();

@@ -47,7 +47,11 @@ describe('who each route lets in', () => {
   it('is declared on the route: run tokens only where an agent may report', () => {
     const declared = Object.fromEntries(ROUTES.map((r) => [r.name, r.auth]));
     expect(declared).toMatchObject({ 'inbox.push': 'caller or own run token', mcp: 'caller or run token', 'runs.start': 'caller', 'inbox.list': 'caller' });
-    expect(ROUTES.filter((r) => r.auth !== 'caller').map((r) => r.name).sort()).toEqual(['inbox.push', 'mcp']);
+    expect(
+      ROUTES.filter((r) => r.auth !== 'caller')
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(['inbox.push', 'mcp']);
   });
 });
 

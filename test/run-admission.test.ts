@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AgentRegistry } from '../src/core/agents/registry';
-import { HttpProblem } from '../src/contract/problems';
+import type { HttpProblem } from '../src/contract/problems';
 import { Admission } from '../src/core/runs/admission';
 import { createFleet } from '../src/core/fleet/fleet';
 import { SessionBook } from '../src/core/sessions';
@@ -14,7 +14,12 @@ const request = (extra: Record<string, unknown> = {}) => ({ prompt: 'x', timeout
 async function setup(maxConcurrentRuns = 2) {
   const store = keyvStore(createMemoryKeyv());
   const registry = new AgentRegistry({ fake: fakeAgent, other: fakeAgent });
-  const sessions = new SessionBook(store, createFleet(store, { log: () => undefined }), () => true, () => undefined);
+  const sessions = new SessionBook(
+    store,
+    createFleet(store, { log: () => undefined }),
+    () => true,
+    () => undefined,
+  );
   const admission = new Admission({ registry, sessions, store, maxConcurrentRuns, baseEnv: process.env, log: () => undefined });
   const session = async (extra: Partial<SessionState> = {}) => {
     const s: SessionState = {
@@ -104,7 +109,19 @@ describe('admission', () => {
     const store = keyvStore(createMemoryKeyv());
     const registry = new AgentRegistry({ fake: fakeAgent, other: fakeAgent });
     const make = () =>
-      new Admission({ registry, sessions: new SessionBook(store, createFleet(store, { log: () => undefined }), () => true, () => undefined), store, maxConcurrentRuns: 4, baseEnv: process.env, log: () => undefined });
+      new Admission({
+        registry,
+        sessions: new SessionBook(
+          store,
+          createFleet(store, { log: () => undefined }),
+          () => true,
+          () => undefined,
+        ),
+        store,
+        maxConcurrentRuns: 4,
+        baseEnv: process.env,
+        log: () => undefined,
+      });
     const first = make();
     first.rememberAgent('ws', 'other');
     expect((await first.admit(ws, request())).adapter.name).toBe('other');

@@ -4,7 +4,13 @@ import { SessionBook } from '../src/core/sessions';
 import { createMemoryKeyv, keyvStore } from '../src/core/store/keyv-store';
 import type { SessionState } from '../src/core/types';
 
-const bookOn = (store: ReturnType<typeof keyvStore>) => new SessionBook(store, createFleet(store, { log: () => undefined }), () => true, () => undefined);
+const bookOn = (store: ReturnType<typeof keyvStore>) =>
+  new SessionBook(
+    store,
+    createFleet(store, { log: () => undefined }),
+    () => true,
+    () => undefined,
+  );
 
 const session = (resumeId: string): SessionState => ({
   resumeId,
@@ -35,9 +41,11 @@ describe('SessionBook', () => {
     const store = keyvStore(createMemoryKeyv());
     const book = bookOn(store);
     await book.create(session('s2'));
-    await expect(book.update('s2', () => {
-      throw new Error('boom');
-    })).rejects.toThrow('boom');
+    await expect(
+      book.update('s2', () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
     expect((await book.update('s2', (s) => ({ runCount: s.runCount + 1 }))).runCount).toBe(2);
   });
 

@@ -32,7 +32,15 @@ beforeAll(async () => {
   daemon = await startDaemon(dir);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 }, 60_000);
 
@@ -59,9 +67,9 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     const row = page.locator(`tr[data-task="${run.taskId}"]`);
     await expect.poll(() => row.locator('td.status').textContent(), { timeout: 10_000 }).toBe('running');
     await row.click();
-    await expect.poll(() => page.locator('#timeline li').allTextContents(), { timeout: 10_000 }).toEqual(
-      expect.arrayContaining([expect.stringContaining('run.started'), expect.stringContaining('agent.session')]),
-    );
+    await expect
+      .poll(() => page.locator('#timeline li').allTextContents(), { timeout: 10_000 })
+      .toEqual(expect.arrayContaining([expect.stringContaining('run.started'), expect.stringContaining('agent.session')]));
     await expect.poll(() => row.locator('td.status').textContent(), { timeout: 15_000 }).toBe('succeeded');
     await expect.poll(() => page.locator('#timeline li').last().textContent()).toContain('run.ended  succeeded');
     await expect.poll(() => page.locator('#output').textContent()).toBe('session=page-1\nworking\ndone\n');
@@ -71,7 +79,10 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     await expect.poll(async () => ((await (await api(daemon, 'GET', `/api/sessions/${run.resumeId}`)).json()) as { status: string }).status).toBe('retired');
     await expect.poll(() => page.locator('#session').textContent()).toContain('retired');
 
-    await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'Nightly checks: 2 tests fail', body: 'test/api.test.ts: 2 failures in "list pages"; a fix is on branch fix/list-pages.' });
+    await api(daemon, 'POST', '/api/workspaces/ws/inbox', {
+      title: 'Nightly checks: 2 tests fail',
+      body: 'test/api.test.ts: 2 failures in "list pages"; a fix is on branch fix/list-pages.',
+    });
     const shot = process.env.SCREENSHOT ?? join(dirs[0]!, 'status-page.png');
     await expect.poll(() => page.locator('#inbox li').count(), { timeout: 10_000 }).toBe(1);
     await page.screenshot({ path: resolve(shot) });
@@ -93,10 +104,13 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     expect(await page.title()).toBe('headless-run-webhook');
 
     await item.getByRole('button', { name: 'Mark read' }).click();
-    await waitFor(async () => {
-      const { items } = (await (await api(daemon, 'GET', '/api/workspaces/ws/inbox')).json()) as { items: Array<{ id: string; readAt: string | null }> };
-      return items.find((i) => i.id === pushed.id)?.readAt !== null;
-    }, { what: 'the item to be read' });
+    await waitFor(
+      async () => {
+        const { items } = (await (await api(daemon, 'GET', '/api/workspaces/ws/inbox')).json()) as { items: Array<{ id: string; readAt: string | null }> };
+        return items.find((i) => i.id === pushed.id)?.readAt !== null;
+      },
+      { what: 'the item to be read' },
+    );
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);

@@ -81,13 +81,23 @@ describe('process supervision (real processes)', () => {
         HEADLESS_RUN_TOKEN: 'inherited-should-be-replaced',
         KEEP_ME: 'yes',
       },
-      workspaces: [{ id: 'ws', path: '/tmp', agents: ['fake'], env: { FROM_WORKSPACE: 'ws-value', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', PWD: '/elsewhere' } }],
+      workspaces: [
+        { id: 'ws', path: '/tmp', agents: ['fake'], env: { FROM_WORKSPACE: 'ws-value', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', PWD: '/elsewhere' } },
+      ],
     });
     const { body } = await syncRun(host, 'dump-env');
     const stdout = body.output.stdout as string;
     expect(stdout).not.toContain(token);
     const env = JSON.parse(stdout) as Record<string, string>;
-    for (const name of ['CLAUDECODE', 'CLAUDE_CODE_ENTRYPOINT', 'CLAUDE_CODE_SESSION_ID', 'CLAUDE_CODE_CHILD_SESSION', 'NODE_OPTIONS', 'HEADLESS_ADMIN_TOKEN', 'SOME_OTHER_NAME']) {
+    for (const name of [
+      'CLAUDECODE',
+      'CLAUDE_CODE_ENTRYPOINT',
+      'CLAUDE_CODE_SESSION_ID',
+      'CLAUDE_CODE_CHILD_SESSION',
+      'NODE_OPTIONS',
+      'HEADLESS_ADMIN_TOKEN',
+      'SOME_OTHER_NAME',
+    ]) {
       expect(env[name], name).toBeUndefined();
     }
     expect(env).toMatchObject({
@@ -157,7 +167,10 @@ describe('process supervision (real processes)', () => {
           invocation: () => ({ command: process.execPath, args: ['-e', 'console.log(JSON.stringify({type:"result",is_error:true,result:"rate limited"}))'] }),
           parser: () => {
             let error: string | undefined;
-            return { line: (l: string) => void (l.includes('is_error') && (error = 'rate limited')), sessionId: () => undefined, finish: () => ({ error }) };
+            const line = (l: string) => {
+              if (l.includes('is_error')) error = 'rate limited';
+            };
+            return { line, sessionId: () => undefined, finish: () => ({ error }) };
           },
         },
       },
@@ -219,7 +232,11 @@ describe('a custom adapter whose parser throws', () => {
     const host = await createTestHost({ agents: { fake: fakeAgent, throwing }, workspaces: [{ id: 'ws', path: '/tmp', agents: ['fake', 'throwing'] }] });
     const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'throwing', wait: true } });
     expect(res.status).toBe(200);
-    expect(await res.json()).toMatchObject({ status: 'failed', exitCode: 0, error: { code: 'agent_error', message: 'the agent adapter could not read the output' } });
+    expect(await res.json()).toMatchObject({
+      status: 'failed',
+      exitCode: 0,
+      error: { code: 'agent_error', message: 'the agent adapter could not read the output' },
+    });
     expect((await syncRun(host, 'echo still here')).body).toMatchObject({ status: 'succeeded' });
   });
 });

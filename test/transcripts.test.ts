@@ -194,7 +194,14 @@ describe('what the transcripts showed, beyond them', () => {
   });
 
   it('codex: a run that ends with exit 1 after retries names the last error', () => {
-    const verdict = parse('codex', [{ type: 'thread.started', thread_id: 't-1' }, { type: 'error', message: 'Reconnecting... 5/5 (connection refused)' }], 1);
+    const verdict = parse(
+      'codex',
+      [
+        { type: 'thread.started', thread_id: 't-1' },
+        { type: 'error', message: 'Reconnecting... 5/5 (connection refused)' },
+      ],
+      1,
+    );
     expect(verdict.error).toContain('connection refused');
   });
 
@@ -230,7 +237,10 @@ describe.each(REAL)('%s: the fake CLI matches the real one', (cli) => {
     const args = t.success.args.map((a) => (a.startsWith('--prompt=') ? `--prompt=${prompt}` : a));
     const r = spawnSync(join(FAKE_BIN, cli), args, { input: prompt, encoding: 'utf8', env: { ...process.env, FAKE_CLI_STATE: state, IS_SANDBOX: '1' } });
     expect(r.status).toBe(exitCode);
-    const events = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = r.stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(events.length).toBeGreaterThan(0);
     for (const event of events) {
       const keys = realKinds.get(kind(event));
@@ -267,7 +277,12 @@ describe('usage and the last message, beyond the transcripts', () => {
 
   it('opencode: usage and cost add up over its steps', () => {
     const step = (input: number, output: number, cost: number) => ({ type: 'step_finish', sessionID: 's', part: { tokens: { input, output }, cost } });
-    const verdict = parse('opencode', [{ type: 'text', sessionID: 's', part: { text: 'one' } }, step(10, 2, 0.5), { type: 'text', sessionID: 's', part: { text: 'two' } }, step(20, 3, 0.25)]);
+    const verdict = parse('opencode', [
+      { type: 'text', sessionID: 's', part: { text: 'one' } },
+      step(10, 2, 0.5),
+      { type: 'text', sessionID: 's', part: { text: 'two' } },
+      step(20, 3, 0.25),
+    ]);
     expect(verdict).toMatchObject({ lastMessage: 'two', usage: { inputTokens: 30, outputTokens: 5, costUsd: 0.75 } });
   });
 });

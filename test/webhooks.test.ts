@@ -34,7 +34,10 @@ interface Delivery {
 }
 
 async function host(webhooks: HeadlessHandlerOptions['webhooks'] = {}, extra: Partial<HeadlessHandlerOptions> = {}): Promise<TestHost> {
-  return createTestHost({ webhooks: { secret: SECRET, allowPerStartUrls: true, allowPrivateTargets: true, retryDelaysMs: [100, 100, 100], ...webhooks }, ...extra });
+  return createTestHost({
+    webhooks: { secret: SECRET, allowPerStartUrls: true, allowPrivateTargets: true, retryDelaysMs: [100, 100, 100], ...webhooks },
+    ...extra,
+  });
 }
 
 const deliveries = async (h: TestHost, taskId: string) =>
@@ -58,7 +61,14 @@ describe('completion webhooks', () => {
     const h = await host();
     const { taskId } = await h.start('echo hi', { webhook: { url: `${receiver.url}/hook?x=1` } });
     const [delivery] = await settled(h, taskId);
-    expect(delivery).toMatchObject({ state: 'delivered', attempts: 1, lastStatus: 200, event: 'run.ended', url: `${receiver.url}/hook?x=1`, nextAttemptAt: null });
+    expect(delivery).toMatchObject({
+      state: 'delivered',
+      attempts: 1,
+      lastStatus: 200,
+      event: 'run.ended',
+      url: `${receiver.url}/hook?x=1`,
+      nextAttemptAt: null,
+    });
     expect(Date.parse(delivery!.deliveredAt!)).not.toBeNaN();
     expect(receiver.received).toHaveLength(1);
     const got = receiver.received[0]!;
@@ -117,7 +127,7 @@ describe('completion webhooks', () => {
       ['agent.session', 'delivered'],
       ['run.ended', 'delivered'],
     ]);
-    const types = receiver.received.map((r) => (JSON.parse(r.body) as { type: string; data: { resumeId?: string } }));
+    const types = receiver.received.map((r) => JSON.parse(r.body) as { type: string; data: { resumeId?: string } });
     expect(types[0]).toMatchObject({ type: 'agent.session', data: { taskId, resumeId } });
     expect(types[1]!.type).toBe('run.ended');
   });
@@ -125,11 +135,16 @@ describe('completion webhooks', () => {
   it('a workspace webhook, signed with the workspace’s own secret; waiting while the run runs', async () => {
     const receiver = await startReceiver();
     const own = newSecret();
-    const h = await host({ allowPerStartUrls: false }, {
-      workspaces: [{ id: 'ws', path: process.cwd(), agents: ['fake'], webhook: { url: `${receiver.url}/ws`, secret: own } }],
-    });
+    const h = await host(
+      { allowPerStartUrls: false },
+      {
+        workspaces: [{ id: 'ws', path: process.cwd(), agents: ['fake'], webhook: { url: `${receiver.url}/ws`, secret: own } }],
+      },
+    );
     const { taskId } = await h.start('sleep 300');
-    expect(await deliveries(h, taskId)).toEqual([{ id: null, url: `${receiver.url}/ws`, event: 'run.ended', state: 'waiting', attempts: 0, nextAttemptAt: null }]);
+    expect(await deliveries(h, taskId)).toEqual([
+      { id: null, url: `${receiver.url}/ws`, event: 'run.ended', state: 'waiting', attempts: 0, nextAttemptAt: null },
+    ]);
     await settled(h, taskId);
     expect(() => new Webhook(own).verify(receiver.received[0]!.body, receiver.received[0]!.headers)).not.toThrow();
     expect(() => new Webhook(SECRET).verify(receiver.received[0]!.body, receiver.received[0]!.headers)).toThrow();
@@ -179,7 +194,8 @@ describe('completion webhooks', () => {
     store.state.refuse = (w) => {
       const delivered = (w.value?.deliveries as Array<{ state: string }> | undefined)?.some((d) => d.state === 'delivered');
       if (refusedOnce || !delivered) return false;
-      return (refusedOnce = true);
+      refusedOnce = true;
+      return true;
     };
     const h = await host({}, { store: store.keyv() });
     const { taskId } = await h.start('echo hi', { webhook: { url: receiver.url } });
@@ -219,14 +235,11 @@ describe('webhook targets: refused where they would make the service an SSRF too
     ['not a url', 'not a url'],
     ['http://user:pw@example.com/', 'http://user:pw@example.com/'],
     ['a URL of 2100 characters', `https://example.com/${'x'.repeat(2100)}`],
-  ])(
-    '%s is 400 invalid_webhook',
-    async (_, url) => {
-      const h = await host();
-      const res = await h.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake', webhook: { url } } });
-      expect(await problem(res)).toMatchObject({ status: 400, code: 'invalid_webhook' });
-    },
-  );
+  ])('%s is 400 invalid_webhook', async (_, url) => {
+    const h = await host();
+    const res = await h.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake', webhook: { url } } });
+    expect(await problem(res)).toMatchObject({ status: 400, code: 'invalid_webhook' });
+  });
 
   it.each([
     [{ url: 1 }],
@@ -255,14 +268,21 @@ describe('webhook targets: refused where they would make the service an SSRF too
   it('per-start URLs only where the installation allows them, and only with a secret', async () => {
     const closed = await host({ allowPerStartUrls: false });
     const body = { prompt: 'echo x', agent: 'fake', webhook: { url: 'https://example.com/h' } };
-    expect(await problem(await closed.request('POST', '/api/workspaces/ws/headless', { json: body }))).toMatchObject({ status: 403, code: 'webhook_not_allowed' });
+    expect(await problem(await closed.request('POST', '/api/workspaces/ws/headless', { json: body }))).toMatchObject({
+      status: 403,
+      code: 'webhook_not_allowed',
+    });
     const secretless = await createTestHost({ webhooks: { allowPerStartUrls: true } });
-    expect(await problem(await secretless.request('POST', '/api/workspaces/ws/headless', { json: body }))).toMatchObject({ status: 403, code: 'webhook_not_allowed' });
+    expect(await problem(await secretless.request('POST', '/api/workspaces/ws/headless', { json: body }))).toMatchObject({
+      status: 403,
+      code: 'webhook_not_allowed',
+    });
     expect(closed.spawner.count + secretless.spawner.count).toBe(0);
   });
 
   it('the address check knows the ranges, mapped IPv6 included', () => {
-    for (const ip of ['127.0.0.1', '10.0.0.1', '::1', '::ffff:7f00:1', '::ffff:10.0.0.1', 'fe80::1', '64:ff9b::a00:1', '224.0.0.1']) expect(isNonPublicAddress(ip), ip).toBe(true);
+    for (const ip of ['127.0.0.1', '10.0.0.1', '::1', '::ffff:7f00:1', '::ffff:10.0.0.1', 'fe80::1', '64:ff9b::a00:1', '224.0.0.1'])
+      expect(isNonPublicAddress(ip), ip).toBe(true);
     for (const ip of ['93.184.215.14', '8.8.8.8', '2606:4700::1111', '::ffff:8.8.8.8']) expect(isNonPublicAddress(ip), ip).toBe(false);
   });
 
@@ -322,9 +342,12 @@ describe('webhooks through the daemon', () => {
     await waitFor(() => receiver.received.length === 2, { what: 'the retry after the restart', timeoutMs: 10_000 });
     expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id']);
     expect(new Webhook(SECRET).verify(receiver.received[1]!.body, receiver.received[1]!.headers)).toMatchObject({ data: { taskId, status: 'succeeded' } });
-    await waitFor(async () => ((await (await api(second, 'GET', `/api/headless/${taskId}`)).json()) as { webhooks: Delivery[] }).webhooks[0]!.state === 'delivered', {
-      what: 'the record to show it delivered',
-    });
+    await waitFor(
+      async () => ((await (await api(second, 'GET', `/api/headless/${taskId}`)).json()) as { webhooks: Delivery[] }).webhooks[0]!.state === 'delivered',
+      {
+        what: 'the record to show it delivered',
+      },
+    );
     await second.stop();
   });
 

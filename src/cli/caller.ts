@@ -84,7 +84,10 @@ const workspaceOf = (v: Values) => v.workspace ?? process.env.HEADLESS_WORKSPACE
 const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)}s`);
 
 function describeRun(r: RunRecord): string {
-  const lines = [`${r.taskId}  ${r.status}  ${r.agent}  workspace ${r.workspaceId}  session ${r.resumeId}`, `  started ${r.createdAt}${r.endedAt ? `, took ${seconds(r.durationMs)}` : ''}`];
+  const lines = [
+    `${r.taskId}  ${r.status}  ${r.agent}  workspace ${r.workspaceId}  session ${r.resumeId}`,
+    `  started ${r.createdAt}${r.endedAt ? `, took ${seconds(r.durationMs)}` : ''}`,
+  ];
   if (r.error) lines.push(`  error: ${r.error.code}: ${r.error.message}`);
   if (r.usage) lines.push(`  usage: ${r.usage.inputTokens} in, ${r.usage.outputTokens} out${r.usage.costUsd === undefined ? '' : `, $${r.usage.costUsd}`}`);
   if (r.lastMessage) lines.push(`  last message: ${r.lastMessage}`);
@@ -96,12 +99,19 @@ function describeEvent(e: RunEvent): string {
   const time = e.time.slice(11, 19);
   const data = e.data as Record<string, unknown>;
   const what =
-    e.type === 'message' ? String(data.text) :
-    e.type === 'tool' ? `${String(data.name)} ${String(data.status)}` :
-    e.type === 'usage' ? `${String(data.inputTokens)} in, ${String(data.outputTokens)} out` :
-    e.type === 'error' ? String(data.message) :
-    e.type === 'run.ended' ? String(data.status) :
-    e.type === 'run.started' ? `${String(data.agent)} in ${String(data.workspaceId)}` : String(data.resumeId ?? '');
+    e.type === 'message'
+      ? String(data.text)
+      : e.type === 'tool'
+        ? `${String(data.name)} ${String(data.status)}`
+        : e.type === 'usage'
+          ? `${String(data.inputTokens)} in, ${String(data.outputTokens)} out`
+          : e.type === 'error'
+            ? String(data.message)
+            : e.type === 'run.ended'
+              ? String(data.status)
+              : e.type === 'run.started'
+                ? `${String(data.agent)} in ${String(data.workspaceId)}`
+                : String(data.resumeId ?? '');
   return `${time} ${e.type.padEnd(13)} ${what.replace(/\s+/g, ' ').slice(0, 200)}`;
 }
 
@@ -111,7 +121,8 @@ async function finish(client: HeadlessClient, taskId: string, v: Values): Promis
   const started = Date.now();
   let count = 0;
   let last = '';
-  const progress = () => process.stderr.write(`\r\x1b[K${taskId} running ${((Date.now() - started) / 1000).toFixed(0)}s · ${count} events${last ? ` · ${last}` : ''}`);
+  const progress = () =>
+    process.stderr.write(`\r\x1b[K${taskId} running ${((Date.now() - started) / 1000).toFixed(0)}s · ${count} events${last ? ` · ${last}` : ''}`);
   const ticker = live ? setInterval(progress, 1000) : undefined;
   try {
     return await client.wait(taskId, {
@@ -209,7 +220,10 @@ async function sessionsCommand(client: HeadlessClient, args: string[], v: Values
   if (ids.length !== 1) usage('sessions', 'give one resumeId');
   const session = retire ? await client.sessions.retire(ids[0]!) : await client.sessions.get(ids[0]!);
   if (v.json) printJson(session);
-  else print(`${session.resumeId}  ${session.status}  ${session.agent}  workspace ${session.workspaceId}  ${session.runCount} runs  ${session.resumable ? 'resumable' : 'not resumable'}`);
+  else
+    print(
+      `${session.resumeId}  ${session.status}  ${session.agent}  workspace ${session.workspaceId}  ${session.runCount} runs  ${session.resumable ? 'resumable' : 'not resumable'}`,
+    );
   return EXIT.succeeded;
 }
 

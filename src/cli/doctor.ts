@@ -34,7 +34,11 @@ export function reportFails(reports: WorkspaceReport[]): boolean {
 export async function doctor(argv: string[]): Promise<void> {
   let values;
   try {
-    ({ values } = parseArgs({ args: argv, options: { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, strict: true }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+    }));
   } catch (error) {
     fail(`${error instanceof Error ? error.message : String(error)}\n${DOCTOR_USAGE}`);
   }
@@ -59,7 +63,8 @@ export async function doctor(argv: string[]): Promise<void> {
     for (const report of reports) {
       const path = config.workspaces.find((w) => w.id === report.workspaceId)!.path;
       process.stdout.write(`workspace ${report.workspaceId} (${path})\n${report.agents.map(line).join('\n')}\n`);
-      if (!report.agents.some((a) => a.canRun)) process.stdout.write('  no agent can run here: install one of the agents above, or enable one that is installed\n');
+      if (!report.agents.some((a) => a.canRun))
+        process.stdout.write('  no agent can run here: install one of the agents above, or enable one that is installed\n');
     }
     process.stdout.write('(* named by the config)\n');
   }

@@ -95,7 +95,8 @@ export async function serve(argv: string[]): Promise<void> {
   const env = { ...process.env };
   for (const name of SERVICE_SECRETS) delete env[name];
   const storeUrl = values.store ?? (process.env.HEADLESS_STORE_URL || undefined);
-  if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl)) fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
+  if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl))
+    fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
   let store;
   try {
     store = storeUrl === undefined ? await createSqliteKeyv(resolve(cwd, values['data-dir'])) : await createPostgresKeyv(storeUrl);

@@ -52,10 +52,14 @@ const RETRIED_STATUS = new Set([502, 503, 504]);
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 
 export interface HeadlessClient {
@@ -100,7 +104,11 @@ export function createClient(options: ClientOptions): HeadlessClient {
       });
     } catch (error) {
       if (signal?.aborted) throw error;
-      throw new HeadlessError(0, 'network', `cannot reach ${base}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`);
+      throw new HeadlessError(
+        0,
+        'network',
+        `cannot reach ${base}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
+      );
     }
   }
 
@@ -171,7 +179,13 @@ export function createClient(options: ClientOptions): HeadlessClient {
     let after = o.after ?? 0;
     // Reconnects after a dropped stream, a bounded number of times in a row.
     for (let drops = 0; drops < 5; ) {
-      const res = await send('GET', `/api/headless/${enc(taskId)}/events`, undefined, { accept: 'text/event-stream', 'last-event-id': String(after) }, o.signal);
+      const res = await send(
+        'GET',
+        `/api/headless/${enc(taskId)}/events`,
+        undefined,
+        { accept: 'text/event-stream', 'last-event-id': String(after) },
+        o.signal,
+      );
       if (!res.ok) await answer(res, ANSWERS.RunEvent);
       let progressed = false;
       try {
@@ -232,7 +246,11 @@ export function createClient(options: ClientOptions): HeadlessClient {
     inbox: {
       list: (workspaceId, o = {}) =>
         pages(async (cursor) => {
-          const page = await call(ANSWERS.InboxList, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.pageSize, cursor })}`);
+          const page = await call(
+            ANSWERS.InboxList,
+            'GET',
+            `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.pageSize, cursor })}`,
+          );
           return { items: page.items, next: page.nextCursor };
         }),
       push: (workspaceId, item) => call(ANSWERS.InboxItem, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox`, item),
@@ -252,8 +270,7 @@ async function* sseData(body: ReadableStream<Uint8Array>): AsyncIterable<string>
   let data: string[] = [];
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
     buffer += decoder.decode(chunk, { stream: true });
-    let nl: number;
-    while ((nl = buffer.indexOf('\n')) !== -1) {
+    for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n')) {
       const line = buffer.slice(0, nl).replace(/\r$/, '');
       buffer = buffer.slice(nl + 1);
       if (line === '') {

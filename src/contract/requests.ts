@@ -85,10 +85,7 @@ export function parseStartBody(body: Record<string, unknown>): StartRequest {
 }
 
 const cursorSchema = v.optional(v.pipe(v.string(), v.regex(ID_PATTERN)));
-const limitSchema = v.optional(
-  v.pipe(v.string(), v.regex(/^[1-9]\d{0,2}$/), v.transform(Number), v.maxValue(500)),
-  '50',
-);
+const limitSchema = v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d{0,2}$/), v.transform(Number), v.maxValue(500)), '50');
 
 export const ListQuery = v.strictObject(
   {
@@ -171,7 +168,11 @@ export const INBOX_BODY_MAX = 64_000;
 
 export const InboxPush = v.strictObject(
   {
-    title: v.pipe(v.string(), v.check((t) => t.trim() !== ''), v.maxLength(INBOX_TITLE_MAX)),
+    title: v.pipe(
+      v.string(),
+      v.check((t) => t.trim() !== ''),
+      v.maxLength(INBOX_TITLE_MAX),
+    ),
     body: v.optional(v.pipe(v.string(), v.maxLength(INBOX_BODY_MAX)), ''),
   },
   'invalid_body',

@@ -3,6 +3,14 @@ import type { StoredRun } from './types';
 
 /** The public record: the stored one without what only recovery and the outbox need. */
 export function publicRecord(stored: StoredRun): RunRecord {
-  const { process: _process, bootId: _bootId, webhookTargets: _targets, deliveries: _deliveries, deliveryDueAt: _due, agentSessionId: _agentSession, ...record } = stored;
+  const {
+    process: _process,
+    bootId: _bootId,
+    webhookTargets: _targets,
+    deliveries: _deliveries,
+    deliveryDueAt: _due,
+    agentSessionId: _agentSession,
+    ...record
+  } = stored;
   return record;
 }

@@ -52,8 +52,6 @@ export interface SessionState {
   runCount: number;
 }
 
-
-
 /** A workspace the service can run agents in. */
 export interface Workspace {
   /** Matches `^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`. */

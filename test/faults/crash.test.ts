@@ -60,7 +60,9 @@ async function load(d: Daemon, rnd: () => number, round: number, acked: Acknowle
 }
 
 describe('seeded crash test', () => {
-  it(`${ROUNDS} kill -9s under load, then every acknowledged run ends, once, as its webhooks and timeline say`, { timeout: 60_000 + ROUNDS * 15_000 }, async () => {
+  it(`${ROUNDS} kill -9s under load, then every acknowledged run ends, once, as its webhooks and timeline say`, {
+    timeout: 60_000 + ROUNDS * 15_000,
+  }, async () => {
     const rnd = random(SEED);
     // Every first attempt of a delivery is refused (half the traffic fails); a retry is taken.
     const seen = new Set<string>();
@@ -95,7 +97,11 @@ describe('seeded crash test', () => {
     const records = new Map<string, Record<string, any>>();
     await waitFor(
       async () => {
-        for (const { taskId } of acked) if (!records.has(taskId)) { const r = await read(taskId); if (r.status !== 'running') records.set(taskId, r); }
+        for (const { taskId } of acked)
+          if (!records.has(taskId)) {
+            const r = await read(taskId);
+            if (r.status !== 'running') records.set(taskId, r);
+          }
         return records.size === acked.length;
       },
       { timeoutMs: 20_000, intervalMs: 200, what: 'every acknowledged run to end' },
@@ -104,7 +110,10 @@ describe('seeded crash test', () => {
     const listed: string[] = [];
     let cursor = '';
     for (let i = 0; i < 100; i++) {
-      const page = (await (await api(d, 'GET', `/api/headless?wsId=ws&limit=500${cursor}`)).json()) as { runs: Array<{ taskId: string }>; nextCursor: string | null };
+      const page = (await (await api(d, 'GET', `/api/headless?wsId=ws&limit=500${cursor}`)).json()) as {
+        runs: Array<{ taskId: string }>;
+        nextCursor: string | null;
+      };
       listed.push(...page.runs.map((r) => r.taskId));
       if (page.nextCursor === null) break;
       cursor = `&cursor=${page.nextCursor}`;
@@ -113,7 +122,9 @@ describe('seeded crash test', () => {
     expect(((await (await api(d, 'GET', '/api/headless?wsId=ws&status=running')).json()) as { runs: unknown[] }).runs).toEqual([]);
     // Each timeline ends with its record's status.
     for (const [taskId, record] of records) {
-      const events = ((await (await api(d, 'GET', `/api/headless/${taskId}/events?format=json&limit=1000`)).json()) as { events: Array<{ type: string; data: any }> }).events;
+      const events = (
+        (await (await api(d, 'GET', `/api/headless/${taskId}/events?format=json&limit=1000`)).json()) as { events: Array<{ type: string; data: any }> }
+      ).events;
       expect(events.at(-1), taskId).toMatchObject({ type: 'run.ended', data: { status: record.status } });
     }
     // Each run's run.ended webhook was taken at least once, and none ever said another status.

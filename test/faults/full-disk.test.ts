@@ -22,12 +22,13 @@ afterAll(async () => {
   await closeReceivers();
 });
 
-
 const mountable = canMountTmpfs();
 if (!mountable) console.log('full-disk test skipped: this machine does not let the test mount a tmpfs (it needs root)');
 
 describe.skipIf(!mountable)('a full disk (the data dir on a 2 MB tmpfs)', () => {
-  it('refuses writes, keeps the journal small, starts again on the full disk, and contradicts nothing it showed once space returns', { timeout: 90_000 }, async () => {
+  it('refuses writes, keeps the journal small, starts again on the full disk, and contradicts nothing it showed once space returns', {
+    timeout: 90_000,
+  }, async () => {
     const receiver = await startReceiver();
     const cwd = tempDir();
     dirs.push(cwd);

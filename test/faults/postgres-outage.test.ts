@@ -78,7 +78,8 @@ async function checkEnded(taskIds: string[]): Promise<Map<string, string>> {
   const listed = ((await (await api(d, 'GET', '/api/headless?wsId=ws&limit=500')).json()) as { runs: Array<{ taskId: string; status: string }> }).runs;
   for (const [id, status] of statuses) {
     expect(listed.filter((r) => r.taskId === id)).toEqual([expect.objectContaining({ status })]);
-    const events = ((await (await api(d, 'GET', `/api/headless/${id}/events?format=json&limit=1000`)).json()) as { events: Array<{ type: string; data: any }> }).events;
+    const events = ((await (await api(d, 'GET', `/api/headless/${id}/events?format=json&limit=1000`)).json()) as { events: Array<{ type: string; data: any }> })
+      .events;
     expect(events.at(-1), id).toMatchObject({ type: 'run.ended', data: { status } });
   }
   const ended = (r: Received) => JSON.parse(r.body) as { type: string; data: { taskId: string; status: string } };
@@ -87,7 +88,8 @@ async function checkEnded(taskIds: string[]): Promise<Map<string, string>> {
     intervalMs: 250,
     what: 'every run.ended webhook to be taken',
   });
-  for (const r of receiver.received.map(ended)) if (r.type === 'run.ended' && statuses.has(r.data.taskId)) expect(r.data.status).toBe(statuses.get(r.data.taskId));
+  for (const r of receiver.received.map(ended))
+    if (r.type === 'run.ended' && statuses.has(r.data.taskId)) expect(r.data.status).toBe(statuses.get(r.data.taskId));
   return statuses;
 }
 

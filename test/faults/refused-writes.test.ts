@@ -43,7 +43,9 @@ async function workload(host: TestHost): Promise<Outcome> {
   const taskId = res.status === 202 ? ((await res.json()) as { taskId: string }).taskId : undefined;
   const push = (await host.request('POST', '/api/workspaces/ws/inbox', { json: { title: path } })).status;
   if (taskId) {
-    await eventually(async () => ((await (await host.request('GET', `/api/headless/${taskId}`)).json()) as { status: string }).status !== 'running', { timeoutMs: 3000 });
+    await eventually(async () => ((await (await host.request('GET', `/api/headless/${taskId}`)).json()) as { status: string }).status !== 'running', {
+      timeoutMs: 3000,
+    });
     await eventually(() => deliveries(path).some((d) => d.type === 'run.ended'), { timeoutMs: 1000 });
   }
   return { start: res.status, push, path, ...(taskId ? { taskId } : {}) };
@@ -68,12 +70,16 @@ async function checkAfterRestart(host: TestHost, first: Outcome): Promise<void> 
   const taskId = retried.taskId as string;
   const record = await host.waitEnded(taskId, 5000);
   expect(record.status).not.toBe('running');
-  const list = async (query: string) => ((await json(await host.request('GET', `/api/headless?wsId=ws&limit=100${query}`))).runs as Array<{ taskId: string }>).map((r) => r.taskId);
+  const list = async (query: string) =>
+    ((await json(await host.request('GET', `/api/headless?wsId=ws&limit=100${query}`))).runs as Array<{ taskId: string }>).map((r) => r.taskId);
   expect((await list('')).filter((id) => id === taskId)).toHaveLength(1);
   expect(await list(`&status=${record.status}`)).toContain(taskId);
   expect(await list('&status=running')).not.toContain(taskId);
   // Its timeline ends with what its record says.
-  const events = (await json(await host.request('GET', `/api/headless/${taskId}/events?format=json&limit=1000`))).events as Array<{ type: string; data: { status?: string } }>;
+  const events = (await json(await host.request('GET', `/api/headless/${taskId}/events?format=json&limit=1000`))).events as Array<{
+    type: string;
+    data: { status?: string };
+  }>;
   expect(events.at(-1)).toMatchObject({ type: 'run.ended', data: { status: record.status } });
   // Its run.ended webhook arrives, saying what its record says; none ever said otherwise.
   await waitFor(() => deliveries(first.path).some((d) => d.type === 'run.ended'), { timeoutMs: 5000, what: `the run.ended webhook of ${taskId}` });

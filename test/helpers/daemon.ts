@@ -29,7 +29,9 @@ export function writeConfig(dir: string, extra: Record<string, unknown> = {}): s
   writeFileSync(
     file,
     JSON.stringify({
-      agents: { fake: { command: process.execPath, args: [FAKE_AGENT, '{prompt}'], resumeArgs: [FAKE_AGENT, '{prompt}'], sessionIdPattern: 'session=([A-Za-z0-9-]+)' } },
+      agents: {
+        fake: { command: process.execPath, args: [FAKE_AGENT, '{prompt}'], resumeArgs: [FAKE_AGENT, '{prompt}'], sessionIdPattern: 'session=([A-Za-z0-9-]+)' },
+      },
       workspaces: [{ id: 'ws', path: '.', agents: ['fake'] }],
       ...extra,
     }),
@@ -38,7 +40,10 @@ export function writeConfig(dir: string, extra: Record<string, unknown> = {}): s
 }
 
 /** Runs the CLI without waiting for it to listen; resolves with its exit code and output. */
-export function runCli(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
     const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);

@@ -66,7 +66,11 @@ export const inProcess: TargetFactory = async (options) => {
   return {
     base: 'http://localhost:47331',
     async send(method, path, o = {}) {
-      const res = await handler.fetch(`http://localhost:47331${path}`, { method, headers: { host: 'localhost:47331', ...o.headers }, body: o.body }, { remoteAddress: '127.0.0.1' });
+      const res = await handler.fetch(
+        `http://localhost:47331${path}`,
+        { method, headers: { host: 'localhost:47331', ...o.headers }, body: o.body },
+        { remoteAddress: '127.0.0.1' },
+      );
       return reply(res.status, Object.fromEntries(res.headers), await res.text());
     },
     close: () => handler.close(),

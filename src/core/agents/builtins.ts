@@ -46,7 +46,10 @@ type Emit = (event: AgentEvent) => void;
 /** Remembers a started tool call, for its result, which may name only its id. */
 function toolStarted(state: ParseState, emit: Emit, name: string | undefined, id: string | undefined): void {
   const tool = name ?? 'tool';
-  if (id !== undefined) (state.tools ??= new Map()).set(id, tool);
+  if (id !== undefined) {
+    state.tools ??= new Map();
+    state.tools.set(id, tool);
+  }
   emit({ type: 'tool', name: tool, status: 'started', ...(id === undefined ? {} : { id }) });
 }
 
@@ -72,7 +75,11 @@ function addUsage(total: RunUsage | undefined, step: RunUsage | undefined): RunU
   if (!step) return total;
   if (!total) return step;
   const costUsd = total.costUsd === undefined && step.costUsd === undefined ? undefined : (total.costUsd ?? 0) + (step.costUsd ?? 0);
-  return { inputTokens: total.inputTokens + step.inputTokens, outputTokens: total.outputTokens + step.outputTokens, ...(costUsd === undefined ? {} : { costUsd }) };
+  return {
+    inputTokens: total.inputTokens + step.inputTokens,
+    outputTokens: total.outputTokens + step.outputTokens,
+    ...(costUsd === undefined ? {} : { costUsd }),
+  };
 }
 
 interface ParserSpec {
@@ -165,8 +172,7 @@ const claudeStyleParser = jsonLinesParser({
   noFinal: 'the agent printed no final result event',
 });
 
-const resumeFlag = (flag: string, input: AgentRunInput): string[] =>
-  input.agentSessionId === undefined ? [] : [flag, input.agentSessionId];
+const resumeFlag = (flag: string, input: AgentRunInput): string[] => (input.agentSessionId === undefined ? [] : [flag, input.agentSessionId]);
 
 const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
@@ -184,7 +190,10 @@ function agent(name: string, { run, command = name, ...spec }: AdapterSpec): Age
 
 const claude = agent('claude', {
   identity: { args: ['--version'], pattern: /Claude Code/ },
-  credentials: { env: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX'], files: ['.claude/.credentials.json'] },
+  credentials: {
+    env: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX'],
+    files: ['.claude/.credentials.json'],
+  },
   run: (input) => ({
     // stream-json requires --verbose in print mode; the prompt comes on stdin.
     args: ['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions', ...resumeFlag('--resume', input)],
@@ -243,16 +252,13 @@ const codex = agent('codex', {
           const failed = item.status === 'failed' || (typeof item.exit_code === 'number' && item.exit_code !== 0);
           toolEnded(state, emit, str(item.id), failed, codexToolName(item));
         }
-      }
-      else if (event.type === 'error') {
+      } else if (event.type === 'error') {
         state.lastError = str(event.message) ?? state.lastError;
         if (str(event.message)) emit({ type: 'error', message: event.message as string });
-      }
-      else if (event.type === 'turn.failed') {
+      } else if (event.type === 'turn.failed') {
         state.final = { error: str(obj(event.error)?.message) ?? state.lastError ?? 'the turn failed' };
         emit({ type: 'error', message: state.final.error! });
-      }
-      else if (event.type === 'turn.completed') {
+      } else if (event.type === 'turn.completed') {
         state.final = {};
         state.usage = usageOf(obj(event.usage)?.input_tokens, obj(event.usage)?.output_tokens) ?? state.usage;
         if (state.usage) emit({ type: 'usage', usage: state.usage });
@@ -263,7 +269,10 @@ const codex = agent('codex', {
 });
 
 const gemini = agent('gemini', {
-  credentials: { env: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_GENAI_USE_VERTEXAI'], files: ['.gemini/oauth_creds.json'] },
+  credentials: {
+    env: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_GENAI_USE_VERTEXAI'],
+    files: ['.gemini/oauth_creds.json'],
+  },
   run: (input) => ({
     args: [`--prompt=${input.prompt}`, '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust', ...resumeFlag('--resume', input)],
   }),
@@ -394,14 +403,12 @@ const copilot = agent('copilot', {
         state.answered = true;
         state.lastMessage = str(data?.content) ?? state.lastMessage;
         if (str(data?.content)) emit({ type: 'message', text: data!.content as string });
-      }
-      else if (event.type === 'tool.execution_start') toolStarted(state, emit, str(data?.toolName), str(data?.toolCallId));
+      } else if (event.type === 'tool.execution_start') toolStarted(state, emit, str(data?.toolName), str(data?.toolCallId));
       else if (event.type === 'tool.execution_complete') toolEnded(state, emit, str(data?.toolCallId), data?.success === false);
       else if (event.type === 'session.error') {
         state.lastError = str(data?.message) ?? state.lastError;
         if (str(data?.message)) emit({ type: 'error', message: data!.message as string });
-      }
-      else if (event.type === 'result') {
+      } else if (event.type === 'result') {
         state.sessionId ??= str(event.sessionId);
         state.final = event.exitCode === 0 ? {} : { error: state.lastError ?? `copilot reported exit code ${String(event.exitCode)}` };
       }

@@ -37,8 +37,8 @@ function flagsOf(args: string[]): string[] {
   return args.filter((a) => /^-{1,2}[A-Za-z]/.test(a)).map((a) => a.split('=')[0]!);
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const listed = (usage: string, flag: string) => new RegExp(`(^|[\\s,[(])${escape(flag)}(?![\\w-])`, 'm').test(usage);
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const listed = (usage: string, flag: string) => new RegExp(`(^|[\\s,[(])${escapeRegExp(flag)}(?![\\w-])`, 'm').test(usage);
 
 async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Record<string, string>, configured: boolean): Promise<AgentCheck> {
   const sample = { prompt: 'doctor', workspacePath: workspace.path, resumeId: 'ses_doctor' };

@@ -42,12 +42,17 @@ export function probeOutput(file: string, args: string[], env: Record<string, st
   let probe = probes.get(key);
   if (!probe) {
     probe = new Promise((resolve) => {
-      const child = execFile(file, args, { env: probeEnv(env), timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (error, stdout, stderr) => {
-        // A probe that was killed (too slow, too much output) or could not start says nothing
-        // about the program: it is not remembered, so the next request probes again.
-        if (error && typeof error.code !== 'number') probes.delete(key);
-        resolve(`${stdout}${stderr}`);
-      });
+      const child = execFile(
+        file,
+        args,
+        { env: probeEnv(env), timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 },
+        (error, stdout, stderr) => {
+          // A probe that was killed (too slow, too much output) or could not start says nothing
+          // about the program: it is not remembered, so the next request probes again.
+          if (error && typeof error.code !== 'number') probes.delete(key);
+          resolve(`${stdout}${stderr}`);
+        },
+      );
       child.stdin?.end();
     });
     probes.set(key, probe);

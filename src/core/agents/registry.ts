@@ -44,7 +44,10 @@ export class AgentRegistry {
     const adapter = this.adapters.get(name);
     if (!adapter) throw new HttpProblem('agent_unknown', `No agent is named "${name}".`);
     if (adapter.kind !== 'agent') {
-      throw new HttpProblem('agent_not_headless', `"${name}" is ${adapter.kind === 'shell' ? 'the shell adapter' : 'a utility agent'}; it cannot run headless.`);
+      throw new HttpProblem(
+        'agent_not_headless',
+        `"${name}" is ${adapter.kind === 'shell' ? 'the shell adapter' : 'a utility agent'}; it cannot run headless.`,
+      );
     }
     if (!this.isEnabled(workspace, name)) {
       throw new HttpProblem('agent_disabled', `Agent "${name}" is not enabled on workspace "${workspace.id}".`);
@@ -65,7 +68,7 @@ export class AgentRegistry {
     for (const name of candidates) {
       if (name === undefined) continue;
       const adapter = this.adapters.get(name);
-      if (!adapter || adapter.kind !== 'agent' || !this.isEnabled(workspace, name)) continue;
+      if (adapter?.kind !== 'agent' || !this.isEnabled(workspace, name)) continue;
       const file = findExecutable(adapter.command, input.env.PATH);
       if (file && (await isTheAgent(adapter, file, input.env))) return adapter;
     }

@@ -48,6 +48,7 @@ export type AgentEvent =
 /** Reads one run's stdout, line by line, then judges it together with the exit code. */
 export interface AgentOutputParser {
   /** Reads a line; returns the events it carried, if any. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a custom adapter's parser may return nothing at all.
   line(line: string): AgentEvent[] | void;
   /** The agent's session id as soon as it is known, so a run cut short by a crash stays resumable. */
   sessionId(): string | undefined;

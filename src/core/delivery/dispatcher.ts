@@ -89,19 +89,25 @@ export class WebhookDispatcher {
   private after(job: Job, delayMs: number): void {
     const key = jobKey(job);
     if (this.closing.signal.aborted || this.timers.has(key) || this.queued.has(key)) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.queued.add(key);
-      this.lane(job.lane).queue.push(job);
-      this.pump(job.lane);
-    }, Math.max(0, delayMs));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(key);
+        this.queued.add(key);
+        this.lane(job.lane).queue.push(job);
+        this.pump(job.lane);
+      },
+      Math.max(0, delayMs),
+    );
     timer.unref();
     this.timers.set(key, timer);
   }
 
   private lane(name: string): Lane {
     let lane = this.lanes.get(name);
-    if (!lane) this.lanes.set(name, (lane = { queue: [], active: 0 }));
+    if (!lane) {
+      lane = { queue: [], active: 0 };
+      this.lanes.set(name, lane);
+    }
     return lane;
   }
 
@@ -147,15 +153,24 @@ export class WebhookDispatcher {
     const next = this.settle(d, outcome);
     const stored = await this.o.records.update(job.taskId, (r) => {
       if (r.bootId !== this.o.instanceId) return undefined;
-      return withDeliveries(r, (r.deliveries ?? []).map((x) => (x.target === d.target && x.event === d.event ? next : x)));
+      return withDeliveries(
+        r,
+        (r.deliveries ?? []).map((x) => (x.target === d.target && x.event === d.event ? next : x)),
+      );
     });
     this.storeFailures.delete(jobKey(job));
-    if (next.state === 'failed') this.o.log(`gave up the webhook ${deliveryId(job.taskId, d)} to ${target.url} after ${next.attempts} attempt(s): ${next.lastError}`);
+    if (next.state === 'failed')
+      this.o.log(`gave up the webhook ${deliveryId(job.taskId, d)} to ${target.url} after ${next.attempts} attempt(s): ${next.lastError}`);
     if (stored?.bootId === this.o.instanceId && next.state === 'pending') this.after(job, next.nextAttemptAt! - Date.now());
   }
 
   /** One signed POST; undefined when the service is closing (the attempt does not count). */
-  private async post(run: StoredRun, d: Delivery, url: string, source: 'workspace' | 'start'): Promise<{ status?: number; error?: string; permanent: boolean } | undefined> {
+  private async post(
+    run: StoredRun,
+    d: Delivery,
+    url: string,
+    source: 'workspace' | 'start',
+  ): Promise<{ status?: number; error?: string; permanent: boolean } | undefined> {
     const secret = source === 'workspace' ? ((await this.o.workspace(run.workspaceId))?.webhook?.secret ?? this.o.secret) : this.o.secret;
     if (secret === undefined) return { error: 'no signing secret is configured', permanent: true };
     const id = deliveryId(run.taskId, d);
@@ -170,10 +185,15 @@ export class WebhookDispatcher {
     };
     try {
       const allowPrivate = this.o.allowPrivateTargets === true;
-      const answer = await postWebhook(checkWebhookUrl(url, allowPrivate), headers, payload, { allowPrivate, timeoutMs: this.o.timeoutMs ?? 10_000, signal: this.closing.signal });
+      const answer = await postWebhook(checkWebhookUrl(url, allowPrivate), headers, payload, {
+        allowPrivate,
+        timeoutMs: this.o.timeoutMs ?? 10_000,
+        signal: this.closing.signal,
+      });
       const status = answer.status;
       if (status >= 200 && status <= 299) return { status, permanent: false };
-      const error = status >= 300 && status < 400 ? `answered ${status}: redirects are not followed` : `answered ${status}${answer.answer ? `: ${answer.answer}` : ''}`;
+      const error =
+        status >= 300 && status < 400 ? `answered ${status}: redirects are not followed` : `answered ${status}${answer.answer ? `: ${answer.answer}` : ''}`;
       return { status, error, permanent: false };
     } catch (e) {
       if (this.closing.signal.aborted) return undefined;

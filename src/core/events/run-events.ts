@@ -9,7 +9,6 @@ import type { RunEventType, RunRecord } from '../../contract/records';
 
 /** A run's event timeline (README: Run events): kept per run, bounded, stored, and followed live. */
 
-
 /** Follows one run's timeline from a sequence number on. */
 export interface EventReader {
   /** The next events; waits up to `waitMs` for one (then answers none) unless the timeline has ended. */
@@ -41,7 +40,6 @@ const BATCH = 100;
 const TEXT_MAX = 4000;
 const NAME_MAX = 200;
 
-
 type AgentEventOf<T extends AgentEvent['type']> = Extract<AgentEvent, { type: T }>;
 
 /** An agent's event as a timeline entry, its strings bounded. */
@@ -54,7 +52,6 @@ export function fromAgentEvent(event: AgentEvent): { [T in AgentEvent['type']]: 
   };
   return { type: event.type, data: (bound[event.type] as (e: AgentEvent) => never)(event) };
 }
-
 
 /**
  * The timelines: a running run's lives in memory (bounded) and is written to the store at

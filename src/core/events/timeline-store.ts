@@ -42,7 +42,6 @@ export async function saveTimeline(store: HeadlessStore, taskId: string, timelin
   timeline.saved = { first, last };
 }
 
-
 /** Deletes a stored timeline. */
 export async function deleteTimeline(store: HeadlessStore, taskId: string): Promise<void> {
   const head = await store.get<StoredHead>(headKey(taskId));

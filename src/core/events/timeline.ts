@@ -122,5 +122,4 @@ export class Timeline {
   }
 }
 
-
 const sizeOf = (event: RunEvent) => Buffer.byteLength(JSON.stringify(event));

@@ -170,13 +170,20 @@ class PostgresFleet implements Fleet {
     await q('CREATE TABLE IF NOT EXISTS headless_instances (id TEXT PRIMARY KEY, machine TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)');
     await q('CREATE TABLE IF NOT EXISTS headless_claims (key TEXT PRIMARY KEY, holder TEXT NOT NULL, owner TEXT NOT NULL)');
     await q('CREATE INDEX IF NOT EXISTS headless_claims_owner ON headless_claims (owner)');
-    await this.sql.query('INSERT INTO headless_instances (id, machine, expires_at) VALUES ($1, $2, now() + $3::interval)', [this.instanceId, MACHINE, this.lease]);
+    await this.sql.query('INSERT INTO headless_instances (id, machine, expires_at) VALUES ($1, $2, now() + $3::interval)', [
+      this.instanceId,
+      MACHINE,
+      this.lease,
+    ]);
     await this.listen();
     await this.sweep();
-    this.timer = setInterval(() => {
-      // One tick at a time: a slow database never piles them up.
-      this.ticking = this.ticking.then(() => this.tick());
-    }, Math.floor(this.leaseMs / 3));
+    this.timer = setInterval(
+      () => {
+        // One tick at a time: a slow database never piles them up.
+        this.ticking = this.ticking.then(() => this.tick());
+      },
+      Math.floor(this.leaseMs / 3),
+    );
     this.timer.unref();
   }
 
@@ -234,9 +241,7 @@ class PostgresFleet implements Fleet {
     try {
       let alive: Promise<Set<string>> | undefined;
       const isGone = async (owner: string | undefined) => {
-        alive ??= this.sql
-          .query<{ id: string }>('SELECT id FROM headless_instances WHERE expires_at >= now()')
-          .then((r) => new Set(r.map((i) => i.id)));
+        alive ??= this.sql.query<{ id: string }>('SELECT id FROM headless_instances WHERE expires_at >= now()').then((r) => new Set(r.map((i) => i.id)));
         return owner === undefined || !(await alive).has(owner);
       };
       await this.handlers?.takeOver(isGone);
@@ -256,10 +261,11 @@ class PostgresFleet implements Fleet {
 
   async claim(key: string, holder: string): Promise<string | undefined> {
     for (let attempt = 0; attempt < 3; attempt++) {
-      const taken = await this.sql.query(
-        'INSERT INTO headless_claims (key, holder, owner) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key',
-        [key, holder, this.instanceId],
-      );
+      const taken = await this.sql.query('INSERT INTO headless_claims (key, holder, owner) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key', [
+        key,
+        holder,
+        this.instanceId,
+      ]);
       if (taken.length > 0) return undefined;
       const current = await this.holder(key);
       // Released between the two statements: try again.
@@ -346,9 +352,10 @@ class PostgresFleet implements Fleet {
     clearInterval(this.timer);
     clearTimeout(this.retry);
     await this.ticking;
-    await this.sql.query('DELETE FROM headless_instances WHERE id = $1', [this.instanceId]).catch((error: unknown) => this.o.log('could not leave the fleet', error));
+    await this.sql
+      .query('DELETE FROM headless_instances WHERE id = $1', [this.instanceId])
+      .catch((error: unknown) => this.o.log('could not leave the fleet', error));
     await this.listener?.end().catch(() => undefined);
     await this.pool?.end().catch(() => undefined);
   }
 }
-

@@ -2,11 +2,18 @@ import { isIP } from 'node:net';
 import { secretsEqual } from '../util/ids';
 import { HttpProblem } from '../../contract/problems';
 import type { RunTokenGrant, RunTokens } from '../runs/tokens';
-import type { RouteAuth } from './router';
+
+/**
+ * Who a route lets in, declared on the route itself: the gate decides each request from this.
+ * - `caller`: the gate's caller (a local one, or one with the admin token, or whom the custom hook lets in).
+ * - `caller or own run token`: also a live run token, for its own run's workspace (an agent reporting).
+ * - `caller or run token`: also any live run token; what it then asks is decided again, call by call (MCP).
+ */
+export type RouteAuth = 'caller' | 'caller or own run token' | 'caller or run token';
 
 /**
  * The request's credential, read once from its `Authorization` header. A live run token is
- * valid only where the route declares it (router.ts `RouteAuth`): `inScope` is that rule,
+ * valid only where the route declares it (`RouteAuth`): `inScope` is that rule,
  * decided once.
  */
 export type Credential =
@@ -122,10 +129,7 @@ export function createDefaultGate(options: GateOptions): Authorize {
     if (credential.kind !== 'none') throw unauthorized();
 
     const local =
-      isLoopbackAddress(context.remoteAddress) &&
-      FORWARDING_HEADERS.every((h) => !request.headers.has(h)) &&
-      name !== undefined &&
-      LOCAL_NAMES.has(name);
+      isLoopbackAddress(context.remoteAddress) && FORWARDING_HEADERS.every((h) => !request.headers.has(h)) && name !== undefined && LOCAL_NAMES.has(name);
     return local;
   };
 }

@@ -29,7 +29,11 @@ const NAMES = new Map(Object.entries(COMPONENTS).map(([name, schema]) => [schema
 function jsonSchema(schema: Schema, typeMode: 'input' | 'output'): Record<string, unknown> {
   const name = NAMES.get(schema);
   if (name && typeMode === 'output') return { $ref: `#/components/schemas/${name}` };
-  const { $schema: _, $defs: __, ...rest } = toJsonSchema(schema, { ...config(typeMode), definitions: typeMode === 'output' ? COMPONENTS : undefined }) as Record<string, unknown>;
+  const {
+    $schema: _,
+    $defs: __,
+    ...rest
+  } = toJsonSchema(schema, { ...config(typeMode), definitions: typeMode === 'output' ? COMPONENTS : undefined }) as Record<string, unknown>;
   return rest;
 }
 
@@ -51,7 +55,8 @@ function parameters(path: string, doc: RouteDoc): unknown[] {
       params.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema });
     }
   }
-  for (const header of doc.headers ?? []) params.push({ name: header.name, in: 'header', required: false, description: header.description, schema: { type: 'string' } });
+  for (const header of doc.headers ?? [])
+    params.push({ name: header.name, in: 'header', required: false, description: header.description, schema: { type: 'string' } });
   return params;
 }
 
@@ -61,7 +66,10 @@ function problemResponses(codes: ProblemCode[]): Record<string, unknown> {
   return Object.fromEntries(
     [...byStatus].map(([status, list]) => [
       String(status),
-      { description: `Problem: ${[...new Set(list)].join(', ')}`, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+      {
+        description: `Problem: ${[...new Set(list)].join(', ')}`,
+        content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+      },
     ]),
   );
 }
@@ -71,7 +79,10 @@ function security(auth: RouteAuth): Array<Record<string, string[]>> {
   return auth === 'caller' ? [{}, { adminToken: [] }] : [{}, { adminToken: [] }, { runToken: [] }];
 }
 
-export function openApiDocument(routes: ReadonlyArray<{ name: string; method: string; path: string; auth: RouteAuth; doc: RouteDoc }>, version: string): Record<string, unknown> {
+export function openApiDocument(
+  routes: ReadonlyArray<{ name: string; method: string; path: string; auth: RouteAuth; doc: RouteDoc }>,
+  version: string,
+): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const { doc } = route;
@@ -80,7 +91,8 @@ export function openApiDocument(routes: ReadonlyArray<{ name: string; method: st
     for (const [status, r] of Object.entries(doc.responses)) {
       responses[status] = { description: r.description, ...(r.schema || r.stream ? { content: content(r) } : {}) };
     }
-    (paths[openPath] ??= {})[route.method.toLowerCase()] = {
+    paths[openPath] ??= {};
+    paths[openPath][route.method.toLowerCase()] = {
       operationId: route.name,
       summary: doc.summary,
       security: security(route.auth),

@@ -8,7 +8,9 @@ import type { Inbox } from '../inbox';
 import type { RunService } from '../runs/run-service';
 import type { SessionBook } from '../sessions';
 import type { Workspace } from '../types';
-import type { Credential } from './auth';
+import type { Credential, RouteAuth } from './auth';
+
+export type { RouteAuth } from './auth';
 import type * as v from 'valibot';
 import type { ProblemCode } from '../../contract/problems';
 
@@ -59,14 +61,6 @@ export interface RouteContext<P> {
   dispatch(url: string, init: RequestInit): Promise<Response>;
 }
 
-/**
- * Who a route lets in, declared on the route itself: the gate decides each request from this.
- * - `caller`: the gate's caller (a local one, or one with the admin token, or whom the custom hook lets in).
- * - `caller or own run token`: also a live run token, for its own run's workspace (an agent reporting).
- * - `caller or run token`: also any live run token; what it then asks is decided again, call by call (MCP).
- */
-export type RouteAuth = 'caller' | 'caller or own run token' | 'caller or run token';
-
 /** `/a/:x/b/:y` → `"x" | "y"`. */
 type ParamNames<Path extends string> = Path extends `${string}:${infer Name}/${infer Rest}`
   ? Name | ParamNames<`/${Rest}`>
@@ -103,14 +97,16 @@ export interface RouteMatch {
   params: Record<string, string>;
 }
 
-
 function segmentsOf(pathname: string, basePath: string): string[] | undefined {
   if (basePath && pathname !== basePath && !pathname.startsWith(`${basePath}/`)) return undefined;
   const rest = pathname.slice(basePath.length);
   if (!rest.startsWith('/')) return undefined;
   try {
     // Most paths have nothing escaped: decoding is skipped for those (it is a cost on every request).
-    return rest.slice(1).split('/').map((segment) => (segment.includes('%') ? decodeURIComponent(segment) : segment));
+    return rest
+      .slice(1)
+      .split('/')
+      .map((segment) => (segment.includes('%') ? decodeURIComponent(segment) : segment));
   } catch {
     return undefined;
   }

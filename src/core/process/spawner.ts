@@ -122,9 +122,7 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
         for (const stream of streams) stream.on('error', () => undefined);
         child.stdin?.on('error', () => undefined);
 
-        const ended = Promise.all(
-          streams.map((s) => new Promise<void>((done) => (s.readableEnded || s.destroyed ? done() : s.once('close', done)))),
-        );
+        const ended = Promise.all(streams.map((s) => new Promise<void>((done) => (s.readableEnded || s.destroyed ? done() : s.once('close', done)))));
 
         const exit = new Promise<ProcessExit>((settle) => {
           child.once('exit', (code, signal) => {

@@ -8,7 +8,9 @@ export const SERVICE_SECRETS = ['HEADLESS_ADMIN_TOKEN', 'HEADLESS_WEBHOOK_SECRET
  * Claude Code session (`CLAUDECODE` and the `CLAUDE_CODE_*` session variables), code injection
  * into Node-based CLIs, and the service's own run variables.
  */
-const STRIPPED = new RegExp(`^(${SERVICE_SECRETS.join('|')}|CLAUDECODE|CLAUDE_CODE_.*|NODE_OPTIONS|HEADLESS_(API_URL|WORKSPACE_ID|TASK_ID|RESUME_ID|RUN_TOKEN))$`);
+const STRIPPED = new RegExp(
+  `^(${SERVICE_SECRETS.join('|')}|CLAUDECODE|CLAUDE_CODE_.*|NODE_OPTIONS|HEADLESS_(API_URL|WORKSPACE_ID|TASK_ID|RESUME_ID|RUN_TOKEN))$`,
+);
 
 /** The `CLAUDE_CODE_*` variables that configure credentials, providers and limits: kept. */
 const CLAUDE_SETTINGS =

@@ -57,7 +57,8 @@ export function judgeOutcome(input: OutcomeInput): Outcome {
   return { status: 'failed', error: { code: 'agent_error', message: input.agentError || 'The agent reported a failure.' } };
 }
 
-const ANSI = /\x1b\[[0-9;?]*[ -\/]*[@-~]/g;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching the escape character is the point.
+const ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
 const SAYS_WHY = /error|fail|invalid|denied|unauthori[sz]ed|forbidden|not found|missing|must|cannot|can't|refused|no such/i;
 const MAX_REASON = 500;
 
@@ -76,4 +77,3 @@ export function reasonFromStderr(stderr: string): string | undefined {
   const line = lines.findLast((l) => SAYS_WHY.test(l)) ?? lines.at(-1);
   return line === undefined ? undefined : clip(line, MAX_REASON);
 }
-

@@ -39,7 +39,9 @@ export async function takeOverRuns(o: {
     const final = await o.records.update(run.taskId, (r) => (r.status === 'running' && r.bootId === gone ? interrupted(r, o.instanceId) : undefined));
     if (final?.status !== 'interrupted' || final.bootId !== o.instanceId) continue;
     o.webhooks.schedule(final);
-    await o.sessions.noteAgentSessionId(final.resumeId, final.agentSessionId).catch((error: unknown) => o.log(`could not settle the Session of ${run.taskId}`, error));
+    await o.sessions
+      .noteAgentSessionId(final.resumeId, final.agentSessionId)
+      .catch((error: unknown) => o.log(`could not settle the Session of ${run.taskId}`, error));
     await o.events.endStored(publicRecord(final)).catch((error: unknown) => o.log(`could not end the events of ${run.taskId}`, error));
     count++;
   }

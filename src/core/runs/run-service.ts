@@ -19,7 +19,7 @@ import { KILL_GRACE_MS, launchProcess } from './launch';
 import { outputPipe } from './output-pipe';
 import { tailOf } from './output-tail';
 import { inWorkspace } from './placement';
-import { RunRecords } from './records';
+import type { RunRecords } from './records';
 import { takeOverRuns } from './recovery';
 import type { SupervisedProcess } from './supervisor';
 import type { RunTokens } from './tokens';
@@ -165,7 +165,8 @@ export class RunService {
     const { adapter, resumeId, taskId } = reservation;
     const now = new Date().toISOString();
     if (reservation.session) await this.o.sessions.update(resumeId, (s) => ({ lastRunAt: now, runCount: s.runCount + 1 }));
-    else await this.o.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: now, lastRunAt: now, runCount: 1 });
+    else
+      await this.o.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: now, lastRunAt: now, runCount: 1 });
     const record: StoredRun = {
       taskId,
       resumeId,
@@ -210,8 +211,21 @@ export class RunService {
         timeoutMs: record.timeoutMs,
         baseEnv: this.o.baseEnv,
         adminToken: this.o.adminToken,
-        run: { HEADLESS_API_URL: apiUrl, HEADLESS_WORKSPACE_ID: workspace.id, HEADLESS_TASK_ID: taskId, HEADLESS_RESUME_ID: resumeId, HEADLESS_RUN_TOKEN: token },
-        onStdoutLine: outputPipe({ taskId, adapterName: reservation.adapter.name, parser, events: this.o.events, log: this.o.log, onSessionId: (id) => this.noteSession(live, id) }),
+        run: {
+          HEADLESS_API_URL: apiUrl,
+          HEADLESS_WORKSPACE_ID: workspace.id,
+          HEADLESS_TASK_ID: taskId,
+          HEADLESS_RESUME_ID: resumeId,
+          HEADLESS_RUN_TOKEN: token,
+        },
+        onStdoutLine: outputPipe({
+          taskId,
+          adapterName: reservation.adapter.name,
+          parser,
+          events: this.o.events,
+          log: this.o.log,
+          onSessionId: (id) => this.noteSession(live, id),
+        }),
       });
     } catch (error) {
       const message = error instanceof SpawnFailure ? error.message : 'the agent process could not be started';

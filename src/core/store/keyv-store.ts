@@ -116,7 +116,8 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
               } catch (error) {
                 // Instances starting together race on PostgreSQL's `CREATE … IF NOT EXISTS` (a duplicate key, table or
                 // type): the loser finds it made when it tries again.
-                if (!(dialect === 'postgres' && /^CREATE /.test(text) && ['23505', '42P07', '42710'].includes((error as { code?: string }).code ?? ''))) fail('query', error);
+                if (!(dialect === 'postgres' && /^CREATE /.test(text) && ['23505', '42P07', '42710'].includes((error as { code?: string }).code ?? '')))
+                  fail('query', error);
                 try {
                   return await run();
                 } catch (again) {

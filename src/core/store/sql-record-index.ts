@@ -1,4 +1,4 @@
-import type { CollectionSpec, RecordLookups } from './collection';
+import type { CollectionSpec, RecordLookups } from './record-lookups';
 import type { SqlAccess } from './keyv-store';
 
 /**

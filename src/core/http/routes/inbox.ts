@@ -6,25 +6,60 @@ import { type Route, json, route } from '../router';
 /** The Inbox: push (an agent may, with its run token), list, mark read. */
 export const INBOX_ROUTES: Route[] = [
   route(
-    { name: 'inbox.push', method: 'POST', path: '/api/workspaces/:workspaceId/inbox', auth: 'caller or own run token', doc: { summary: 'Push an Inbox item (a run token may)', body: InboxPush, responses: { 201: { description: 'The item.', schema: ANSWERS.InboxItem } }, problems: ['invalid_body', 'workspace_not_found', 'body_too_large', 'unsupported_media_type'] } },
+    {
+      name: 'inbox.push',
+      method: 'POST',
+      path: '/api/workspaces/:workspaceId/inbox',
+      auth: 'caller or own run token',
+      doc: {
+        summary: 'Push an Inbox item (a run token may)',
+        body: InboxPush,
+        responses: { 201: { description: 'The item.', schema: ANSWERS.InboxItem } },
+        problems: ['invalid_body', 'workspace_not_found', 'body_too_large', 'unsupported_media_type'],
+      },
+    },
     async ({ request, params, services, credential }) => {
-    const item = parseInboxPush(await readJsonObject(request));
-    const workspace = await services.workspace(params.workspaceId);
-    const grant = credential.kind === 'run' ? credential.grant : undefined;
-    return json(await services.inbox.push(workspace.id, item, grant), 201);
-  }),
+      const item = parseInboxPush(await readJsonObject(request));
+      const workspace = await services.workspace(params.workspaceId);
+      const grant = credential.kind === 'run' ? credential.grant : undefined;
+      return json(await services.inbox.push(workspace.id, item, grant), 201);
+    },
+  ),
   route(
-    { name: 'inbox.list', method: 'GET', path: '/api/workspaces/:workspaceId/inbox', auth: 'caller', doc: { summary: 'List the Inbox, newest first', query: InboxQuery, responses: { 200: { description: 'A page.', schema: ANSWERS.InboxList } }, problems: ['invalid_body', 'workspace_not_found'] } },
+    {
+      name: 'inbox.list',
+      method: 'GET',
+      path: '/api/workspaces/:workspaceId/inbox',
+      auth: 'caller',
+      doc: {
+        summary: 'List the Inbox, newest first',
+        query: InboxQuery,
+        responses: { 200: { description: 'A page.', schema: ANSWERS.InboxList } },
+        problems: ['invalid_body', 'workspace_not_found'],
+      },
+    },
     async ({ url, params, services }) => {
-    const workspace = await services.workspace(params.workspaceId);
-    const query = parseInboxQuery(url);
-    return json(await services.inbox.list(workspace.id, query.unread, query.limit, query.cursor));
-  }),
+      const workspace = await services.workspace(params.workspaceId);
+      const query = parseInboxQuery(url);
+      return json(await services.inbox.list(workspace.id, query.unread, query.limit, query.cursor));
+    },
+  ),
   route(
-    { name: 'inbox.read', method: 'POST', path: '/api/workspaces/:workspaceId/inbox/:itemId/read', auth: 'caller', doc: { summary: 'Mark an Inbox item read', responses: { 200: { description: 'The item.', schema: ANSWERS.InboxItem } }, problems: ['workspace_not_found', 'inbox_item_not_found', 'invalid_body', 'unsupported_media_type'] } },
+    {
+      name: 'inbox.read',
+      method: 'POST',
+      path: '/api/workspaces/:workspaceId/inbox/:itemId/read',
+      auth: 'caller',
+      doc: {
+        summary: 'Mark an Inbox item read',
+        responses: { 200: { description: 'The item.', schema: ANSWERS.InboxItem } },
+        problems: ['workspace_not_found', 'inbox_item_not_found', 'invalid_body', 'unsupported_media_type'],
+      },
+    },
     async ({ request, params, services }) => {
-    await readEmptyBody(request);
-    const workspace = await services.workspace(params.workspaceId);
-    return json(await services.inbox.markRead(workspace.id, params.itemId));
-  }),
+      await readEmptyBody(request);
+      const workspace = await services.workspace(params.workspaceId);
+      return json(await services.inbox.markRead(workspace.id, params.itemId));
+    },
+  ),
 ];

@@ -15,7 +15,16 @@ export const ROUTES: Route[] = [
   ...INBOX_ROUTES,
   ...SERVICE_ROUTES,
   route(
-    { name: 'openapi', method: 'GET', path: '/openapi.json', auth: 'caller', doc: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1.' } }, problems: [] } },
-    async () => json((openApi ??= openApiDocument(ROUTES, version))),
+    {
+      name: 'openapi',
+      method: 'GET',
+      path: '/openapi.json',
+      auth: 'caller',
+      doc: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1.' } }, problems: [] },
+    },
+    async () => {
+      openApi ??= openApiDocument(ROUTES, version);
+      return json(openApi);
+    },
   ),
 ];

@@ -9,88 +9,172 @@ import { type Route, answer, json, route } from '../router';
 /** Runs: start, list, read, output, events, cancel. */
 export const RUN_ROUTES: Route[] = [
   route(
-    { name: 'runs.start', method: 'POST', path: '/api/workspaces/:workspaceId/headless', auth: 'caller', doc: {
-      summary: 'Start a run',
-      body: StartBody,
-      headers: [{ name: 'Idempotency-Key', description: '1–255 printable ASCII characters: a retry with the same body gets the first answer.' }],
-      responses: {
-        202: { description: 'Started (async); Location names the run.', schema: ANSWERS.StartAccepted },
-        200: { description: 'Ended (sync, `wait: true`).', schema: ANSWERS.SyncResult },
+    {
+      name: 'runs.start',
+      method: 'POST',
+      path: '/api/workspaces/:workspaceId/headless',
+      auth: 'caller',
+      doc: {
+        summary: 'Start a run',
+        body: StartBody,
+        headers: [{ name: 'Idempotency-Key', description: '1–255 printable ASCII characters: a retry with the same body gets the first answer.' }],
+        responses: {
+          202: { description: 'Started (async); Location names the run.', schema: ANSWERS.StartAccepted },
+          200: { description: 'Ended (sync, `wait: true`).', schema: ANSWERS.SyncResult },
+        },
+        problems: [
+          'invalid_body',
+          'prompt_required',
+          'prompt_too_long',
+          'invalid_timeout',
+          'invalid_resume_id',
+          'agent_unknown',
+          'agent_not_headless',
+          'agent_disabled',
+          'no_headless_agent',
+          'resume_requires_async',
+          'invalid_idempotency_key',
+          'invalid_webhook',
+          'webhook_not_allowed',
+          'workspace_not_found',
+          'session_not_found',
+          'session_other_workspace',
+          'session_busy',
+          'session_retired',
+          'session_not_resumable',
+          'idempotency_key_in_use',
+          'body_too_large',
+          'unsupported_media_type',
+          'idempotency_key_reused',
+          'capacity_reached',
+          'spawn_failed',
+          'shutting_down',
+        ],
       },
-      problems: [
-        'invalid_body', 'prompt_required', 'prompt_too_long', 'invalid_timeout', 'invalid_resume_id', 'agent_unknown', 'agent_not_headless',
-        'agent_disabled', 'no_headless_agent', 'resume_requires_async', 'invalid_idempotency_key', 'invalid_webhook', 'webhook_not_allowed',
-        'workspace_not_found', 'session_not_found', 'session_other_workspace', 'session_busy', 'session_retired', 'session_not_resumable',
-        'idempotency_key_in_use', 'body_too_large', 'unsupported_media_type', 'idempotency_key_reused', 'capacity_reached', 'spawn_failed', 'shutting_down',
-      ],
-    } },
+    },
     async ({ request, params, services, apiUrl, basePath }) => {
-    const body = await readJsonObject(request);
-    const start = parseStartBody(body);
-    const location = (taskId: string) => ({ location: `${basePath}/api/headless/${encodeURIComponent(taskId)}` });
-    const execute = async (taskId?: string): Promise<StoredAnswer> => {
-      const workspace = await services.workspace(params.workspaceId);
-      const { record, done } = await services.runs.start(workspace, start, apiUrl, taskId);
-      if (!start.wait) return { status: 202, body: { taskId: record.taskId, resumeId: record.resumeId, status: record.status }, headers: location(record.taskId) };
-      const result = await done;
-      return { status: 200, body: { ...result.record, output: result.output }, headers: {} };
-    };
-    // The answer a request cut off before it was answered would have had, from its run.
-    const replay = async (taskId: string): Promise<StoredAnswer | undefined> => {
-      const result = await services.runs.result(taskId);
-      if (!result) return undefined;
-      const { record, output } = result;
-      if (record.mode === 'async') return { status: 202, body: { taskId, resumeId: record.resumeId, status: record.status }, headers: location(taskId) };
-      if (record.status !== 'running') return { status: 200, body: { ...record, output: output ?? { stdout: '', stderr: '', truncated: false } }, headers: {} };
-      const still = new HttpProblem('idempotency_key_in_use', `The run this Idempotency-Key started, "${taskId}", has not ended yet; retry once it has.`, { extra: { taskId } });
-      return { status: still.status, body: problemBody(still), headers: { ...problemHeaders(still), ...location(taskId) } };
-    };
-    const key = request.headers.get('idempotency-key');
-    if (key === null) return answer(await execute());
-    const { answer: first, replayed } = await services.idempotency.run(params.workspaceId, key, body, execute, replay);
-    return answer(first, replayed ? { 'idempotent-replayed': 'true' } : {});
-  }),
+      const body = await readJsonObject(request);
+      const start = parseStartBody(body);
+      const location = (taskId: string) => ({ location: `${basePath}/api/headless/${encodeURIComponent(taskId)}` });
+      const execute = async (taskId?: string): Promise<StoredAnswer> => {
+        const workspace = await services.workspace(params.workspaceId);
+        const { record, done } = await services.runs.start(workspace, start, apiUrl, taskId);
+        if (!start.wait)
+          return { status: 202, body: { taskId: record.taskId, resumeId: record.resumeId, status: record.status }, headers: location(record.taskId) };
+        const result = await done;
+        return { status: 200, body: { ...result.record, output: result.output }, headers: {} };
+      };
+      // The answer a request cut off before it was answered would have had, from its run.
+      const replay = async (taskId: string): Promise<StoredAnswer | undefined> => {
+        const result = await services.runs.result(taskId);
+        if (!result) return undefined;
+        const { record, output } = result;
+        if (record.mode === 'async') return { status: 202, body: { taskId, resumeId: record.resumeId, status: record.status }, headers: location(taskId) };
+        if (record.status !== 'running')
+          return { status: 200, body: { ...record, output: output ?? { stdout: '', stderr: '', truncated: false } }, headers: {} };
+        const still = new HttpProblem('idempotency_key_in_use', `The run this Idempotency-Key started, "${taskId}", has not ended yet; retry once it has.`, {
+          extra: { taskId },
+        });
+        return { status: still.status, body: problemBody(still), headers: { ...problemHeaders(still), ...location(taskId) } };
+      };
+      const key = request.headers.get('idempotency-key');
+      if (key === null) return answer(await execute());
+      const { answer: first, replayed } = await services.idempotency.run(params.workspaceId, key, body, execute, replay);
+      return answer(first, replayed ? { 'idempotent-replayed': 'true' } : {});
+    },
+  ),
   route(
-    { name: 'runs.list', method: 'GET', path: '/api/headless', auth: 'caller', doc: { summary: 'List the runs of a workspace, newest first', query: ListQuery, responses: { 200: { description: 'A page.', schema: ANSWERS.RunList } }, problems: ['invalid_body', 'workspace_not_found'] } },
+    {
+      name: 'runs.list',
+      method: 'GET',
+      path: '/api/headless',
+      auth: 'caller',
+      doc: {
+        summary: 'List the runs of a workspace, newest first',
+        query: ListQuery,
+        responses: { 200: { description: 'A page.', schema: ANSWERS.RunList } },
+        problems: ['invalid_body', 'workspace_not_found'],
+      },
+    },
     async ({ url, services }) => {
-    const query = parseListQuery(url);
-    await services.workspace(query.wsId);
-    return json(await services.runs.list(query.wsId, query.status, query.limit, query.cursor));
-  }),
+      const query = parseListQuery(url);
+      await services.workspace(query.wsId);
+      return json(await services.runs.list(query.wsId, query.status, query.limit, query.cursor));
+    },
+  ),
   route(
-    { name: 'runs.get', method: 'GET', path: '/api/headless/:taskId', auth: 'caller', doc: { summary: 'Read a run', responses: { 200: { description: 'The run record.', schema: ANSWERS.RunRecord } }, problems: ['run_not_found'] } },
+    {
+      name: 'runs.get',
+      method: 'GET',
+      path: '/api/headless/:taskId',
+      auth: 'caller',
+      doc: { summary: 'Read a run', responses: { 200: { description: 'The run record.', schema: ANSWERS.RunRecord } }, problems: ['run_not_found'] },
+    },
     async ({ params, services }) => json(await services.runs.get(params.taskId)),
   ),
   route(
-    { name: 'runs.output', method: 'GET', path: '/api/headless/:taskId/output', auth: 'caller', doc: { summary: "The tail of a run's output", query: OutputQuery, responses: { 200: { description: 'The last bytes of stdout and stderr.', schema: ANSWERS.RunOutput } }, problems: ['invalid_body', 'run_not_found'] } },
+    {
+      name: 'runs.output',
+      method: 'GET',
+      path: '/api/headless/:taskId/output',
+      auth: 'caller',
+      doc: {
+        summary: "The tail of a run's output",
+        query: OutputQuery,
+        responses: { 200: { description: 'The last bytes of stdout and stderr.', schema: ANSWERS.RunOutput } },
+        problems: ['invalid_body', 'run_not_found'],
+      },
+    },
     async ({ url, params, services }) => json(await services.runs.output(params.taskId, parseOutputQuery(url).tail)),
   ),
   route(
-    { name: 'runs.events', method: 'GET', path: '/api/headless/:taskId/events', auth: 'caller', doc: {
-      summary: "A run's events: Server-Sent Events, JSON lines (Accept: application/x-ndjson) or a page (format=json)",
-      query: EventsQuery,
-      headers: [{ name: 'Last-Event-ID', description: 'Replay the events after this sequence number (wins over `after`).' }],
-      responses: {
-        200: { description: 'With `format=json`: a page. Otherwise a stream of RunEvent, as SSE or one JSON object per line.', schema: ANSWERS.EventPage, stream: ANSWERS.RunEvent },
+    {
+      name: 'runs.events',
+      method: 'GET',
+      path: '/api/headless/:taskId/events',
+      auth: 'caller',
+      doc: {
+        summary: "A run's events: Server-Sent Events, JSON lines (Accept: application/x-ndjson) or a page (format=json)",
+        query: EventsQuery,
+        headers: [{ name: 'Last-Event-ID', description: 'Replay the events after this sequence number (wins over `after`).' }],
+        responses: {
+          200: {
+            description: 'With `format=json`: a page. Otherwise a stream of RunEvent, as SSE or one JSON object per line.',
+            schema: ANSWERS.EventPage,
+            stream: ANSWERS.RunEvent,
+          },
+        },
+        problems: ['invalid_body', 'run_not_found'],
       },
-      problems: ['invalid_body', 'run_not_found'],
-    } },
+    },
     async ({ request, url, params, services }) => {
-    const query = parseEventsQuery(url, request.headers.get('last-event-id'));
-    const record = await services.runs.get(params.taskId);
-    const { taskId } = record;
-    if (query.page) {
-      const page = await services.events.page(record, query.after, query.limit);
-      const last = page.events.at(-1)?.seq ?? query.after;
-      return json({ taskId, events: page.events, ended: page.ended, nextAfter: page.ended ? null : last });
-    }
-    const ndjson = (request.headers.get('accept') ?? '').includes('application/x-ndjson');
-    return eventStreamResponse(services.events.reader(record, query.after), ndjson ? 'ndjson' : 'sse', services.heartbeatMs);
-  }),
+      const query = parseEventsQuery(url, request.headers.get('last-event-id'));
+      const record = await services.runs.get(params.taskId);
+      const { taskId } = record;
+      if (query.page) {
+        const page = await services.events.page(record, query.after, query.limit);
+        const last = page.events.at(-1)?.seq ?? query.after;
+        return json({ taskId, events: page.events, ended: page.ended, nextAfter: page.ended ? null : last });
+      }
+      const ndjson = (request.headers.get('accept') ?? '').includes('application/x-ndjson');
+      return eventStreamResponse(services.events.reader(record, query.after), ndjson ? 'ndjson' : 'sse', services.heartbeatMs);
+    },
+  ),
   route(
-    { name: 'runs.cancel', method: 'POST', path: '/api/headless/:taskId/cancel', auth: 'caller', doc: { summary: 'Cancel a running run', responses: { 202: { description: 'Stopping; the record.', schema: ANSWERS.RunRecord } }, problems: ['run_not_found', 'run_not_running', 'run_owner_unreachable', 'invalid_body', 'unsupported_media_type'] } },
+    {
+      name: 'runs.cancel',
+      method: 'POST',
+      path: '/api/headless/:taskId/cancel',
+      auth: 'caller',
+      doc: {
+        summary: 'Cancel a running run',
+        responses: { 202: { description: 'Stopping; the record.', schema: ANSWERS.RunRecord } },
+        problems: ['run_not_found', 'run_not_running', 'run_owner_unreachable', 'invalid_body', 'unsupported_media_type'],
+      },
+    },
     async ({ request, params, services }) => {
-    await readEmptyBody(request);
-    return json(await services.runs.cancel(params.taskId), 202);
-  }),
+      await readEmptyBody(request);
+      return json(await services.runs.cancel(params.taskId), 202);
+    },
+  ),
 ];

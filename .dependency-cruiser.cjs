@@ -1,0 +1,47 @@
+/**
+ * The layering of src/ (docs/internals.md): each folder imports only what lies below it, and
+ * nothing imports in a circle. `npm test` runs this; a violation fails it, naming the import.
+ */
+const below = (from, allowed) => ({
+  name: `${from.replace(/[\^$\\()|]/g, '')}-imports-downward`,
+  comment: `${from} may import only ${allowed.join(', ')}`,
+  severity: 'error',
+  from: { path: from },
+  to: { path: '^src/', pathNot: [from, ...allowed] },
+});
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'No import cycles, type-only ones included.', from: {}, to: { circular: true } },
+    below('^src/contract/', []),
+    below('^src/client/', ['^src/contract/']),
+    below('^src/mcp/', ['^src/contract/', '^src/client/']),
+    below('^src/core/util/', []),
+    below('^src/core/store/', ['^src/contract/', '^src/core/util/']),
+    below('^src/core/process/', ['^src/contract/', '^src/core/util/']),
+    below('^src/core/fleet/', ['^src/contract/', '^src/core/util/', '^src/core/store/', '^src/core/process/']),
+    below('^src/core/agents/', ['^src/contract/', '^src/core/util/', '^src/core/process/', '^src/core/types\\.ts$']),
+    below('^src/core/events/', ['^src/contract/', '^src/core/util/', '^src/core/store/', '^src/core/agents/']),
+    below('^src/core/delivery/', ['^src/contract/', '^src/core/util/', '^src/core/types\\.ts$', '^src/core/public-record\\.ts$']),
+    {
+      name: 'core-below-http',
+      comment: 'Only the HTTP layer and the composition root import the HTTP layer, the MCP server and the composition root.',
+      severity: 'error',
+      from: { path: '^src/core/', pathNot: ['^src/core/http/', '^src/core/(handler|resources|options|index)\\.ts$'] },
+      to: { path: ['^src/core/http/', '^src/mcp/', '^src/core/(handler|resources|options|index)\\.ts$'] },
+    },
+    {
+      name: 'core-not-above',
+      comment: 'The core never imports the adapters or the commands.',
+      severity: 'error',
+      from: { path: '^src/(core|contract|client|mcp)/' },
+      to: { path: '^src/(adapters|cli)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '(^|/)node_modules/' },
+  },
+};
