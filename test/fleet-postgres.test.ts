@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createFleet } from '../src/core/fleet/fleet';
+import { createFleet } from '../src/core/fleet/index';
 import { SessionBook } from '../src/core/sessions';
 import { type HeadlessStore, createMemoryKeyv, createPostgresKeyv, keyvStore } from '../src/core/store/keyv-store';
 import { closeAllHosts, createTestHost, fakeAgent } from './helpers/harness';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AgentRegistry } from '../src/core/agents/registry';
 import type { HttpProblem } from '../src/contract/problems';
 import { Admission } from '../src/core/runs/admission';
-import { createFleet } from '../src/core/fleet/fleet';
+import { createFleet } from '../src/core/fleet/index';
 import { SessionBook } from '../src/core/sessions';
 import { createMemoryKeyv, keyvStore } from '../src/core/store/keyv-store';
 import type { SessionState, Workspace } from '../src/core/types';

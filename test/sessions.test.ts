@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFleet } from '../src/core/fleet/fleet';
+import { createFleet } from '../src/core/fleet/index';
 import { SessionBook } from '../src/core/sessions';
 import { createMemoryKeyv, keyvStore } from '../src/core/store/keyv-store';
 import type { SessionState } from '../src/core/types';

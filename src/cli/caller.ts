@@ -1,7 +1,8 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { HeadlessError, type HeadlessClient, type RunEvent, type RunRecord, createClient } from '../client/index';
+import { HeadlessError, type HeadlessClient, type RunRecord, createClient } from '../client/index';
 import { RUN_STATUSES, type RunStatus } from '../contract/records';
 import { fail } from './fail';
+import { describeEvent, describeRun, seconds } from './describe';
 
 /**
  * The caller commands (README: Caller CLI): `run`, `status`, `list`, `cancel`, `inbox`,
@@ -81,39 +82,6 @@ function positiveInt(command: string, name: string, value: string | undefined, f
 }
 
 const workspaceOf = (v: Values) => v.workspace ?? process.env.HEADLESS_WORKSPACE ?? 'default';
-const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)}s`);
-
-function describeRun(r: RunRecord): string {
-  const lines = [
-    `${r.taskId}  ${r.status}  ${r.agent}  workspace ${r.workspaceId}  session ${r.resumeId}`,
-    `  started ${r.createdAt}${r.endedAt ? `, took ${seconds(r.durationMs)}` : ''}`,
-  ];
-  if (r.error) lines.push(`  error: ${r.error.code}: ${r.error.message}`);
-  if (r.usage) lines.push(`  usage: ${r.usage.inputTokens} in, ${r.usage.outputTokens} out${r.usage.costUsd === undefined ? '' : `, $${r.usage.costUsd}`}`);
-  if (r.lastMessage) lines.push(`  last message: ${r.lastMessage}`);
-  for (const w of r.webhooks ?? []) lines.push(`  webhook ${w.event} → ${w.url}: ${w.state} (${w.attempts} attempts)`);
-  return lines.join('\n');
-}
-
-function describeEvent(e: RunEvent): string {
-  const time = e.time.slice(11, 19);
-  const data = e.data as Record<string, unknown>;
-  const what =
-    e.type === 'message'
-      ? String(data.text)
-      : e.type === 'tool'
-        ? `${String(data.name)} ${String(data.status)}`
-        : e.type === 'usage'
-          ? `${String(data.inputTokens)} in, ${String(data.outputTokens)} out`
-          : e.type === 'error'
-            ? String(data.message)
-            : e.type === 'run.ended'
-              ? String(data.status)
-              : e.type === 'run.started'
-                ? `${String(data.agent)} in ${String(data.workspaceId)}`
-                : String(data.resumeId ?? '');
-  return `${time} ${e.type.padEnd(13)} ${what.replace(/\s+/g, ' ').slice(0, 200)}`;
-}
 
 /** Waits for the run's end: a live progress line for people, each event with `--follow`. */
 async function finish(client: HeadlessClient, taskId: string, v: Values): Promise<RunRecord> {

@@ -1,7 +1,10 @@
 import * as v from 'valibot';
 import { ANSWERS } from '../contract/answers';
-import type { ProblemCode } from '../contract/problems';
 import type { RunEvent } from '../contract/events';
+import { HeadlessError, RETRIED_STATUS, answer, pages, query, sleep } from './http';
+import { sseData } from './sse';
+
+export { HeadlessError, type ClientErrorCode } from './http';
 import type { StartBody } from '../contract/requests';
 import type { InboxItem, RunRecord, RunStatus, SessionView } from '../contract/records';
 
@@ -31,36 +34,6 @@ export type StartAccepted = v.InferOutput<typeof ANSWERS.StartAccepted>;
 export type SyncResult = v.InferOutput<typeof ANSWERS.SyncResult>;
 export type RunOutput = v.InferOutput<typeof ANSWERS.RunOutput>;
 export type AgentsReport = v.InferOutput<typeof ANSWERS.AgentsReport>;
-
-/** `network`: the service could not be reached; `invalid_answer`: it answered what the schemas do not allow. */
-export type ClientErrorCode = ProblemCode | 'network' | 'invalid_answer';
-
-export class HeadlessError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: ClientErrorCode,
-    message: string,
-    /** The problem JSON, when the service sent one. */
-    readonly problem?: Record<string, unknown>,
-  ) {
-    super(message);
-    this.name = 'HeadlessError';
-  }
-}
-
-const RETRIED_STATUS = new Set([502, 503, 504]);
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 
 export interface HeadlessClient {
   /** Starts a run; resolves once it is recorded (`202`), or with `wait: true` once it has ended. */
@@ -112,31 +85,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
     }
   }
 
-  async function answer<S extends v.GenericSchema>(res: Response, schema: S): Promise<v.InferOutput<S>> {
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      throw new HeadlessError(res.status, 'invalid_answer', `the service answered ${res.status} with a body that is not JSON`);
-    }
-    if (!res.ok) {
-      const problem = body as Record<string, unknown>;
-      const code = typeof problem.code === 'string' ? (problem.code as ProblemCode) : 'internal';
-      throw new HeadlessError(res.status, code, typeof problem.detail === 'string' ? problem.detail : `the service answered ${res.status}`, problem);
-    }
-    const parsed = v.safeParse(schema, body);
-    if (!parsed.success) throw new HeadlessError(res.status, 'invalid_answer', `unexpected answer: ${v.summarize(parsed.issues)}`);
-    return parsed.output;
-  }
-
   const call = async <S extends v.GenericSchema>(schema: S, method: string, path: string, body?: unknown) => answer(await send(method, path, body), schema);
-  const query = (params: Record<string, string | number | boolean | undefined>) => {
-    const q = new URLSearchParams();
-    for (const [k, value] of Object.entries(params)) if (value !== undefined) q.set(k, String(value));
-    const text = q.toString();
-    return text ? `?${text}` : '';
-  };
 
   async function start(workspaceId: string, body: StartOptions & { wait?: boolean }, request: { idempotencyKey?: string } = {}) {
     // A key makes every retry safe: the service answers a repeat with the first answer.
@@ -159,16 +108,6 @@ export function createClient(options: ClientOptions): HeadlessClient {
         continue;
       }
       return body.wait ? answer(res, ANSWERS.SyncResult) : answer(res, ANSWERS.StartAccepted);
-    }
-  }
-
-  async function* pages<T>(fetchPage: (cursor?: string) => Promise<{ items: T[]; next: string | null }>): AsyncIterable<T> {
-    let cursor: string | undefined;
-    for (;;) {
-      const page = await fetchPage(cursor);
-      yield* page.items;
-      if (page.next === null) return;
-      cursor = page.next;
     }
   }
 
@@ -261,22 +200,4 @@ export function createClient(options: ClientOptions): HeadlessClient {
       retire: (resumeId) => call(ANSWERS.SessionView, 'POST', `/api/sessions/${enc(resumeId)}/retire`),
     },
   };
-}
-
-/** The `data` of each event of a Server-Sent Events body. */
-async function* sseData(body: ReadableStream<Uint8Array>): AsyncIterable<string> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  let data: string[] = [];
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n')) {
-      const line = buffer.slice(0, nl).replace(/\r$/, '');
-      buffer = buffer.slice(nl + 1);
-      if (line === '') {
-        if (data.length > 0) yield data.join('\n');
-        data = [];
-      } else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-    }
-  }
 }

@@ -2,7 +2,7 @@ import { diagnoseWorkspace } from './agents/doctor';
 import { AgentRegistry } from './agents/registry';
 import { Webhooks } from './delivery/webhooks';
 import { RunEvents } from './events/run-events';
-import { type Fleet, createFleet } from './fleet/fleet';
+import { type Fleet, createFleet } from './fleet/index';
 import { HttpProblem, StorageError } from '../contract/problems';
 import type { RouteServices } from './http/router';
 import { IdempotencyKeys } from './idempotency';
@@ -10,6 +10,7 @@ import { Inbox } from './inbox';
 import type { HeadlessHandlerOptions } from './options';
 import { createExecaSpawner } from './process/spawner';
 import { Retention } from './retention';
+import { Admission } from './runs/admission';
 import { RunRecords } from './runs/records';
 import { RunService } from './runs/run-service';
 import { RunTokens } from './runs/tokens';
@@ -43,9 +44,18 @@ export function buildResources(options: HeadlessHandlerOptions, log: (message: s
   const records = new RunRecords({ store, log, shared: fleet.shared });
   const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, workspace: (id) => workspaces.find(id) });
   for (const ws of workspaces.all() ?? []) webhooks.checkWorkspace(ws);
-  const runs = new RunService({
-    store,
+  const admission = new Admission({
     registry,
+    sessions,
+    store,
+    maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
+    shared: fleet.shared,
+    defaultAgent: options.defaultAgent,
+    baseEnv: env,
+    log,
+  });
+  const runs = new RunService({
+    admission,
     sessions,
     tokens,
     spawner: options.spawner ?? createExecaSpawner(),
@@ -53,8 +63,6 @@ export function buildResources(options: HeadlessHandlerOptions, log: (message: s
     webhooks,
     fleet,
     records,
-    maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
-    defaultAgent: options.defaultAgent,
     adminToken: options.adminToken,
     baseEnv: env,
     log,

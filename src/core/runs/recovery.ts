@@ -1,7 +1,7 @@
 import { owe } from '../delivery/outbox';
 import type { Webhooks } from '../delivery/webhooks';
 import type { RunEvents } from '../events/run-events';
-import { MACHINE } from '../fleet/fleet';
+import { MACHINE } from '../process/machine';
 import { reapEarlierRun } from '../process/process-tree';
 import { publicRecord } from '../public-record';
 import type { SessionBook } from '../sessions';

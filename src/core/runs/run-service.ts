@@ -1,74 +1,36 @@
-import { HttpProblem, StorageError } from '../../contract/problems';
+import { HttpProblem } from '../../contract/problems';
 import type { RunRecord, RunStatus } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
-import type { AgentRegistry } from '../agents/registry';
-import type { AgentOutputParser } from '../agents/types';
-import { owe, viewOf } from '../delivery/outbox';
+import { viewOf } from '../delivery/outbox';
 import type { Webhooks } from '../delivery/webhooks';
 import type { RunEvents } from '../events/run-events';
-import { type Fleet, type FleetAnswer, type FleetRequest, MACHINE } from '../fleet/fleet';
+import type { Fleet, FleetAnswer, FleetRequest } from '../fleet/fleet';
+import { MACHINE } from '../process/machine';
 import type { ProcessOutput, Spawner } from '../process/spawner';
 import { SpawnFailure } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { SessionBook } from '../sessions';
-import type { HeadlessStore } from '../store/keyv-store';
 import type { StoredRun, WebhookTarget, Workspace } from '../types';
-import { Admission, type Reservation } from './admission';
-import { type EndInput, emptyEnd, finalChange, processOutcome, settleSession } from './ending';
+import type { Admission, Reservation } from './admission';
+import { cancelElsewhere } from './cancel';
+import { type LiveRun, type RunOutputView, type ServiceStop, type StartedRun, newLiveRun } from './live-run';
+import { newRunRecord } from './new-record';
+import { emptyEnd, processOutcome } from './ending';
 import { KILL_GRACE_MS, launchProcess } from './launch';
 import { outputPipe } from './output-pipe';
 import { tailOf } from './output-tail';
 import { inWorkspace } from './placement';
 import type { RunRecords } from './records';
+import { RunEnding } from './run-ending';
 import { takeOverRuns } from './recovery';
-import type { SupervisedProcess } from './supervisor';
 import type { RunTokens } from './tokens';
 
 /** Shutdown must finish within the daemon's 10 s, so its grace is shorter. */
 const SHUTDOWN_GRACE_MS = 2000;
 const SHUTDOWN_WAIT_MS = 6000;
 
-/** A run's output tail: live while it runs, stored when it ends. */
-export interface RunOutputView extends ProcessOutput {
-  taskId: string;
-  status: RunStatus;
-  /** False when none was kept: the service died while it ran, or the store refused it. */
-  retained: boolean;
-}
-
-export interface RunResult {
-  record: RunRecord;
-  output: ProcessOutput;
-}
-
-export interface StartedRun {
-  record: RunRecord;
-  /** Settles once, with the final record, when the run has ended and its record is stored; rejects with StorageError if the store refuses it. */
-  done: Promise<RunResult>;
-}
-
-/** A run between admission and its durable final record. Its record is `records.current(taskId)`. */
-interface LiveRun {
-  taskId: string;
-  reservation: Reservation;
-  parser: AgentOutputParser;
-  /** The agent's own session id this run resumed, if it resumed one. */
-  resumedFrom?: string;
-  process?: SupervisedProcess;
-  /** A stop asked for while the process was still being spawned; applied once it is. */
-  pendingStop?: ServiceStop;
-  /** The write of the record with its process, awaited before the final write so it cannot land after it. */
-  processSaved?: Promise<unknown>;
-  /** Its process has ended: its final record is being stored. */
-  ending: boolean;
-  resolve: (result: RunResult) => void;
-  reject: (error: Error) => void;
-  done: Promise<RunResult>;
-}
-
 export interface RunServiceOptions {
-  store: HeadlessStore;
-  registry: AgentRegistry;
+  admission: Admission;
   sessions: SessionBook;
   tokens: RunTokens;
   spawner: Spawner;
@@ -76,16 +38,11 @@ export interface RunServiceOptions {
   webhooks: Webhooks;
   fleet: Fleet;
   records: RunRecords;
-  maxConcurrentRuns: number;
-  defaultAgent?: string;
   adminToken?: string;
   /** The environment runs start from (minus what `buildRunEnv` strips). */
   baseEnv: NodeJS.ProcessEnv;
   log: (message: string, error?: unknown) => void;
 }
-
-/** The stops the service asks for by itself (the watchdog and a refused record are the supervisor's). */
-type ServiceStop = 'cancel' | 'shutdown';
 
 /**
  * The run lifecycle, composed: admission takes a slot and the Session, the record is made
@@ -98,21 +55,15 @@ export class RunService {
   private readonly records: RunRecords;
   private readonly bootId: string;
   private readonly placement;
+  private readonly ending: RunEnding;
 
   constructor(private readonly o: RunServiceOptions) {
-    this.admission = new Admission({
-      registry: o.registry,
-      sessions: o.sessions,
-      store: o.store,
-      maxConcurrentRuns: o.maxConcurrentRuns,
-      shared: o.fleet.shared,
-      defaultAgent: o.defaultAgent,
-      baseEnv: o.baseEnv,
-      log: o.log,
-    });
+    this.admission = o.admission;
     this.records = o.records;
     this.bootId = o.fleet.instanceId;
     this.placement = inWorkspace(o.spawner);
+    const { sessions, tokens, webhooks, events, log } = o;
+    this.ending = new RunEnding({ records: o.records, sessions, tokens, webhooks, events, log, forget: (taskId) => this.live.delete(taskId) });
   }
 
   /** Loads what start-up needs. */
@@ -167,22 +118,7 @@ export class RunService {
     if (reservation.session) await this.o.sessions.update(resumeId, (s) => ({ lastRunAt: now, runCount: s.runCount + 1 }));
     else
       await this.o.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: now, lastRunAt: now, runCount: 1 });
-    const record: StoredRun = {
-      taskId,
-      resumeId,
-      workspaceId: workspace.id,
-      agent: adapter.name,
-      mode: request.wait ? 'sync' : 'async',
-      status: 'running',
-      createdAt: now,
-      endedAt: null,
-      durationMs: null,
-      timeoutMs: request.timeoutMs,
-      exitCode: null,
-      signal: null,
-      bootId: this.bootId,
-      ...(webhookTargets.length > 0 ? { webhookTargets } : {}),
-    };
+    const record = newRunRecord({ taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, request, owner: this.bootId, webhookTargets, now });
     await this.records.create(record);
     return record;
   }
@@ -192,14 +128,7 @@ export class RunService {
     const { taskId, resumeId } = record;
     const input = { prompt: request.prompt, resumeId, agentSessionId: reservation.session?.agentSessionId };
     const parser = reservation.adapter.parser({ ...input, workspacePath: workspace.path });
-    let resolve!: LiveRun['resolve'];
-    let reject!: LiveRun['reject'];
-    const done = new Promise<RunResult>((ok, fail) => {
-      resolve = ok;
-      reject = fail;
-    });
-    done.catch(() => undefined);
-    const live: LiveRun = { taskId, reservation, parser, resumedFrom: input.agentSessionId, ending: false, resolve, reject, done };
+    const live = newLiveRun({ taskId, reservation, parser, resumedFrom: input.agentSessionId });
     this.live.set(taskId, live);
     const token = this.o.tokens.issue({ taskId, workspaceId: workspace.id, resumeId });
     try {
@@ -224,13 +153,13 @@ export class RunService {
           parser,
           events: this.o.events,
           log: this.o.log,
-          onSessionId: (id) => this.noteSession(live, id),
+          onSessionId: (id) => this.ending.noteSession(live, id),
         }),
       });
     } catch (error) {
       const message = error instanceof SpawnFailure ? error.message : 'the agent process could not be started';
       if (!(error instanceof SpawnFailure)) this.o.log('spawn failed', error);
-      await this.finalize(live, { ...emptyEnd, runtimeError: { code: 'spawn_failed', message } });
+      await this.ending.finalize(live, { ...emptyEnd, runtimeError: { code: 'spawn_failed', message } });
       throw new HttpProblem('spawn_failed', message, { extra: { taskId } });
     }
     const proc = live.process;
@@ -240,7 +169,7 @@ export class RunService {
     proc.ended
       .then((end) => {
         if (end.lost !== undefined) this.o.log(`lost track of the process of ${taskId}`, end.lost);
-        return this.finalize(live, processOutcome(end));
+        return this.ending.finalize(live, processOutcome(end));
       })
       .catch((error: unknown) => this.o.log(`could not finalise ${taskId}`, error));
     try {
@@ -250,47 +179,7 @@ export class RunService {
       proc.stop('unrecorded', 0);
       throw error;
     }
-    return { record: publicRecord(this.records.current(taskId) ?? record), done };
-  }
-
-  /** The agent printed its session id: one write records it with the agent.session deliveries it owes. */
-  private noteSession(live: LiveRun, agentSessionId: string): void {
-    const { taskId } = live;
-    const at = new Date().toISOString();
-    this.o.events.append(taskId, 'agent.session', { resumeId: live.reservation.resumeId });
-    void this.records
-      .update(taskId, (r) => (r.status === 'running' ? owe({ ...r, agentSessionId }, 'agent.session', at) : undefined))
-      .then(async (run) => {
-        // The Session follows the record (recovery settles it from the record too), then the webhooks go.
-        await this.o.sessions.noteAgentSessionId(live.reservation.resumeId, agentSessionId);
-        if (run) this.o.webhooks.schedule(run);
-      })
-      .catch((error: unknown) => this.o.log(`could not record the agent session of ${taskId}`, error));
-  }
-
-  /** Judges the outcome, releases the reservation and stores the final record; announces it once durable. Runs once per run. */
-  private async finalize(live: LiveRun, end: EndInput): Promise<void> {
-    live.ending = true;
-    const { taskId, reservation } = live;
-    const record = this.records.current(taskId)!;
-    const { fields, failedUnanswered, agentSessionId } = finalChange({ live, end, record, log: this.o.log });
-    await settleSession(this.o.sessions, record.resumeId, failedUnanswered ? { reset: live.resumedFrom } : { note: agentSessionId });
-    this.o.tokens.revoke(taskId);
-    await reservation.release();
-    await live.processSaved?.catch(() => undefined);
-    const change = (r: StoredRun) => (r.status === 'running' ? owe({ ...r, ...fields }, 'run.ended', fields.endedAt) : undefined);
-    const inTime = await this.records.finish(taskId, change, (final) => this.announce(live, final, end.output));
-    if (!inTime) live.reject(new StorageError(`the final record of ${taskId} could not be stored yet; it is retried`));
-  }
-
-  /** The final record is durable: now its output, timeline end, webhooks and waiters are told. */
-  private async announce(live: LiveRun, final: StoredRun, output: ProcessOutput): Promise<void> {
-    await this.records.saveOutput(live.taskId, output);
-    this.o.webhooks.schedule(final);
-    await this.o.events.end(publicRecord(final));
-    this.records.untrack(live.taskId);
-    this.live.delete(live.taskId);
-    live.resolve({ record: publicRecord(final), output });
+    return { record: publicRecord(this.records.current(taskId) ?? record), done: live.done };
   }
 
   private async find(taskId: string): Promise<StoredRun | undefined> {
@@ -330,24 +219,11 @@ export class RunService {
   /** Cancels a run of this instance, or asks the instance that runs it. */
   async cancel(taskId: string): Promise<RunRecord> {
     const live = this.live.get(taskId);
-    if (!live) return this.cancelElsewhere(taskId);
+    if (!live) return cancelElsewhere({ find: (id) => this.find(id), fleet: this.o.fleet, instanceId: this.bootId }, taskId);
     const stopReason = live.process?.stopReason ?? live.pendingStop;
     if (live.ending || (stopReason !== undefined && stopReason !== 'cancel')) throw new HttpProblem('run_not_running', `Run "${taskId}" is already stopping.`);
     this.stop(live, 'cancel');
     return publicRecord(this.records.current(taskId)!);
-  }
-
-  private async cancelElsewhere(taskId: string): Promise<RunRecord> {
-    const stored = await this.find(taskId);
-    if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
-    if (stored.status !== 'running' || stored.bootId === this.bootId) throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
-    const answer = await this.o.fleet.ask(stored.bootId, { op: 'cancel', taskId });
-    if (answer.ok) return publicRecord(stored);
-    // No answer: the owner may have died and its run been taken over meanwhile.
-    if (answer.code === 'run_owner_unreachable' && (await this.find(taskId))?.status !== 'running') {
-      throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
-    }
-    throw new HttpProblem(answer.code, answer.message, answer.code === 'run_owner_unreachable' ? { headers: { 'retry-after': '5' } } : {});
   }
 
   private stop(live: LiveRun, reason: ServiceStop): void {

@@ -1,0 +1,19 @@
+import { claudeStyleParser } from '../parsing/claude-stream';
+import { agent } from './define';
+
+export const amp = agent('amp', {
+  // Without credentials amp prints a login prompt and waits forever, even with stdin closed.
+  credentials: { env: ['AMP_API_KEY'], files: ['.local/share/amp/secrets.json'], required: true },
+  run: (input) => ({
+    args: [
+      ...(input.agentSessionId === undefined ? [] : ['threads', 'continue', input.agentSessionId]),
+      '--execute',
+      '--stream-json',
+      '--dangerously-allow-all',
+    ],
+    stdin: input.prompt,
+    // With TERM set, amp writes terminal control sequences into its pipes.
+    env: { TERM: 'dumb' },
+  }),
+  parser: claudeStyleParser,
+});

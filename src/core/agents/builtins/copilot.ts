@@ -1,0 +1,38 @@
+import { jsonLinesParser, obj, str, toolEnded, toolStarted } from '../parsing/json-lines';
+import { agent } from './define';
+
+export const copilot = agent('copilot', {
+  identity: { args: ['--version'], pattern: /Copilot CLI/ },
+  credentials: { env: ['COPILOT_GITHUB_TOKEN', 'GH_TOKEN', 'GITHUB_TOKEN', 'COPILOT_PROVIDER_API_KEY'], files: ['.copilot/config.json'] },
+  run: (input) => ({
+    args: [
+      `--prompt=${input.prompt}`,
+      '--allow-all',
+      '--no-ask-user',
+      '--output-format',
+      'json',
+      ...(input.agentSessionId === undefined ? [] : [`--resume=${input.agentSessionId}`]),
+    ],
+  }),
+  // No start event carries the session id: it comes in the final `result`. The reason of a
+  // failure comes in `session.error`.
+  parser: jsonLinesParser({
+    onEvent(event, state, emit) {
+      const data = obj(event.data);
+      if (event.type === 'assistant.message') {
+        state.answered = true;
+        state.lastMessage = str(data?.content) ?? state.lastMessage;
+        if (str(data?.content)) emit({ type: 'message', text: data!.content as string });
+      } else if (event.type === 'tool.execution_start') toolStarted(state, emit, str(data?.toolName), str(data?.toolCallId));
+      else if (event.type === 'tool.execution_complete') toolEnded(state, emit, str(data?.toolCallId), data?.success === false);
+      else if (event.type === 'session.error') {
+        state.lastError = str(data?.message) ?? state.lastError;
+        if (str(data?.message)) emit({ type: 'error', message: data!.message as string });
+      } else if (event.type === 'result') {
+        state.sessionId ??= str(event.sessionId);
+        state.final = event.exitCode === 0 ? {} : { error: state.lastError ?? `copilot reported exit code ${String(event.exitCode)}` };
+      }
+    },
+    noFinal: 'copilot printed no result event',
+  }),
+});

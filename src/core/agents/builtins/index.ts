@@ -1,0 +1,18 @@
+import type { AgentAdapter } from '../types';
+import { claude } from './claude';
+import { codex } from './codex';
+import { gemini } from './gemini';
+import { qwen } from './qwen';
+import { opencode } from './opencode';
+import { cursor } from './cursor';
+import { amp } from './amp';
+import { copilot } from './copilot';
+import { goose } from './goose';
+import { shell } from './shell';
+
+/**
+ * The built-in adapters, in the documented order. This order is the selection fallback: when no
+ * request, Session, workspace or default names an agent, the first one here that is enabled and
+ * installed runs (agents/registry.ts).
+ */
+export const BUILTIN_AGENTS: readonly AgentAdapter[] = [claude, codex, gemini, qwen, opencode, cursor, amp, copilot, goose, shell];

@@ -1,0 +1,42 @@
+import { addUsage, jsonLinesParser, obj, str, toolEnded, usageOf } from '../parsing/json-lines';
+import { agent, resumeFlag } from './define';
+
+export const opencode = agent('opencode', {
+  help: ['run', '--help'],
+  credentials: { env: [], files: ['.local/share/opencode/auth.json'] },
+  run: (input) => ({
+    // `run` reads the message from stdin when it is not a TTY. The permission variable is
+    // the one auto-approve switch that has survived every flag rename.
+    args: ['run', '--format', 'json', ...resumeFlag('--session', input)],
+    stdin: input.prompt,
+    env: { OPENCODE_PERMISSION: '{"*":"allow"}' },
+  }),
+  // There is no final event: a run without an `error` event that exits 0 succeeded.
+  parser: jsonLinesParser({
+    onEvent(event, state, emit) {
+      const part = obj(event.part);
+      state.sessionId ??= str(event.sessionID);
+      if (event.type === 'text' || event.type === 'tool_use') state.answered = true;
+      if (event.type === 'text') {
+        state.lastMessage = str(part?.text) ?? state.lastMessage;
+        if (str(part?.text)) emit({ type: 'message', text: part!.text as string });
+      }
+      if (event.type === 'tool_use') {
+        // One event per finished call: its state says how it ended.
+        const status = obj(part?.state)?.status;
+        if (status === 'completed' || status === 'error') toolEnded(state, emit, str(part?.callID) ?? str(part?.id), status === 'error', str(part?.tool));
+      }
+      if (event.type === 'step_finish') {
+        state.usage = addUsage(state.usage, usageOf(obj(part?.tokens)?.input, obj(part?.tokens)?.output, part?.cost));
+        if (state.usage) emit({ type: 'usage', usage: state.usage });
+      }
+      if (event.type === 'error') {
+        const error = obj(event.error);
+        const name = str(error?.name);
+        const message = str(obj(error?.data)?.message);
+        state.final = { error: message ? `${name ? `${name}: ` : ''}${message}` : (name ?? 'error') };
+        emit({ type: 'error', message: state.final.error! });
+      }
+    },
+  }),
+});

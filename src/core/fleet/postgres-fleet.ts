@@ -1,0 +1,246 @@
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { HttpProblem, StorageError } from '../../contract/problems';
+import type { SqlAccess } from '../store/keyv-store';
+import { newSortableId } from '../util/ids';
+import type { Fleet, FleetAnswer, FleetHandlers, FleetOptions, FleetRequest } from './fleet';
+import { MACHINE } from '../process/machine';
+import { claim, holderOf, release } from './postgres-claims';
+
+const ASK_TIMEOUT_MS = 5000;
+/** A failed renewal is tried again after this, until it succeeds. */
+const RENEW_RETRY_MS = 500;
+/** A key for `pg_try_advisory_lock`: one sweeper at a time in the whole fleet. */
+const SWEEP_LOCK = "hashtext('headless-run-webhook:sweep')";
+
+interface Envelope {
+  id: string;
+  from: string;
+  request?: FleetRequest;
+  answer?: FleetAnswer;
+}
+
+/**
+ * Instances on one PostgreSQL database. Each holds a lease (a row in `headless_instances`,
+ * renewed every third of its length); an instance whose lease has run out is gone, and one
+ * sweeper (under an advisory lock) takes over what it left. Claims are rows in
+ * `headless_claims` (`INSERT … ON CONFLICT DO NOTHING`), dropped with their owner. Requests
+ * between instances go by `NOTIFY` on the owner's channel, answered on the asker's.
+ */
+export class PostgresFleet implements Fleet {
+  readonly instanceId = newSortableId('boot_');
+  readonly shared = true;
+  private readonly leaseMs: number;
+  private pg!: typeof pg;
+  private pool: pg.Pool | undefined;
+  /** LISTENs on this instance's channel and holds the sweep lock while sweeping. */
+  private listener: pg.Client | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private handlers: FleetHandlers | undefined;
+  private readonly waiting = new Map<string, (answer: FleetAnswer) => void>();
+  private ticking: Promise<void> = Promise.resolve();
+  private left = false;
+
+  constructor(
+    private readonly sql: SqlAccess,
+    private readonly connectionString: string,
+    private readonly o: FleetOptions,
+  ) {
+    this.leaseMs = o.leaseMs ?? 15_000;
+    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1000) throw new Error(`the instance lease must be at least 1000 ms, not ${this.leaseMs}`);
+  }
+
+  private get lease(): string {
+    return `${this.leaseMs} milliseconds`;
+  }
+
+  async join(handlers: FleetHandlers): Promise<void> {
+    this.handlers = handlers;
+    this.pg = (await import('pg')).default;
+    // Connections of its own: a transaction per exclusive section, and a listener.
+    this.pool = new this.pg.Pool({ connectionString: this.connectionString, max: 4 });
+    // An idle connection dropped by the server must not crash the service; the next query reconnects.
+    this.pool.on('error', (error) => this.o.log('a fleet database connection failed', error));
+    const q = (text: string) => this.sql.query(text);
+    await q('CREATE TABLE IF NOT EXISTS headless_instances (id TEXT PRIMARY KEY, machine TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)');
+    await q('CREATE TABLE IF NOT EXISTS headless_claims (key TEXT PRIMARY KEY, holder TEXT NOT NULL, owner TEXT NOT NULL)');
+    await q('CREATE INDEX IF NOT EXISTS headless_claims_owner ON headless_claims (owner)');
+    await this.sql.query('INSERT INTO headless_instances (id, machine, expires_at) VALUES ($1, $2, now() + $3::interval)', [
+      this.instanceId,
+      MACHINE,
+      this.lease,
+    ]);
+    await this.listen();
+    await this.sweep();
+    this.timer = setInterval(
+      () => {
+        // One tick at a time: a slow database never piles them up.
+        this.ticking = this.ticking.then(() => this.tick());
+      },
+      Math.floor(this.leaseMs / 3),
+    );
+    this.timer.unref();
+  }
+
+  private async listen(): Promise<void> {
+    // Named, so an operator can tell each instance's listener in pg_stat_activity.
+    const client = new this.pg.Client({ connectionString: this.connectionString, application_name: `headless-run-webhook ${this.instanceId}` });
+    client.on('error', (error) => {
+      this.o.log('the fleet listener lost its database connection; reconnecting', error);
+      if (this.listener === client) this.listener = undefined;
+      client.end().catch(() => undefined);
+    });
+    client.on('notification', (message) => {
+      if (message.payload) this.receive(message.payload);
+    });
+    await client.connect();
+    await client.query(`LISTEN "${this.instanceId}"`);
+    this.listener = client;
+  }
+
+  private async tick(): Promise<void> {
+    if (this.left) return;
+    try {
+      const renewed = await this.sql.query(
+        'UPDATE headless_instances SET expires_at = now() + $2::interval WHERE id = $1 AND expires_at >= now() RETURNING id',
+        [this.instanceId, this.lease],
+      );
+      if (renewed.length === 0) {
+        this.o.log(`the lease of instance ${this.instanceId} ran out; its runs were taken over by another instance`);
+        this.handlers?.lost();
+        await this.sql.query(
+          'INSERT INTO headless_instances (id, machine, expires_at) VALUES ($1, $2, now() + $3::interval) ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at',
+          [this.instanceId, MACHINE, this.lease],
+        );
+      }
+      if (!this.listener) await this.listen();
+      await this.sweep();
+    } catch (error) {
+      this.o.log('the fleet could not renew its lease or sweep; retrying', error);
+      // Renewal is retried at once and often, not at the next tick: a database outage shorter
+      // than what is left of the lease then costs nothing (lost only once it has run out).
+      clearTimeout(this.retry);
+      this.retry = setTimeout(() => {
+        this.ticking = this.ticking.then(() => this.tick());
+      }, RENEW_RETRY_MS);
+      this.retry.unref();
+    }
+  }
+
+  /** Takes over what gone instances left, if no other instance is sweeping. */
+  private async sweep(): Promise<void> {
+    const client = this.listener;
+    if (!client) return;
+    const { rows } = await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(${SWEEP_LOCK}) AS locked`);
+    if (!rows[0]?.locked) return;
+    try {
+      let alive: Promise<Set<string>> | undefined;
+      const isGone = async (owner: string | undefined) => {
+        alive ??= this.sql.query<{ id: string }>('SELECT id FROM headless_instances WHERE expires_at >= now()').then((r) => new Set(r.map((i) => i.id)));
+        return owner === undefined || !(await alive).has(owner);
+      };
+      await this.handlers?.takeOver(isGone);
+      await isGone(undefined);
+      // What the gone ones held goes with them, once their runs have ended; an instance whose
+      // lease ran out during the sweep is left for the next one.
+      const kept = [...(await alive!)];
+      await this.sql.query(
+        'DELETE FROM headless_claims WHERE NOT (owner = ANY($1)) AND owner NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
+        [kept],
+      );
+      await this.sql.query('DELETE FROM headless_instances WHERE expires_at < now() AND NOT (id = ANY($1))', [kept]);
+    } finally {
+      await client.query(`SELECT pg_advisory_unlock(${SWEEP_LOCK})`);
+    }
+  }
+
+  claim(key: string, holder: string): Promise<string | undefined> {
+    return claim(this.sql, this.instanceId, key, holder);
+  }
+
+  release(key: string, holder: string): Promise<void> {
+    return release(this.sql, key, holder);
+  }
+
+  holder(key: string): Promise<string | undefined> {
+    return holderOf(this.sql, key);
+  }
+
+  async exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool!.connect();
+      await client.query('BEGIN');
+    } catch (error) {
+      throw new StorageError(`store lock failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    try {
+      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
+      return await work();
+    } finally {
+      // The lock goes with the transaction; a broken connection is dropped from the pool.
+      await client.query('COMMIT').then(
+        () => client.release(),
+        (error: Error) => client.release(error),
+      );
+    }
+  }
+
+  async ask(instanceId: string, request: FleetRequest): Promise<FleetAnswer> {
+    const id = randomUUID();
+    const answered = new Promise<FleetAnswer>((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id);
+        resolve({ ok: false, code: 'run_owner_unreachable', message: 'The instance running this run did not answer; retry shortly.' });
+      }, ASK_TIMEOUT_MS);
+      this.waiting.set(id, (answer) => {
+        clearTimeout(timer);
+        this.waiting.delete(id);
+        resolve(answer);
+      });
+    });
+    await this.notify(instanceId, { id, from: this.instanceId, request });
+    return answered;
+  }
+
+  private async notify(channel: string, envelope: Envelope): Promise<void> {
+    await this.sql.query('SELECT pg_notify($1, $2)', [channel, JSON.stringify(envelope)]);
+  }
+
+  private receive(payload: string): void {
+    let envelope: Envelope;
+    try {
+      envelope = JSON.parse(payload) as Envelope;
+    } catch {
+      return;
+    }
+    if (envelope.answer) {
+      this.waiting.get(envelope.id)?.(envelope.answer);
+      return;
+    }
+    const { request } = envelope;
+    if (!request || !this.handlers) return;
+    void this.handlers
+      .answer(request)
+      .catch((error: unknown): FleetAnswer => {
+        if (error instanceof HttpProblem) return { ok: false, code: error.code, message: error.message };
+        this.o.log(`could not answer a request of instance ${envelope.from}`, error);
+        return { ok: false, code: 'internal', message: 'The instance running this run failed to act on it.' };
+      })
+      .then((answer) => this.notify(envelope.from, { id: envelope.id, from: this.instanceId, answer }))
+      .catch((error: unknown) => this.o.log(`could not answer instance ${envelope.from}`, error));
+  }
+
+  async leave(): Promise<void> {
+    this.left = true;
+    clearInterval(this.timer);
+    clearTimeout(this.retry);
+    await this.ticking;
+    await this.sql
+      .query('DELETE FROM headless_instances WHERE id = $1', [this.instanceId])
+      .catch((error: unknown) => this.o.log('could not leave the fleet', error));
+    await this.listener?.end().catch(() => undefined);
+    await this.pool?.end().catch(() => undefined);
+  }
+}

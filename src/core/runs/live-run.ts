@@ -1,0 +1,58 @@
+import type { RunRecord, RunStatus } from '../../contract/records';
+import type { AgentOutputParser } from '../agents/types';
+import type { ProcessOutput } from '../process/spawner';
+import type { Reservation } from './admission';
+import type { SupervisedProcess } from './supervisor';
+
+/** A run's output tail: live while it runs, stored when it ends. */
+export interface RunOutputView extends ProcessOutput {
+  taskId: string;
+  status: RunStatus;
+  /** False when none was kept: the service died while it ran, or the store refused it. */
+  retained: boolean;
+}
+
+export interface RunResult {
+  record: RunRecord;
+  output: ProcessOutput;
+}
+
+export interface StartedRun {
+  record: RunRecord;
+  /** Settles once, with the final record, when the run has ended and its record is stored; rejects with StorageError if the store refuses it. */
+  done: Promise<RunResult>;
+}
+
+/** A run between admission and its durable final record. Its record is `records.current(taskId)`. */
+export interface LiveRun {
+  taskId: string;
+  reservation: Reservation;
+  parser: AgentOutputParser;
+  /** The agent's own session id this run resumed, if it resumed one. */
+  resumedFrom?: string;
+  process?: SupervisedProcess;
+  /** A stop asked for while the process was still being spawned; applied once it is. */
+  pendingStop?: ServiceStop;
+  /** The write of the record with its process, awaited before the final write so it cannot land after it. */
+  processSaved?: Promise<unknown>;
+  /** Its process has ended: its final record is being stored. */
+  ending: boolean;
+  resolve: (result: RunResult) => void;
+  reject: (error: Error) => void;
+  done: Promise<RunResult>;
+}
+
+/** The stops the service asks for by itself (the watchdog and a refused record are the supervisor's). */
+export type ServiceStop = 'cancel' | 'shutdown';
+
+/** A live run, its `done` promise not yet settled (and never an unhandled rejection). */
+export function newLiveRun(a: Pick<LiveRun, 'taskId' | 'reservation' | 'parser' | 'resumedFrom'>): LiveRun {
+  let resolve!: LiveRun['resolve'];
+  let reject!: LiveRun['reject'];
+  const done = new Promise<RunResult>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  done.catch(() => undefined);
+  return { ...a, ending: false, resolve, reject, done };
+}
