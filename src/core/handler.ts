@@ -44,7 +44,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     gate: options.authorize ?? createDefaultGate({ adminToken: options.adminToken, publicHosts: options.publicHosts }),
     customGate: options.authorize !== undefined,
     basePath: options.basePath,
-    apiUrl: options.apiUrl,
+    apiUrl: () => options.apiUrl,
     ready,
     log,
   });

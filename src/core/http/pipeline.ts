@@ -23,7 +23,8 @@ export interface PipelineOptions {
   /** The gate is the library user's hook: it is never asked about run tokens. */
   customGate: boolean;
   basePath?: string;
-  apiUrl?: string;
+  /** The base URL runs are given, read at each request (the daemon knows it only once it listens). */
+  apiUrl(): string | undefined;
   /** Settles when the service may answer. */
   ready: Promise<void>;
   log: (message: string, error?: unknown) => void;
@@ -74,7 +75,7 @@ export function createPipeline(o: PipelineOptions) {
         url,
         params: found.params,
         basePath,
-        apiUrl: o.apiUrl ?? `${url.origin}${basePath}`,
+        apiUrl: o.apiUrl() ?? `${url.origin}${basePath}`,
         credential,
         services: o.services,
         dispatch: (target, init) => Promise.resolve(adapter.fetch(target, init, ctx)),
