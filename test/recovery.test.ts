@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { processStartTime } from '../src/core/process/process-tree';
+import { MACHINE } from '../src/core/process/machine';
 import { createMemoryKeyv } from '../src/core/store/keyv-store';
 import type { StoredRun } from '../src/core/types';
 import { closeAllHosts, createTestHost } from './helpers/harness';
@@ -37,7 +38,7 @@ function orphanRecord(taskId: string, pid: number, startTime: string | undefined
     timeoutMs: 300_000,
     exitCode: null,
     signal: null,
-    process: { pid, startTime },
+    process: { pid, startTime, machine: MACHINE },
     bootId: 'boot_earlier',
   };
 }

@@ -22,7 +22,7 @@ function running(taskId: string): StoredRun {
     exitCode: null,
     signal: null,
     bootId: 'boot_1',
-    process: { pid: 123, startTime: '1' },
+    process: { pid: 123, startTime: '1', machine: 'host/boot' },
   };
 }
 

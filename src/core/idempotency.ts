@@ -9,7 +9,7 @@ import type { HeadlessStore } from './store/keyv-store';
  * status, body and Location) without running anything; the same key with another body is 422;
  * a retry while the first is still running is 409. An answer is kept only when the request
  * started something (a run record exists); a request refused before that (400, 404, 409, 429,
- * 503) leaves no trace, so the same key may be retried. Keys are kept for `ttlMs` and survive a
+ * 503) leaves no trace, so the same key may be retried. Keys are kept for 24 hours and survive a
  * restart with the store. A key in flight is a claim in the fleet, so of simultaneous retries sent
  * to several instances one goes on.
  */
@@ -51,14 +51,13 @@ export class IdempotencyKeys {
     /** Holds the keys whose first request is running, with its body's fingerprint. */
     private readonly fleet: Fleet,
     private readonly log: (message: string, error?: unknown) => void,
-    private readonly ttlMs = IDEMPOTENCY_TTL_MS,
   ) {}
 
   /** Deletes the keys that have expired (Keyv hides them, but SQL stores keep their rows); returns how many. */
   async prune(now: number): Promise<number> {
     let count = 0;
     for await (const [id, entry] of this.store.scan<Entry>('idem:')) {
-      if (Date.parse(entry.createdAt) + this.ttlMs < now && (await this.fleet.holder(id)) === undefined) {
+      if (Date.parse(entry.createdAt) + IDEMPOTENCY_TTL_MS < now && (await this.fleet.holder(id)) === undefined) {
         await this.store.delete(id);
         count++;
       }
@@ -93,7 +92,7 @@ export class IdempotencyKeys {
       if (cutOff) return { answer: cutOff, replayed: true };
       const taskId = newSortableId('run_');
       const createdAt = new Date().toISOString();
-      await this.store.set(id, { fingerprint, state: 'pending', taskId, createdAt } satisfies Entry, this.ttlMs);
+      await this.store.set(id, { fingerprint, state: 'pending', taskId, createdAt } satisfies Entry, IDEMPOTENCY_TTL_MS);
       let answer: StoredAnswer;
       try {
         answer = await execute(taskId);
@@ -115,7 +114,7 @@ export class IdempotencyKeys {
 
   /** Stores the answer; if the store refuses, retries are answered from the run, never a second run. */
   private async keep(id: string, entry: Entry): Promise<void> {
-    await this.store.set(id, entry, this.ttlMs).catch((e: unknown) => this.log('could not store the answer of an idempotent request', e));
+    await this.store.set(id, entry, IDEMPOTENCY_TTL_MS).catch((e: unknown) => this.log('could not store the answer of an idempotent request', e));
   }
 }
 

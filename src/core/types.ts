@@ -8,7 +8,7 @@ export interface StoredRun extends RunRecord {
     /** Process start time from /proc, so a reused pid is never signalled. */
     startTime?: string;
     /** The machine it runs on (host name and kernel boot id): its pid means nothing elsewhere. */
-    machine?: string;
+    machine: string;
   };
   /** The instance that runs it, or delivers its webhooks (new at every start of the service): its owner in a fleet. */
   bootId: string;

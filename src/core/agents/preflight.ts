@@ -110,11 +110,11 @@ export function presentCredentials(adapter: AgentAdapter, env: Record<string, st
 export async function preflight(adapter: AgentAdapter, command: string, env: Record<string, string>): Promise<void> {
   const file = findExecutable(command, env.PATH);
   if (file && !(await isTheAgent(adapter, file, env))) {
-    throw new SpawnFailure(`cannot start ${adapter.name}: ${file} is not the ${adapter.name} agent CLI (another program of the same name?)`, 'not_the_agent');
+    throw new SpawnFailure(`cannot start ${adapter.name}: ${file} is not the ${adapter.name} agent CLI (another program of the same name?)`);
   }
   const credentials = adapter.credentials;
   if (credentials?.required && presentCredentials(adapter, env).length === 0) {
     const sources = credentialSources(adapter).join(' or ');
-    throw new SpawnFailure(`cannot start ${adapter.name}: it has no credentials, and without any it never ends by itself; set ${sources}`, 'no_credentials');
+    throw new SpawnFailure(`cannot start ${adapter.name}: it has no credentials, and without any it never ends by itself; set ${sources}`);
   }
 }

@@ -20,14 +20,13 @@ export interface EventReader {
 export interface RunEventsOptions {
   store: HeadlessStore;
   log: (message: string, error?: unknown) => void;
-  /** Events kept per run; older ones are dropped. @default 1000 */
-  maxEvents?: number;
-  /** Bytes (as JSON) kept per run; older events are dropped. @default 1 MiB */
-  maxBytes?: number;
-  /** How often a running run's timeline is written to the store. @default 1000 */
-  flushMs?: number;
 }
 
+/** Events kept per run, and their bytes (as JSON): older ones are dropped. */
+const MAX_EVENTS = 1000;
+const MAX_BYTES = 1_048_576;
+/** How often a running run's timeline is written to the store. */
+const FLUSH_MS = 1000;
 /** Stored timelines kept in memory, so readers arriving together read the store once. */
 const STORED_CACHE = 16;
 /**
@@ -65,8 +64,8 @@ export class RunEvents {
   private readonly stored = new BoundedCache<string, { loading: Promise<Timeline>; at: number; timeline?: Timeline }>(STORED_CACHE);
 
   constructor(private readonly o: RunEventsOptions) {
-    this.limits = { maxEvents: o.maxEvents ?? 1000, maxBytes: o.maxBytes ?? 1_048_576 };
-    this.flushMs = o.flushMs ?? 1000;
+    this.limits = { maxEvents: MAX_EVENTS, maxBytes: MAX_BYTES };
+    this.flushMs = FLUSH_MS;
   }
 
   /** Starts the timeline of an admitted run with `run.started`. */

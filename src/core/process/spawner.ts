@@ -48,10 +48,7 @@ export interface ProcessOutput {
 export type Spawner = (options: SpawnOptions) => Promise<SpawnedProcess>;
 
 export class SpawnFailure extends Error {
-  constructor(
-    message: string,
-    readonly reason: string,
-  ) {
+  constructor(message: string) {
     super(message);
     this.name = 'SpawnFailure';
   }
@@ -101,7 +98,7 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
         (result) => {
           if (!spawned) {
             const reason = (result as { code?: string }).code ?? 'spawn_error';
-            reject(new SpawnFailure(`cannot start ${spawn.command}: ${reason}`, reason));
+            reject(new SpawnFailure(`cannot start ${spawn.command}: ${reason}`));
           }
         },
         () => undefined,

@@ -33,8 +33,8 @@ export async function takeOverRuns(o: {
   let count = 0;
   for (const run of await o.records.loadRunning()) {
     if (o.isLive(run.taskId) || !(await o.isGone(run.bootId))) continue;
-    // A pid means something only on the machine that recorded it.
-    if (run.process?.machine === undefined || run.process.machine === MACHINE) reapEarlierRun(run.taskId, run.process?.pid, run.process?.startTime);
+    // A pid means something only on the machine that recorded it; with none recorded, its marker still finds what it left.
+    if (run.process === undefined || run.process.machine === MACHINE) reapEarlierRun(run.taskId, run.process?.pid, run.process?.startTime);
     const gone = run.bootId;
     const final = await o.records.update(run.taskId, (r) => (r.status === 'running' && r.bootId === gone ? interrupted(r, o.instanceId) : undefined));
     if (final?.status !== 'interrupted' || final.bootId !== o.instanceId) continue;
