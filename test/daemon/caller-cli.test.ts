@@ -1,0 +1,107 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Daemon, api, cleanupDaemons, runCli, startFakeDaemon } from '../helpers/daemon';
+import { waitFor } from '../helpers/wait';
+
+/** The caller commands against the real daemon: output for people and machines, and exit codes. */
+
+const dirs: string[] = [];
+let daemon: Daemon;
+
+beforeAll(async () => {
+  daemon = await startFakeDaemon(dirs);
+});
+afterAll(async () => {
+  await daemon.stop();
+  cleanupDaemons(dirs);
+});
+
+const cli = (args: string[], env: Record<string, string> = {}) =>
+  runCli(args, { cwd: dirs[0]!, env: { HEADLESS_URL: daemon.url, HEADLESS_WORKSPACE: 'ws', ...env }, timeoutMs: 20_000 });
+const json = (out: string) => JSON.parse(out) as Record<string, any>;
+
+describe('headless-run-webhook run / status / list / cancel / inbox / sessions', () => {
+  it('run (async) prints the taskId; --json the start answer; status shows the record', async () => {
+    const started = await cli(['run', 'echo hi', '--agent', 'fake']);
+    expect(started.code).toBe(0);
+    const taskId = /started (run_\S+)/.exec(started.stdout)![1]!;
+    const asJson = await cli(['run', 'echo hi', '--agent', 'fake', '--json']);
+    expect(json(asJson.stdout)).toMatchObject({ status: 'running', taskId: expect.stringMatching(/^run_/) });
+    await waitFor(async () => (await cli(['status', taskId])).code === 0 && (await cli(['status', taskId])).stdout.includes('succeeded'), {
+      what: 'the run to end',
+    });
+    expect(json((await cli(['status', taskId, '--json'])).stdout)).toMatchObject({ taskId, status: 'succeeded' });
+  });
+
+  it('exit codes say how a waited run ended: 0 succeeded, 1 failed, 3 timed out, 4 cancelled', async () => {
+    const ok = await cli(['run', 'echo fine', '--agent', 'fake', '--wait', '--json']);
+    expect(ok.code).toBe(0);
+    expect(json(ok.stdout)).toMatchObject({ status: 'succeeded', exitCode: 0 });
+    const failed = await cli(['run', 'exit 3', '--agent', 'fake', '--wait']);
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toMatch(/failed/);
+    const late = await cli(['run', 'sleep 5000', '--agent', 'fake', '--wait', '--timeout', '300']);
+    expect(late.code).toBe(3);
+    const waiting = cli(['run', 'sleep 20000', '--agent', 'fake', '--wait', '--json']);
+    let taskId = '';
+    await waitFor(
+      async () => {
+        const running = ((await (await api(daemon, 'GET', '/api/headless?wsId=ws&status=running')).json()) as { runs: Array<{ taskId: string }> }).runs;
+        taskId = running[0]?.taskId ?? '';
+        return taskId !== '';
+      },
+      { what: 'the run to start' },
+    );
+    expect((await cli(['cancel', taskId])).code).toBe(0);
+    const cancelled = await waiting;
+    expect(cancelled.code).toBe(4);
+    expect(json(cancelled.stdout).status).toBe('cancelled');
+  });
+
+  it('--follow prints each event as it comes (JSON lines with --json)', async () => {
+    const text = await cli(['run', 'session f1; echo x', '--agent', 'fake', '--follow']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/run\.started .*fake in ws/);
+    expect(text.stdout).toMatch(/agent\.session/);
+    expect(text.stdout).toMatch(/run\.ended +succeeded/);
+    const lines = (await cli(['run', 'echo y', '--agent', 'fake', '--follow', '--json'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => json(l));
+    expect(lines.map((l) => l.type)).toEqual(['run.started', 'run.ended']);
+  });
+
+  it('list, inbox, sessions', async () => {
+    const { stdout } = await cli(['run', 'session s-cli; echo x', '--agent', 'fake', '--wait', '--json']);
+    const { resumeId, taskId } = json(stdout);
+    const listed = json((await cli(['list', '--limit', '3', '--json'])).stdout) as unknown as Array<{ taskId: string }>;
+    expect(listed).toHaveLength(3);
+    expect(listed[0]!.taskId).toBe(taskId);
+    expect((await cli(['list', '--status', 'succeeded'])).stdout).toMatch(/succeeded/);
+    await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'cli note' });
+    const items = json((await cli(['inbox', '--unread', '--json'])).stdout) as unknown as Array<{ id: string; title: string }>;
+    const note = items.find((i) => i.title === 'cli note')!;
+    expect((await cli(['inbox', 'read', note.id])).code).toBe(0);
+    expect(json((await cli(['sessions', resumeId, '--json'])).stdout)).toMatchObject({ resumeId, resumable: true });
+    expect((await cli(['sessions', 'retire', resumeId])).stdout).toMatch(/retired/);
+  });
+
+  it('--help and --version on every command; bad usage is exit 2; a refusal or no service is exit 6', async () => {
+    for (const command of ['run', 'status', 'list', 'cancel', 'inbox', 'sessions', 'serve', 'doctor', 'mcp']) {
+      const help = await cli([command, '--help']);
+      expect(help.code, command).toBe(0);
+      expect(help.stdout, command).toMatch(new RegExp(`Usage: headless-run-webhook ${command}`));
+      expect((await cli([command, '--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    }
+    expect((await cli(['run'])).code).toBe(2);
+    expect((await cli(['list', '--status', 'nope'])).code).toBe(2);
+    expect((await cli(['status', 'run_x', '--wait'])).code).toBe(2);
+    const missing = await cli(['status', 'run_nope']);
+    expect(missing.code).toBe(6);
+    expect(missing.stderr).toMatch(/run_not_found/);
+    const refusedJson = await cli(['status', 'run_nope', '--json']);
+    expect(json(refusedJson.stdout).error).toMatchObject({ status: 404, code: 'run_not_found' });
+    const down = await cli(['status', 'run_x'], { HEADLESS_URL: 'http://127.0.0.1:9' });
+    expect(down.code).toBe(6);
+    expect(down.stderr).toMatch(/network/);
+  });
+});

@@ -1,0 +1,143 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { cleanupDaemons, runCli } from '../helpers/daemon';
+import { closeAllHosts, createTestHost, problem } from '../helpers/harness';
+
+const REAL_BIN = resolve(__dirname, '../../node_modules/.bin');
+const dirs: string[] = [];
+afterEach(closeAllHosts);
+afterAll(() => {
+  cleanupDaemons();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function dir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'hrw-doctor-'));
+  dirs.push(d);
+  return d;
+}
+
+/** A folder of stand-ins: a goose that is the migration tool, and a claude too old for `--verbose`. */
+function impostors(): string {
+  const d = dir();
+  writeFileSync(join(d, 'goose'), '#!/bin/sh\necho "Usage: goose [OPTIONS] DRIVER DBSTRING <command>"\n', { mode: 0o755 });
+  writeFileSync(
+    join(d, 'claude'),
+    '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "0.2.9 (Claude Code)"; else echo "Usage: claude [options]\n  -p, --print\n  --output-format <format>\n  --dangerously-skip-permissions\n  -r, --resume [id]"; fi\n',
+    { mode: 0o755 },
+  );
+  return d;
+}
+
+const SECRET = 'sk-ant-never-shown-123';
+
+async function doctor(config: Record<string, unknown>, args: string[] = []) {
+  const cwd = dir();
+  writeFileSync(join(cwd, 'headless.config.json'), JSON.stringify(config));
+  const r = await runCli(['doctor', ...args], { cwd, env: { ANTHROPIC_API_KEY: SECRET }, timeoutMs: 60_000 });
+  expect(`${r.stdout}${r.stderr}`).not.toContain(SECRET);
+  return r;
+}
+
+describe('headless-run-webhook doctor', () => {
+  it('the real CLIs: found, versioned, really themselves, their flags known, credentials by name; exit 0', async () => {
+    const ws = dir();
+    mkdirSync(join(ws, '.codex'));
+    writeFileSync(join(ws, '.codex/config.toml'), 'model_provider = "local"\n');
+    const r = await doctor(
+      {
+        workspaces: [
+          {
+            id: 'ws',
+            path: ws,
+            agents: ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'],
+            env: { PATH: `${REAL_BIN}${delimiter}${process.env.PATH}`, HOME: ws },
+          },
+        ],
+      },
+      ['--json'],
+    );
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout) as { workspaces: Array<{ workspaceId: string; agents: Array<Record<string, any>> }> };
+    const checks: Record<string, Record<string, any>> = Object.fromEntries(report.workspaces[0]!.agents.map((a) => [a.agent, a]));
+    expect(Object.keys(checks).sort()).toEqual(['claude', 'codex', 'copilot', 'gemini', 'opencode', 'qwen']);
+    for (const check of Object.values(checks)) {
+      expect(check, check.agent).toMatchObject({ configured: true, canRun: true, unknownFlags: [] });
+      expect(check.path).toContain(REAL_BIN);
+      expect(check.version).toMatch(/\d+\.\d+/);
+    }
+    expect(checks.claude).toMatchObject({ version: '2.1.328 (Claude Code)', isAgent: true, credentials: ['ANTHROPIC_API_KEY'] });
+    expect(checks.codex).toMatchObject({ isAgent: true, credentials: ['~/.codex/config.toml'] });
+    expect(checks.gemini).toMatchObject({ credentials: [] });
+    expect(checks.gemini!.problems.join()).toMatch(/no credentials found: set GEMINI_API_KEY.*unless it is configured another way/);
+  });
+
+  it('an impostor, an old version and a missing agent: each said, with what to do; exit 1', async () => {
+    const ws = dir();
+    const r = await doctor({
+      workspaces: [
+        { id: 'ws', path: ws, agents: ['goose', 'claude', 'cursor'], env: { PATH: `${impostors()}${delimiter}/usr/bin${delimiter}/bin` } },
+        { id: 'bare', path: ws, agents: ['codex'], env: { PATH: `${REAL_BIN}${delimiter}/usr/bin${delimiter}/bin`, HOME: dir() } },
+      ],
+    });
+    expect(r.code).toBe(1);
+    // codex never ends without credentials: for it they are required.
+    expect(r.stdout).toMatch(/codex\s+broken/);
+    expect(r.stdout).toMatch(
+      /no credentials found: set OPENAI_API_KEY or CODEX_API_KEY or ~\/.codex\/auth.json or ~\/.codex\/config.toml or \$CODEX_HOME\/auth.json or \$CODEX_HOME\/config.toml\n/,
+    );
+    expect(r.stdout).toMatch(/goose\s+broken/);
+    expect(r.stdout).toMatch(/is not the goose agent CLI: put the real one first on the PATH/);
+    expect(r.stdout).toMatch(/claude\s+broken\s+\* 0\.2\.9 \(Claude Code\)/);
+    expect(r.stdout).toMatch(/does not list --verbose: upgrade claude/);
+    expect(r.stdout).toMatch(/cursor\s+missing/);
+    expect(r.stdout).toMatch(/"cursor-agent" is not on the PATH of workspace "ws": install it/);
+  });
+
+  it('agents only enabled by default do not fail it while one can run; none at all does', async () => {
+    const ws = dir();
+    const some = await doctor({ workspaces: [{ id: 'ws', path: ws, env: { PATH: `${REAL_BIN}${delimiter}/usr/bin${delimiter}/bin` } }] });
+    expect(some.code).toBe(0);
+    expect(some.stdout).toMatch(/goose\s+missing/);
+    const none = await doctor({ workspaces: [{ id: 'ws', path: ws, env: { PATH: '/nonexistent' } }] });
+    expect(none.code).toBe(1);
+    expect(none.stdout).toMatch(/no agent can run here/);
+  });
+
+  it('a bad config or flag: exit 2 with a message saying what is wrong', async () => {
+    const bad = await doctor({ workspaces: [{ id: 'ws', path: '/nonexistent/path' }] });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/workspace "ws" path \/nonexistent\/path does not exist/);
+    const flag = await doctor({}, ['--frobnicate']);
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toMatch(/Unknown option '--frobnicate'/);
+  });
+});
+
+describe('GET /api/agents', () => {
+  it('reports every workspace, or the one named; bad queries and unknown workspaces are problems', async () => {
+    const host = await createTestHost({ env: { PATH: `${impostors()}${delimiter}/usr/bin${delimiter}/bin` } });
+    const all = (await (await host.request('GET', '/api/agents')).json()) as { workspaces: Array<{ workspaceId: string; agents: Array<Record<string, any>> }> };
+    expect(all.workspaces.map((w) => w.workspaceId)).toEqual(['ws', 'other']);
+    const claude = all.workspaces[0]!.agents.find((a) => a.agent === 'claude')!;
+    expect(claude).toMatchObject({ configured: true, canRun: false, unknownFlags: ['--verbose'] });
+    const one = (await (await host.request('GET', '/api/agents?wsId=other')).json()) as { workspaces: Array<{ workspaceId: string }> };
+    expect(one.workspaces.map((w) => w.workspaceId)).toEqual(['other']);
+    expect(await problem(await host.request('GET', '/api/agents?wsId=nope'))).toMatchObject({ status: 404, code: 'workspace_not_found' });
+    expect(await problem(await host.request('GET', '/api/agents?x=1'))).toMatchObject({ status: 400, code: 'invalid_body' });
+    expect(await problem(await host.request('POST', '/api/agents'))).toMatchObject({ status: 405, code: 'method_not_allowed' });
+  });
+
+  it('with a workspace resolver, wsId is required', async () => {
+    const host = await createTestHost({ workspaces: (id) => (id === 'ws' ? { id: 'ws', path: '/tmp' } : undefined) });
+    expect(await problem(await host.request('GET', '/api/agents'))).toMatchObject({ status: 400, code: 'invalid_body' });
+    expect((await host.request('GET', '/api/agents?wsId=ws')).status).toBe(200);
+  });
+
+  it('is behind the same gate', async () => {
+    const host = await createTestHost();
+    expect(await problem(await host.request('GET', '/api/agents', { remote: '203.0.113.9' }))).toMatchObject({ status: 401, code: 'unauthorized' });
+  });
+});

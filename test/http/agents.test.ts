@@ -1,0 +1,360 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
+import type { AgentAdapter, AgentRunInput } from '../../src/core/agents/types';
+import { type TestHost, closeAllHosts, createTestHost, fakeAgent, problem } from '../helpers/harness';
+
+const FAKE_BIN = resolve(__dirname, '../fixtures/bin');
+const dirs: string[] = [];
+afterEach(closeAllHosts);
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const adapter = (name: string): AgentAdapter => BUILTIN_AGENTS.find((a) => a.name === name)!;
+const PROMPT = '--help --yolo; $(id) `x` "q"';
+const input = (extra: Partial<AgentRunInput> = {}): AgentRunInput => ({ prompt: PROMPT, workspacePath: '/w', resumeId: 'ses_1', ...extra });
+
+describe('built-in adapters build their CLI’s real headless command line', () => {
+  const cases: Array<[string, string, string[], string[] | undefined]> = [
+    ['claude', 'claude', ['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions'], ['--resume', 'S1']],
+    ['codex', 'codex', ['exec', '--json', '--skip-git-repo-check', '--sandbox', 'workspace-write', '--color', 'never', '-'], undefined],
+    ['gemini', 'gemini', [`--prompt=${PROMPT}`, '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust'], ['--resume', 'S1']],
+    ['qwen', 'qwen', ['--output-format', 'stream-json', '--approval-mode', 'yolo'], ['--resume', 'S1']],
+    ['opencode', 'opencode', ['run', '--format', 'json'], ['--session', 'S1']],
+    ['cursor', 'cursor-agent', ['-p', '--output-format', 'stream-json', '--force', '--trust'], ['--resume', 'S1']],
+    ['amp', 'amp', ['--execute', '--stream-json', '--dangerously-allow-all'], undefined],
+    ['copilot', 'copilot', [`--prompt=${PROMPT}`, '--allow-all', '--no-ask-user', '--output-format', 'json'], ['--resume=S1']],
+  ];
+
+  it.each(cases)('%s', (name, command, args, resumeTail) => {
+    const inv = adapter(name).invocation(input());
+    expect(inv.command).toBe(command);
+    expect(inv.args).toEqual(args);
+    // The prompt is on stdin, or one `--prompt=` element: never an argv element of its own.
+    expect(inv.args).not.toContain(PROMPT);
+    if (inv.stdin === undefined) expect(inv.args.filter((a) => a.includes(PROMPT))).toEqual([`--prompt=${PROMPT}`]);
+    else expect(inv.stdin).toBe(PROMPT);
+    if (resumeTail) expect(adapter(name).invocation(input({ agentSessionId: 'S1' })).args).toEqual([...args, ...resumeTail]);
+  });
+
+  it('codex resumes with every flag before `resume <thread_id>`', () => {
+    expect(adapter('codex').invocation(input({ agentSessionId: 'T1' })).args).toEqual([
+      'exec',
+      '--json',
+      '--skip-git-repo-check',
+      '--sandbox',
+      'workspace-write',
+      '--color',
+      'never',
+      'resume',
+      'T1',
+      '-',
+    ]);
+  });
+
+  it('amp resumes with `threads continue <id>`', () => {
+    expect(adapter('amp').invocation(input({ agentSessionId: 'T-1' })).args).toEqual([
+      'threads',
+      'continue',
+      'T-1',
+      '--execute',
+      '--stream-json',
+      '--dangerously-allow-all',
+    ]);
+  });
+
+  it('goose names the session itself and resumes by that name', () => {
+    const goose = adapter('goose');
+    expect(goose.invocation(input()).args).toEqual(['run', '--name', 'headless-ses_1', '--output-format', 'stream-json', '--instructions', '-']);
+    expect(goose.invocation(input({ agentSessionId: 'headless-ses_1' })).args).toEqual([
+      'run',
+      '--resume',
+      '--name',
+      'headless-ses_1',
+      '--output-format',
+      'stream-json',
+      '--instructions',
+      '-',
+    ]);
+    expect(goose.parser(input()).finish(0).agentSessionId).toBe('headless-ses_1');
+  });
+
+  it('every agent adapter supports resume; shell is never headless', () => {
+    for (const a of BUILTIN_AGENTS.filter((b) => b.kind === 'agent')) expect(a.supportsResume, a.name).toBe(true);
+    expect(adapter('shell').kind).toBe('shell');
+    expect(BUILTIN_AGENTS.map((a) => a.name)).toEqual(['claude', 'codex', 'gemini', 'qwen', 'opencode', 'cursor', 'amp', 'copilot', 'goose', 'shell']);
+  });
+});
+
+describe('fake CLIs check their flags as the real ones do', () => {
+  it.each(['claude', 'codex', 'gemini', 'qwen', 'opencode', 'cursor-agent', 'amp', 'copilot', 'goose'])('%s rejects an unknown flag', async (cli) => {
+    const { spawnSync } = await import('node:child_process');
+    const sub = cli === 'codex' ? ['exec'] : cli === 'opencode' || cli === 'goose' ? ['run'] : [];
+    const r = spawnSync(join(FAKE_BIN, cli), [...sub, '--no-such-flag'], { encoding: 'utf8', input: '' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('--no-such-flag');
+  });
+});
+
+/** A host whose workspace enables every built-in, with the fake CLIs first on the PATH. */
+async function cliHost(agents?: string[]): Promise<{ host: TestHost; log: string; workspace: string }> {
+  const state = mkdtempSync(join(tmpdir(), 'hrw-cli-'));
+  dirs.push(state);
+  const log = join(state, 'calls.jsonl');
+  writeFileSync(log, '');
+  const host = await createTestHost({
+    workspaces: [
+      {
+        id: 'ws',
+        path: state,
+        agents,
+        env: {
+          PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`,
+          FAKE_CLI_STATE: state,
+          FAKE_CLI_LOG: log,
+          AMP_API_KEY: 'fake-key',
+          CODEX_API_KEY: 'fake-key',
+        },
+      },
+      { id: 'other', path: state, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state } },
+    ],
+    agents: { fake: fakeAgent },
+  });
+  return { host, log, workspace: state };
+}
+
+const calls = (log: string) =>
+  readFileSync(log, 'utf8')
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { cli: string; argv: string[]; stdin: string; cwd: string });
+
+async function startRun(host: TestHost, body: Record<string, unknown>) {
+  const res = await host.request('POST', '/api/workspaces/ws/headless', { json: body });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+describe('every built-in agent through the HTTP API, with its fake CLI', () => {
+  const agents = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'cursor', 'amp', 'copilot', 'goose'];
+
+  it.each(agents)('%s: runs, captures its session id, resumes it, and judges failure', async (agent) => {
+    const { host, log, workspace } = await cliHost();
+    const first = await startRun(host, { prompt: PROMPT, agent });
+    expect(first.status).toBe(202);
+    expect(await host.waitEnded(first.body.taskId)).toMatchObject({ status: 'succeeded', exitCode: 0, agent });
+    const session = (await (await host.request('GET', `/api/sessions/${first.body.resumeId}`)).json()) as Record<string, unknown>;
+    expect(session).toMatchObject({ agent, status: 'idle', resumable: true, runCount: 1 });
+    expect(JSON.stringify(session)).not.toMatch(/agentSessionId/);
+    const [call] = calls(log);
+    expect(call!.stdin).toBe(PROMPT);
+    expect(call!.cwd).toBe(workspace);
+
+    const again = await startRun(host, { prompt: 'continue', resumeId: first.body.resumeId });
+    expect(again.status).toBe(202);
+    expect(again.body.resumeId).toBe(first.body.resumeId);
+    // The fake CLI refuses an unknown session id, so success proves the resume argv carried the captured id.
+    expect(await host.waitEnded(again.body.taskId)).toMatchObject({ status: 'succeeded' });
+    expect(calls(log)).toHaveLength(2);
+
+    const failed = await startRun(host, { prompt: 'please FAIL', agent, wait: true });
+    expect(failed.body).toMatchObject({ status: 'failed' });
+  });
+
+  // Of the real CLIs only qwen reports a failed model call with exit 0 (recorded); amp's fake by its docs.
+  it.each(['qwen', 'amp'])('%s: a run the agent reports as failed after exit 0 is failed', async (agent) => {
+    const { host } = await cliHost();
+    const { body } = await startRun(host, { prompt: 'FAIL_EXIT0', agent, wait: true });
+    expect(body).toMatchObject({ status: 'failed', exitCode: 0, error: { code: 'agent_error' } });
+  });
+
+  it('a full resume round trip shows the real resume argv (claude, codex, gemini)', async () => {
+    const { host, log } = await cliHost();
+    for (const agent of ['claude', 'codex', 'gemini']) {
+      const first = await startRun(host, { prompt: 'first', agent, wait: true });
+      const again = await startRun(host, { prompt: 'second', resumeId: first.body.resumeId });
+      expect(await host.waitEnded(again.body.taskId)).toMatchObject({ status: 'succeeded' });
+      const [a, b] = calls(log).filter((c) => c.cli === agent);
+      expect(a!.argv).not.toContain('--resume');
+      expect(a!.argv).not.toContain('resume');
+      // The id the agent printed on its first run is the one passed back.
+      const resumed = agent === 'codex' ? b!.argv[b!.argv.indexOf('resume') + 1] : b!.argv[b!.argv.indexOf('--resume') + 1];
+      expect(resumed).toMatch(/^[0-9a-f-]{36}$/);
+      expect(b!.stdin).toBe('second');
+    }
+  });
+});
+
+describe('Sessions', () => {
+  it('10 simultaneous resumes of one Session: exactly one is admitted', async () => {
+    const host = await createTestHost();
+    const first = await startRun(host, { prompt: 'session sess-1', agent: 'fake', wait: true });
+    for (let round = 0; round < 3; round++) {
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () => host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'sleep 300', resumeId: first.body.resumeId } })),
+      );
+      const statuses = results.map((r) => r.status).sort();
+      expect(statuses).toEqual([202, ...Array(9).fill(409)]);
+      const busy = results.find((r) => r.status === 409)!;
+      expect((await problem(busy)).code).toBe('session_busy');
+      const winner = (await results.find((r) => r.status === 202)!.json()) as { taskId: string };
+      expect(((await (await host.request('GET', `/api/sessions/${first.body.resumeId}`)).json()) as { status: string }).status).toBe('busy');
+      await host.waitEnded(winner.taskId);
+    }
+  });
+
+  it('resume of a run still in flight is session_busy; after it ends it is accepted', async () => {
+    const host = await createTestHost();
+    const first = await startRun(host, { prompt: 'session sess-2; sleep 500', agent: 'fake' });
+    expect((await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: first.body.resumeId } }))).code).toBe(
+      'session_busy',
+    );
+    await host.waitEnded(first.body.taskId);
+    expect((await startRun(host, { prompt: 'echo y', resumeId: first.body.resumeId })).status).toBe(202);
+  });
+
+  it('other workspace, retired, not resumable, agent mismatch', async () => {
+    const host = await createTestHost({
+      agents: { fake: fakeAgent, plain: { command: process.execPath, args: [fakeAgent.args[0]!, '{prompt}'] }, noid: { ...fakeAgent } },
+      workspaces: [
+        { id: 'ws', path: '/tmp', agents: ['fake', 'plain', 'noid'] },
+        { id: 'other', path: '/tmp', agents: ['fake'] },
+      ],
+    });
+    const withId = await startRun(host, { prompt: 'session sess-3', agent: 'fake', wait: true });
+    const other = await host.request('POST', '/api/workspaces/other/headless', { json: { prompt: 'x', resumeId: withId.body.resumeId } });
+    expect(await problem(other)).toMatchObject({ status: 409, code: 'session_other_workspace' });
+    const mismatch = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'plain', resumeId: withId.body.resumeId } });
+    expect(await problem(mismatch)).toMatchObject({ status: 409, code: 'session_not_resumable' });
+
+    const noResume = await startRun(host, { prompt: 'echo x', agent: 'plain', wait: true });
+    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: noResume.body.resumeId } }))).toMatchObject(
+      { code: 'session_not_resumable' },
+    );
+    expect(((await (await host.request('GET', `/api/sessions/${noResume.body.resumeId}`)).json()) as { resumable: boolean }).resumable).toBe(false);
+
+    const neverPrinted = await startRun(host, { prompt: 'echo no id here', agent: 'noid', wait: true });
+    expect(
+      await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: neverPrinted.body.resumeId } })),
+    ).toMatchObject({ code: 'session_not_resumable' });
+
+    const retire = await host.request('POST', `/api/sessions/${withId.body.resumeId}/retire`);
+    expect(retire.status).toBe(200);
+    expect(await retire.json()).toMatchObject({ status: 'retired', resumable: false });
+    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: withId.body.resumeId } }))).toMatchObject({
+      status: 409,
+      code: 'session_retired',
+    });
+  });
+
+  it('custom agents: the session id comes from sessionIdPattern, or is the resumeId without one', async () => {
+    const host = await createTestHost({
+      agents: {
+        fake: fakeAgent,
+        plainresume: { command: process.execPath, args: [fakeAgent.args[0]!, '{prompt}'], resumeArgs: [fakeAgent.args[0]!, 'echo {agentSessionId}'] },
+      },
+      workspaces: [{ id: 'ws', path: '/tmp', agents: ['fake', 'plainresume'] }],
+    });
+    const first = await startRun(host, { prompt: 'echo start', agent: 'plainresume', wait: true });
+    const again = await startRun(host, { prompt: 'ignored', resumeId: first.body.resumeId });
+    await host.waitEnded(again.body.taskId);
+    const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', resumeId: first.body.resumeId } });
+    expect(res.status).toBe(202);
+    await host.waitEnded(((await res.json()) as { taskId: string }).taskId);
+  });
+});
+
+describe('live registered adapter order', () => {
+  it('only considers adapters whose executable is on the PATH at request time', async () => {
+    const only = mkdtempSync(join(tmpdir(), 'hrw-path-'));
+    dirs.push(only);
+    const { symlinkSync } = await import('node:fs');
+    symlinkSync(join(FAKE_BIN, 'gemini'), join(only, 'gemini'));
+    const host = await createTestHost({
+      workspaces: [{ id: 'ws', path: only, env: { PATH: `${only}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: join(only, 'state') } }],
+      agents: {},
+    });
+    const { body } = await startRun(host, { prompt: 'hello', wait: true });
+    expect(body).toMatchObject({ agent: 'gemini', status: 'succeeded' });
+    symlinkSync(join(FAKE_BIN, 'claude'), join(only, 'claude'));
+    const next = await startRun(host, { prompt: 'hello', wait: true });
+    // The most recent headless agent (gemini) now comes before the registry order.
+    expect(next.body.agent).toBe('gemini');
+  });
+});
+
+describe('an executable is not proof that it is the agent', () => {
+  /** A folder whose `goose` is the database-migration tool of the same name (npm `goose-cli`). */
+  function impostorGoose(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-goose-'));
+    dirs.push(dir);
+    const file = join(dir, 'goose');
+    writeFileSync(file, '#!/bin/sh\necho "Usage: goose [OPTIONS] DRIVER DBSTRING <command>"\necho "Drivers: postgres mysql sqlite3"\nexit 0\n', {
+      mode: 0o755,
+    });
+    return dir;
+  }
+
+  it('selection skips a goose that is not the agent; naming it fails at spawn, saying what it is', async () => {
+    const dir = impostorGoose();
+    const PATH = `${dir}${delimiter}/usr/bin${delimiter}/bin`;
+    const host = await createTestHost({ workspaces: [{ id: 'ws', path: dir, agents: ['goose'], env: { PATH } }], agents: {} });
+    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x' } }))).toMatchObject({
+      status: 400,
+      code: 'no_headless_agent',
+    });
+    const named = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'goose' } });
+    const body = (await named.json()) as { code: string; detail: string; taskId: string };
+    expect(named.status).toBe(500);
+    expect(body.code).toBe('spawn_failed');
+    expect(body.detail).toMatch(/is not the goose agent CLI/);
+    expect(await host.waitEnded(body.taskId)).toMatchObject({ status: 'failed', error: { code: 'spawn_failed' } });
+  });
+
+  it('a probe that was killed is not remembered: the next request probes again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-goose-'));
+    dirs.push(dir);
+    // Killed by a signal on its first call; Block's goose help after that.
+    writeFileSync(
+      join(dir, 'goose'),
+      `#!/bin/sh\nif [ ! -f "${dir}/seen" ]; then touch "${dir}/seen"; kill -9 $$; fi\nprintf 'Usage: goose [COMMAND]\\n  session\\n  run\\n'\n`,
+      { mode: 0o755 },
+    );
+    const host = await createTestHost({
+      workspaces: [{ id: 'ws', path: dir, agents: ['goose'], env: { PATH: `${dir}${delimiter}/usr/bin${delimiter}/bin` } }],
+      agents: {},
+    });
+    expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x' } }))).toMatchObject({ code: 'no_headless_agent' });
+    const second = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', wait: true } });
+    expect(second.status).toBe(200);
+    expect(await second.json()).toMatchObject({ agent: 'goose' });
+  });
+
+  it('the real goose (its fake answers --help as Block’s does) is selected', async () => {
+    const { host } = await cliHost(['goose']);
+    const { body } = await startRun(host, { prompt: 'hello', wait: true });
+    expect(body).toMatchObject({ agent: 'goose', status: 'succeeded' });
+  });
+});
+
+describe('amp without credentials', () => {
+  it('fails at once with spawn_failed naming what to set, instead of waiting at its login prompt', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'hrw-amp-'));
+    dirs.push(state);
+    const host = await createTestHost({
+      workspaces: [{ id: 'ws', path: state, agents: ['amp'], env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state, HOME: state } }],
+      agents: {},
+    });
+    const started = Date.now();
+    const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'amp', wait: true, timeoutMs: 20_000 } });
+    const body = (await res.json()) as { code: string; detail: string };
+    expect(res.status).toBe(500);
+    expect(body).toMatchObject({ code: 'spawn_failed' });
+    expect(body.detail).toMatch(/no credentials.*AMP_API_KEY/);
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(host.spawner.count).toBe(0);
+  });
+});

@@ -1,0 +1,191 @@
+import { tmpdir } from 'node:os';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createFleet } from '../../src/core/fleet/index';
+import { SessionBook } from '../../src/core/sessions';
+import { type HeadlessStore, createMemoryKeyv, createPostgresKeyv, keyvStore } from '../../src/core/store/keyv-store';
+import { closeAllHosts, createTestHost, fakeAgent } from '../helpers/harness';
+import { noneMarked } from '../helpers/processes';
+import { type TestPostgres, startPostgres } from '../fixtures/postgres.mjs';
+
+/** The fleet's PostgreSQL parts in one process: each instance its own store, one database. */
+
+let postgres: TestPostgres;
+const stores: HeadlessStore[] = [];
+beforeAll(async () => {
+  postgres = await startPostgres();
+}, 60_000);
+afterAll(async () => {
+  await closeAllHosts();
+  await Promise.all(stores.map((s) => s.close()));
+  await postgres?.stop();
+});
+
+async function instance(url: string) {
+  const store = keyvStore(await createPostgresKeyv(url));
+  stores.push(store);
+  const fleet = createFleet(store, { log: () => undefined });
+  await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined });
+  return { store, fleet };
+}
+
+/** The one suite every Fleet passes: alone (memory, SQLite) and on PostgreSQL. */
+describe.each(['alone', 'postgres'] as const)('Fleet conformance: %s', (kind) => {
+  async function make() {
+    if (kind === 'postgres') return (await instance(await postgres.database())).fleet;
+    const fleet = createFleet(keyvStore(createMemoryKeyv()), { log: () => undefined });
+    await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined });
+    return fleet;
+  }
+
+  it('join takes over at once: every owner but itself is gone', async () => {
+    const store = kind === 'postgres' ? keyvStore(await createPostgresKeyv(await postgres.database())) : keyvStore(createMemoryKeyv());
+    if (kind === 'postgres') stores.push(store);
+    const fleet = createFleet(store, { log: () => undefined });
+    expect(fleet.shared).toBe(kind === 'postgres');
+    const seen: Array<[string | undefined, boolean]> = [];
+    await fleet.join({
+      async takeOver(isGone) {
+        for (const owner of [fleet.instanceId, undefined, 'boot_gone']) seen.push([owner, await isGone(owner)]);
+      },
+      answer: async () => ({ ok: true }),
+      lost: () => undefined,
+    });
+    expect(seen).toEqual([
+      [fleet.instanceId, false],
+      [undefined, true],
+      ['boot_gone', true],
+    ]);
+    await fleet.leave();
+  });
+
+  it('a claim has one holder until that holder releases it', async () => {
+    const fleet = await make();
+    expect(await fleet.claim('k', 'h1')).toBeUndefined();
+    expect(await fleet.claim('k', 'h2')).toBe('h1');
+    await fleet.release('k', 'h2');
+    expect(await fleet.holder('k')).toBe('h1');
+    await fleet.release('k', 'h1');
+    expect(await fleet.holder('k')).toBeUndefined();
+    expect(await fleet.claim('k', 'h2')).toBeUndefined();
+    await fleet.leave();
+  });
+
+  it('exclusive work answers what the work returns, and a failure passes through and frees the key', async () => {
+    const fleet = await make();
+    expect(await fleet.exclusive('x', async () => 42)).toBe(42);
+    await expect(fleet.exclusive('x', async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(await fleet.exclusive('x', async () => 'again')).toBe('again');
+    await fleet.leave();
+  });
+});
+
+describe('a fleet on PostgreSQL', () => {
+  it('claims: of many takers on several instances one holds a key, until it releases it', async () => {
+    const url = await postgres.database();
+    const instances = await Promise.all([instance(url), instance(url), instance(url)]);
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => instances[i % 3]!.fleet.claim('busy:s1', `run_${i}`)));
+    const winners = answers.map((holder, i) => (holder === undefined ? `run_${i}` : undefined)).filter(Boolean);
+    expect(winners).toHaveLength(1);
+    expect(new Set(answers.filter(Boolean))).toEqual(new Set(winners));
+    await instances[2]!.fleet.release('busy:s1', 'run_other');
+    expect(await instances[1]!.fleet.holder('busy:s1')).toBe(winners[0]);
+    await instances[0]!.fleet.release('busy:s1', winners[0]!);
+    expect(await instances[1]!.fleet.holder('busy:s1')).toBeUndefined();
+    await Promise.all(instances.map((i) => i.fleet.leave()));
+  });
+
+  it('Session updates from several instances never lose each other', async () => {
+    const url = await postgres.database();
+    const [a, b] = await Promise.all([instance(url), instance(url)]);
+    const book = (i: typeof a) =>
+      new SessionBook(
+        i.store,
+        i.fleet,
+        () => true,
+        () => undefined,
+      );
+    const [onA, onB] = [book(a), book(b)];
+    const now = new Date().toISOString();
+    await onA.create({ resumeId: 'ses_1', workspaceId: 'ws', agent: 'fake', retired: false, createdAt: now, lastRunAt: now, runCount: 0 });
+    await Promise.all([
+      ...Array.from({ length: 20 }, (_, i) => (i % 2 ? onA : onB).update('ses_1', (s) => ({ runCount: s.runCount + 1 }))),
+      onB.retire('ses_1'),
+      onA.noteAgentSessionId('ses_1', 'agent-1'),
+    ]);
+    // No cache between instances: each reads what the other wrote.
+    expect(await onA.get('ses_1')).toMatchObject({ runCount: 20, retired: true, agentSessionId: 'agent-1' });
+    expect(await onB.get('ses_1')).toMatchObject({ runCount: 20, retired: true, agentSessionId: 'agent-1' });
+    await Promise.all([a.fleet.leave(), b.fleet.leave()]);
+  });
+
+  it('an instance whose lease ran out has its runs taken over, and stops them itself once it notices', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 1500 });
+    const b = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 1500 });
+    const { taskId } = await a.start('sleep 30000');
+    // A's lease (the older instance id) is made to run out, as if A had been paused for longer than it.
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    await db.query("UPDATE headless_instances SET expires_at = now() - interval '1 second' WHERE id = (SELECT min(id) FROM headless_instances)");
+    await db.end();
+    expect(await b.waitEnded(taskId, 10_000)).toMatchObject({ status: 'interrupted' });
+    // A notices at its next renewal and stops the run it no longer owns.
+    expect(await a.waitEnded(taskId, 10_000)).toMatchObject({ status: 'interrupted' });
+    expect(await noneMarked([taskId])).toBe(true);
+    // A carries on under a renewed lease: a new run on it is not taken over.
+    const next = await a.start('echo still here');
+    expect(await b.waitEnded(next.taskId, 10_000)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('a cancel its owner does not hear is 503 run_owner_unreachable; once it listens again, the cancel works', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 3000 });
+    const b = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 3000 });
+    const { taskId } = await a.start('sleep 30000');
+    // A's listening connection is cut: it reconnects at its next renewal, within a second.
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const cut = await db.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'headless-run-webhook ' || (SELECT min(id) FROM headless_instances)",
+    );
+    expect(cut.rowCount).toBe(1);
+    await db.end();
+    const unheard = await b.request('POST', `/api/headless/${taskId}/cancel`);
+    expect(unheard.status).toBe(503);
+    expect(unheard.headers.get('retry-after')).toBe('5');
+    expect(await unheard.json()).toMatchObject({ code: 'run_owner_unreachable' });
+    expect(await (await a.request('GET', `/api/headless/${taskId}`)).json()).toMatchObject({ status: 'running' });
+    const heard = await b.request('POST', `/api/headless/${taskId}/cancel`);
+    expect(heard.status).toBe(202);
+    expect(await b.waitEnded(taskId)).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('the most recent agent of a workspace is the same on every instance', async () => {
+    const url = await postgres.database();
+    const options = { agents: { fake: fakeAgent, other: fakeAgent }, workspaces: [{ id: 'ws', path: tmpdir(), agents: ['fake', 'other'] }] };
+    const a = await createTestHost({ ...options, store: await createPostgresKeyv(url) });
+    const b = await createTestHost({ ...options, store: await createPostgresKeyv(url) });
+    const first = await a.start('echo x', { agent: 'other' });
+    await a.waitEnded(first.taskId);
+    const res = await b.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo y' } });
+    expect(await res.json()).toMatchObject({ status: 'running' });
+    const list = (await (await b.request('GET', '/api/headless?wsId=ws')).json()) as { runs: Array<{ agent: string }> };
+    expect(list.runs.map((r) => r.agent)).toEqual(['other', 'other']);
+  });
+
+  it('a closed instance leaves the fleet at once, so no one waits for its lease', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url) });
+    const b = await createTestHost({ store: await createPostgresKeyv(url) });
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const count = async () => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM headless_instances')).rows[0]!.n);
+    expect(await count()).toBe(2);
+    await a.close();
+    expect(await count()).toBe(1);
+    await b.close();
+    expect(await count()).toBe(0);
+    await db.end();
+  });
+});

@@ -1,0 +1,123 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { connect } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { processStartTime } from '../../src/core/process/process-tree';
+import { MACHINE } from '../../src/core/process/machine';
+import { createMemoryKeyv } from '../../src/core/store/keyv-store';
+import type { StoredRun } from '../../src/core/types';
+import { closeAllHosts, createTestHost } from '../helpers/harness';
+import { isAlive, isDead } from '../helpers/processes';
+import { createNodeServer } from '../../src/adapters/node';
+
+afterEach(closeAllHosts);
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill('SIGKILL');
+});
+
+/** A process standing in for something unrelated (or for an orphaned agent), in its own group. */
+function sleeper(): Promise<ChildProcess> {
+  return new Promise((done) => {
+    const child = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+    children.push(child);
+    child.once('spawn', () => done(child));
+  });
+}
+
+function orphanRecord(taskId: string, pid: number, startTime: string | undefined): StoredRun {
+  return {
+    taskId,
+    resumeId: `ses_${taskId}`,
+    workspaceId: 'ws',
+    agent: 'fake',
+    mode: 'async',
+    status: 'running',
+    createdAt: new Date(Date.now() - 60_000).toISOString(),
+    endedAt: null,
+    durationMs: null,
+    timeoutMs: 300_000,
+    exitCode: null,
+    signal: null,
+    process: { pid, startTime, machine: MACHINE },
+    bootId: 'boot_earlier',
+  };
+}
+
+describe('crash recovery reaper', () => {
+  it('never signals a pid that now belongs to an unrelated process (start time differs)', async () => {
+    const unrelated = await sleeper();
+    const store = createMemoryKeyv();
+    await store.set('run:run_reused', orphanRecord('run_reused', unrelated.pid!, '1'));
+    const host = await createTestHost({ store });
+    expect(await (await host.request('GET', '/api/headless/run_reused')).json()).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(isAlive(unrelated.pid!)).toBe(true);
+  });
+
+  it('kills the recorded process group when it is provably the same process', async () => {
+    const orphan = await sleeper();
+    const store = createMemoryKeyv();
+    await store.set('run:run_same', orphanRecord('run_same', orphan.pid!, processStartTime(orphan.pid!)));
+    const host = await createTestHost({ store });
+    expect(await (await host.request('GET', '/api/headless/run_same')).json()).toMatchObject({ status: 'interrupted' });
+    expect(await isDead(orphan.pid!)).toBe(true);
+  });
+
+  it('frees the Session of an interrupted run, and is idempotent', async () => {
+    const store = createMemoryKeyv();
+    await store.set('run:run_x', orphanRecord('run_x', 999_999_999, undefined));
+    await store.set('session:ses_run_x', {
+      resumeId: 'ses_run_x',
+      workspaceId: 'ws',
+      agent: 'fake',
+      agentSessionId: 'abc',
+      retired: false,
+      createdAt: new Date().toISOString(),
+      lastRunAt: new Date().toISOString(),
+      runCount: 1,
+    });
+    const first = await createTestHost({ store });
+    const record = await (await first.request('GET', '/api/headless/run_x')).text();
+    expect(await (await first.request('GET', '/api/sessions/ses_run_x')).json()).toMatchObject({ status: 'idle', resumable: true });
+    const second = await createTestHost({ store });
+    expect(await (await second.request('GET', '/api/headless/run_x')).text()).toBe(record);
+  });
+});
+
+describe('slow bodies', () => {
+  it('a body over 256 KiB sent slowly in chunks is answered 413 without reading the rest', async () => {
+    const host = await createTestHost();
+    const server = createNodeServer(host.handler);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as import('node:net').AddressInfo).port;
+    const answer = await new Promise<{ text: string; sentKb: number }>((done, fail) => {
+      const socket = connect(port, '127.0.0.1');
+      let text = '';
+      let sentKb = 0;
+      let stop = false;
+      socket.on('data', (c) => {
+        text += c.toString();
+        stop = true;
+      });
+      socket.on('error', () => undefined);
+      socket.on('close', () => done({ text, sentKb }));
+      socket.once('connect', async () => {
+        socket.write('POST /api/workspaces/ws/headless HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n');
+        const chunk = 'x'.repeat(32 * 1024);
+        for (let i = 0; i < 64 && !stop; i++) {
+          socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
+          sentKb += 32;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        socket.end();
+      });
+      setTimeout(() => fail(new Error('no answer')), 20_000);
+    });
+    server.closeAllConnections();
+    server.close();
+    expect(answer.text).toMatch(/^HTTP\/1\.1 413/);
+    expect(answer.text).toContain('"code":"body_too_large"');
+    // Answered once the limit was passed, long before the 2 MiB the client meant to send.
+    expect(answer.sentKb).toBeLessThan(1024);
+  });
+});

@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { HttpProblem } from '../../src/contract/problems';
+import { errorToResponse } from '../../src/core/http/problem-response';
+
+describe('HttpProblem', () => {
+  it('is an answer, not a fault: no stack frames are captured, and the stack limit is left as it was', () => {
+    const before = Error.stackTraceLimit;
+    const problem = new HttpProblem('run_not_found', 'No run "x".');
+    expect(Error.stackTraceLimit).toBe(before);
+    expect(problem.stack).toBe('HttpProblem: No run "x".');
+    expect(new Error('fault').stack).toMatch(/\n\s+at /);
+  });
+
+  it('becomes problem JSON with its status, code and headers', async () => {
+    const response = errorToResponse(new HttpProblem('capacity_reached', 'Busy.', { headers: { 'retry-after': '5' } }), () => undefined);
+    expect(response.status).toBe(429);
+    expect(response.headers.get('content-type')).toBe('application/problem+json');
+    expect(response.headers.get('retry-after')).toBe('5');
+    expect(await response.json()).toMatchObject({ code: 'capacity_reached', status: 429, title: 'Capacity reached', detail: 'Busy.' });
+  });
+});

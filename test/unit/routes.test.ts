@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { readCredential } from '../../src/core/http/auth';
+import { HttpProblem } from '../../src/contract/problems';
+import { ROUTES } from '../../src/core/http/routes/index';
+import { matchRoute as matchIn } from '../../src/core/http/router';
+
+const matchRoute = (method: string, path: string, basePath: string) => matchIn(ROUTES, method, path, basePath);
+import { RunTokens } from '../../src/core/runs/tokens';
+
+const name = (m: ReturnType<typeof matchRoute>) => (m instanceof HttpProblem ? m.code : m.route.name);
+
+describe('the route table', () => {
+  it('matches every route on decoded segments, with its params', () => {
+    const m = matchRoute('POST', '/api/workspaces/my%20ws/inbox/inb_1/read', '');
+    expect(m).not.toBeInstanceOf(HttpProblem);
+    if (m instanceof HttpProblem) return;
+    expect(m.route.name).toBe('inbox.read');
+    expect(m.params).toEqual({ workspaceId: 'my ws', itemId: 'inb_1' });
+    expect(name(matchRoute('GET', '/api/headless', ''))).toBe('runs.list');
+    expect(name(matchRoute('GET', '/api/headless/run_1', ''))).toBe('runs.get');
+    expect(name(matchRoute('POST', '/api/headless/run_1/cancel', ''))).toBe('runs.cancel');
+  });
+
+  it('matches below the mount path only', () => {
+    expect(name(matchRoute('GET', '/agents/api/headless/run_1', '/agents'))).toBe('runs.get');
+    expect(name(matchRoute('GET', '/api/headless/run_1', '/agents'))).toBe('not_found');
+    expect(name(matchRoute('GET', '/agentsx/api/headless/run_1', '/agents'))).toBe('not_found');
+  });
+
+  it('a known path with another method is 405 naming the methods; no route is 404; a bad escape is 404', () => {
+    const m = matchRoute('DELETE', '/api/workspaces/ws/inbox', '');
+    expect(m).toBeInstanceOf(HttpProblem);
+    expect((m as HttpProblem).code).toBe('method_not_allowed');
+    expect((m as HttpProblem).headers.allow).toBe('POST, GET');
+    expect(name(matchRoute('GET', '/api/nothing', ''))).toBe('not_found');
+    expect(name(matchRoute('GET', '/api/headless/%E0%A4%A', ''))).toBe('not_found');
+    expect(name(matchRoute('GET', '/api/headless/', ''))).toBe('not_found');
+  });
+
+  it('every route has a distinct method and path', () => {
+    const keys = ROUTES.map((r) => `${r.method} ${r.segments.join('/')}`);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+});
+
+describe('who each route lets in', () => {
+  it('is declared on the route: run tokens only where an agent may report', () => {
+    const declared = Object.fromEntries(ROUTES.map((r) => [r.name, r.auth]));
+    expect(declared).toMatchObject({ 'inbox.push': 'caller or own run token', mcp: 'caller or run token', 'runs.start': 'caller', 'inbox.list': 'caller' });
+    expect(
+      ROUTES.filter((r) => r.auth !== 'caller')
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(['inbox.push', 'mcp']);
+  });
+});
+
+describe('the request credential', () => {
+  const tokens = new RunTokens();
+  const token = tokens.issue({ taskId: 'run_1', workspaceId: 'ws', resumeId: 'ses_1' });
+  const req = (authorization?: string) => new Request('http://localhost/', { headers: authorization ? { authorization } : {} });
+
+  it('is read once from the header', () => {
+    expect(readCredential(req(), tokens, 'caller', undefined)).toEqual({ kind: 'none' });
+    expect(readCredential(req('Basic abc'), tokens, 'caller', undefined)).toEqual({ kind: 'malformed' });
+    expect(readCredential(req('Bearer  admin-tok '), tokens, 'caller', undefined)).toEqual({ kind: 'bearer', token: 'admin-tok' });
+  });
+
+  it('a run token is in scope only for its own workspace Inbox push, and only while live', () => {
+    const grant = { taskId: 'run_1', workspaceId: 'ws', resumeId: 'ses_1' };
+    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller or own run token', 'ws')).toEqual({ kind: 'run', grant, inScope: true });
+    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller or own run token', 'other')).toEqual({ kind: 'run', grant, inScope: false });
+    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller', 'ws')).toEqual({ kind: 'run', grant, inScope: false });
+    tokens.revoke('run_1');
+    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller or own run token', 'ws')).toEqual({ kind: 'bearer', token });
+  });
+});

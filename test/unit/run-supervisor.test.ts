@@ -1,0 +1,117 @@
+import { spawn } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type SupervisedProcess, superviseProcess } from '../../src/core/runs/supervisor';
+import { type SpawnOptions, type Spawner, createExecaSpawner } from '../../src/core/process/spawner';
+import { FAKE_AGENT } from '../helpers/harness';
+import { isDead, markedCount, noneMarked } from '../helpers/processes';
+import { sleep } from '../helpers/wait';
+
+/**
+ * A spawner of the kind a host might write: plain child_process, no process group of its own,
+ * so signalling "the group" reaches nothing but the child. Escaped descendants must still be reaped.
+ */
+const plainSpawner: Spawner = (o) =>
+  new Promise((resolve, reject) => {
+    const child = spawn(o.command, o.args, { cwd: o.cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.once('error', reject);
+    child.once('spawn', () =>
+      resolve({
+        pid: child.pid!,
+        kill: (signal) => void child.kill(signal),
+        exit: new Promise((settle) =>
+          child.once('exit', (exitCode, signal) => setTimeout(() => settle({ exitCode, signal, stdout, stderr: '', truncated: false }), 100)),
+        ),
+      }),
+    );
+  });
+
+let counter = 0;
+function spawnOptions(prompt: string): SpawnOptions & { taskId: string } {
+  const taskId = `run_supervisor_${process.pid}_${++counter}`;
+  return {
+    taskId,
+    command: process.execPath,
+    args: [FAKE_AGENT, prompt],
+    cwd: process.cwd(),
+    env: { PATH: process.env.PATH ?? '', HEADLESS_TASK_ID: taskId },
+  };
+}
+
+const started: SupervisedProcess[] = [];
+afterEach(async () => {
+  for (const s of started.splice(0)) s.stop('shutdown', 0);
+});
+
+async function supervise(spawner: Spawner, prompt: string, timeoutMs = 20_000, killGraceMs = 5000) {
+  const spawn = spawnOptions(prompt);
+  const supervised = await superviseProcess({ spawner, spawn, timeoutMs, killGraceMs });
+  started.push(supervised);
+  return { supervised, taskId: spawn.taskId };
+}
+
+describe('the run supervisor', () => {
+  it('reports the exit and output of a process that ends by itself', async () => {
+    const { supervised } = await supervise(createExecaSpawner(), 'echo hello; exit 3');
+    const end = await supervised.ended;
+    expect(end).toMatchObject({ exitCode: 3, signal: null });
+    expect(end.stdout).toContain('hello');
+    expect(supervised.stopReason).toBeUndefined();
+  });
+
+  it('the watchdog stops a process that overruns, with reason timeout', async () => {
+    const { supervised } = await supervise(createExecaSpawner(), 'sleep 20000', 300);
+    const end = await supervised.ended;
+    expect(supervised.stopReason).toBe('timeout');
+    expect(end.signal).toBe('SIGTERM');
+  });
+
+  it('the first stop decides; later stops and stops after the end are refused', async () => {
+    const { supervised } = await supervise(createExecaSpawner(), 'sleep 20000');
+    expect(supervised.stop('cancel', 5000)).toBe(true);
+    expect(supervised.stop('shutdown', 0)).toBe(false);
+    await supervised.ended;
+    expect(supervised.stopReason).toBe('cancel');
+    expect(supervised.stop('timeout', 0)).toBe(false);
+  });
+
+  it('SIGKILLs after the grace when SIGTERM is ignored', async () => {
+    const { supervised } = await supervise(createExecaSpawner(), 'ignore-term; echo ready; sleep 20000');
+    await sleep(300);
+    supervised.stop('cancel', 200);
+    expect((await supervised.ended).signal).toBe('SIGKILL');
+  });
+
+  it('with a custom spawner, a descendant that left the process group is still reaped after exit', async () => {
+    const { supervised, taskId } = await supervise(plainSpawner, 'setsid-grandchild 30000; echo done');
+    const end = await supervised.ended;
+    expect(end.exitCode).toBe(0);
+    const grandchild = Number(/grandchild (\d+)/.exec(end.stdout)?.[1]);
+    expect(grandchild).toBeGreaterThan(0);
+    expect(await isDead(grandchild)).toBe(true);
+    expect(await noneMarked([taskId])).toBe(true);
+  });
+
+  it('with the default spawner too', async () => {
+    const { supervised, taskId } = await supervise(createExecaSpawner({ drainMs: 200 }), 'setsid-grandchild 30000; grandchild 30000; echo done');
+    await sleep(200);
+    expect(markedCount([taskId])).toBeGreaterThan(0);
+    await supervised.ended;
+    expect(await noneMarked([taskId])).toBe(true);
+  });
+
+  it('a spawner that loses the process still ends the run, reporting it lost', async () => {
+    const lost = new Error('lost');
+    const losing: Spawner = async () => ({ pid: 999_999_999, kill: () => undefined, exit: Promise.reject(lost) });
+    const { supervised } = await supervise(losing, '');
+    const end = await supervised.ended;
+    expect(end.lost).toBe(lost);
+    expect(end.exitCode).toBeNull();
+  });
+
+  it('rejects when the spawner cannot start the process', async () => {
+    const spawn = { ...spawnOptions(''), command: '/nonexistent/agent' };
+    await expect(superviseProcess({ spawner: createExecaSpawner(), spawn, timeoutMs: 1000, killGraceMs: 0 })).rejects.toThrow(/cannot start/);
+  });
+});
