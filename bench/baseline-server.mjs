@@ -1,19 +1,29 @@
 #!/usr/bin/env node
 // The GET baselines, each in a process of its own as the daemon is (in the load generator's
 // process a server would share its thread and look slower than it is). BODY (env) is answered
-// as JSON for any path: by node:http alone (MODE=bare), or through @whatwg-node/server with a
-// handler that only returns it (MODE=whatwg-node), the layer the handler is built on.
+// as JSON: by node:http alone (MODE=bare), through @whatwg-node/server with a handler that only
+// returns it (MODE=whatwg-node, the layer the handler is built on), or by a Hono route
+// `GET /api/headless/:taskId` on @hono/node-server (MODE=hono, the peer a user might pick).
 import { createServer } from 'node:http';
+import { serve } from '@hono/node-server';
 import { Response, createServerAdapter } from '@whatwg-node/server';
+import { Hono } from 'hono';
 
 const body = process.env.BODY ?? '{}';
 const headers = { 'content-type': 'application/json' };
-const server =
-  process.env.MODE === 'whatwg-node'
-    ? createServer(createServerAdapter(() => new Response(body, { headers })))
-    : createServer((_req, res) => {
-        res.writeHead(200, headers);
-        res.end(body);
-      });
-server.listen(0, '127.0.0.1', () => process.stdout.write(`listening on http://127.0.0.1:${server.address().port}\n`));
+const announce = (port) => process.stdout.write(`listening on http://127.0.0.1:${port}\n`);
+if (process.env.MODE === 'hono') {
+  const app = new Hono();
+  app.get('/api/headless/:taskId', (c) => c.body(body, 200, headers));
+  serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => announce(info.port));
+} else {
+  const server =
+    process.env.MODE === 'whatwg-node'
+      ? createServer(createServerAdapter(() => new Response(body, { headers })))
+      : createServer((_req, res) => {
+          res.writeHead(200, headers);
+          res.end(body);
+        });
+  server.listen(0, '127.0.0.1', () => announce(server.address().port));
+}
 process.on('SIGTERM', () => process.exit(0));

@@ -131,3 +131,19 @@ describe('admission', () => {
     expect((await second.admit(ws, request())).adapter.name).toBe('other');
   });
 });
+
+describe('the Session claim and the capacity slot', () => {
+  it('are held apart: freeing the slot lets another run in while the Session stays busy', async () => {
+    const { admission, session } = await setup(1);
+    const s = await session();
+    const first = await admission.admit(ws, request({ agent: 'fake', resumeId: s.resumeId }));
+    expect(await code(admission.admit(ws, request({ agent: 'fake' })))).toBe('capacity_reached');
+    await first.slot.release();
+    expect(admission.running).toBe(0);
+    expect(await code(admission.admit(ws, request({ agent: 'fake', resumeId: s.resumeId })))).toBe('session_busy');
+    const other = await admission.admit(ws, request({ agent: 'fake' }));
+    await first.claim.release();
+    await other.release();
+    expect(await code(admission.admit(ws, request({ agent: 'fake', resumeId: s.resumeId })))).toBe('admitted');
+  });
+});

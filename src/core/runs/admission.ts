@@ -10,14 +10,25 @@ import type { SessionState, Workspace } from '../types';
 
 const lastAgentKey = (workspaceId: string) => `workspace:${workspaceId}`;
 
-/** An admitted run's slot and Session, held until `release`. */
+/** Something admission holds for a run: its Session claim, or its capacity slot. */
+export interface Held {
+  /** Only the first call counts. */
+  release(): Promise<void>;
+}
+
+/**
+ * An admitted run: its Session claim and its capacity slot, held apart (a queued run would hold
+ * its Session without a slot), both until `release`.
+ */
 export interface Reservation {
   adapter: AgentAdapter;
   /** The Session being resumed; absent when the run starts a new one. */
   session?: SessionState;
   resumeId: string;
   taskId: string;
-  /** Frees the capacity slot and the Session; only the first call counts. Settles when the Session is free. */
+  claim: Held;
+  slot: Held;
+  /** Frees the slot, then the Session. Settles when the Session is free. */
   release(): Promise<void>;
 }
 
@@ -79,6 +90,31 @@ export class Admission {
     });
     this.refuseIfClosed();
     const taskId = plannedTaskId ?? newSortableId('run_');
+    const { resumeId, session, claim } = await this.claimSession(workspace, known, adapter, taskId);
+    let slot: Held;
+    try {
+      slot = this.takeSlot();
+    } catch (error) {
+      await claim.release();
+      throw error;
+    }
+    return {
+      adapter,
+      session,
+      resumeId,
+      taskId,
+      claim,
+      slot,
+      release: async () => {
+        await slot.release();
+        await claim.release();
+      },
+    };
+  }
+
+  /** Claims the Session the run resumes (checked again on its latest state once held), or a new one. */
+  private async claimSession(workspace: Workspace, known: SessionState | undefined, adapter: AgentAdapter, taskId: string) {
+    const { sessions } = this.o;
     const resumeId = known?.resumeId ?? newSortableId('ses_');
     let session: SessionState | undefined;
     if (known) {
@@ -96,27 +132,18 @@ export class Admission {
       }
       // A new Session is busy with its first run as well; no one else can hold its new id.
     } else await sessions.take(resumeId, taskId);
-    // From the capacity check to taking the slot: no await, so no other request can pass it meanwhile.
+    return { resumeId, session, claim: once(() => sessions.release(resumeId, taskId)) };
+  }
+
+  /** A capacity slot, or 429. From the check to taking it: no await, so no other request can pass it meanwhile. */
+  private takeSlot(): Held {
     if (this.active >= this.o.maxConcurrentRuns) {
-      await sessions.release(resumeId, taskId);
-      throw new HttpProblem('capacity_reached', `All ${this.o.maxConcurrentRuns} run slots are busy; retry later.`, {
-        headers: { 'retry-after': '5' },
-      });
+      throw new HttpProblem('capacity_reached', `All ${this.o.maxConcurrentRuns} run slots are busy; retry later.`, { headers: { 'retry-after': '5' } });
     }
     this.active += 1;
-    let held = true;
-    return {
-      adapter,
-      session,
-      resumeId,
-      taskId,
-      release: async () => {
-        if (!held) return;
-        held = false;
-        this.active -= 1;
-        await sessions.release(resumeId, taskId);
-      },
-    };
+    return once(async () => {
+      this.active -= 1;
+    });
   }
 
   /** The Session rules of a resume that need no lock; returns the adapter the run will use. */
@@ -148,4 +175,16 @@ export class Admission {
   private refuseIfClosed(): void {
     if (this.closed) throw new HttpProblem('shutting_down', 'The service is shutting down.');
   }
+}
+
+/** Held until the first release; later ones do nothing. */
+function once(release: () => Promise<void>): Held {
+  let held = true;
+  return {
+    release: async () => {
+      if (!held) return;
+      held = false;
+      await release();
+    },
+  };
 }
