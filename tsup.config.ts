@@ -1,4 +1,16 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Plugin } from 'esbuild';
 import { defineConfig } from 'tsup';
+
+/** `import text from './file?raw'`: the file's text, as Vite gives it (the status page's real files). */
+const raw: Plugin = {
+  name: 'raw',
+  setup(build) {
+    build.onResolve({ filter: /\?raw$/ }, (args) => ({ path: resolve(args.resolveDir, args.path.slice(0, -'?raw'.length)), namespace: 'raw' }));
+    build.onLoad({ filter: /.*/, namespace: 'raw' }, (args) => ({ contents: readFileSync(args.path, 'utf8'), loader: 'text' }));
+  },
+};
 
 export default defineConfig([
   {
@@ -15,6 +27,7 @@ export default defineConfig([
     sourcemap: true,
     target: 'node20',
     splitting: false,
+    esbuildPlugins: [raw],
   },
   {
     // The commands are ESM only: they are run, never imported.
@@ -24,5 +37,6 @@ export default defineConfig([
     sourcemap: true,
     splitting: false,
     banner: { js: '#!/usr/bin/env node' },
+    esbuildPlugins: [raw],
   },
 ]);
