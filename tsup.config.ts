@@ -27,6 +27,8 @@ export default defineConfig([
     sourcemap: true,
     target: 'node20',
     splitting: false,
+    // `import.meta.url` in the CommonJS build too (runs/inbox-command.ts finds the package by it).
+    shims: true,
     esbuildPlugins: [raw],
   },
   {

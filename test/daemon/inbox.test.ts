@@ -1,8 +1,10 @@
 import { spawnSync } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createNodeServer } from '../../src/adapters/node';
 import { InboxPushError, pushToInbox } from '../../src/cli/inbox-client';
 import { api, cleanupDaemons, startDaemon, tempDir, writeConfig } from '../helpers/daemon';
 import { closeAllHosts, createTestHost, problem } from '../helpers/harness';
@@ -172,6 +174,35 @@ describe('headless-inbox through the real daemon', () => {
     });
     expect(other.status).not.toBe(0);
     await daemon.stop();
+  });
+
+  it('runs find headless-inbox on their PATH however the service was started', async () => {
+    const cwd = tempDir();
+    dirs.push(cwd);
+    writeConfig(cwd);
+    const push = async (url: string) => {
+      const res = await fetch(`${url}/api/workspaces/ws/headless`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ prompt: 'push from a run', agent: 'fake', wait: true }),
+      });
+      return ((await res.json()) as { output: { stdout: string } }).output.stdout;
+    };
+    // As a service manager starts it: an absolute path to node and the command, a bare PATH
+    // without node, npm or this package's bin folder on it.
+    const daemon = await startDaemon(cwd, ['--port', '0'], { PATH: '/usr/bin:/bin' });
+    expect(await push(daemon.url)).toMatch(/^push-exit 0 pushed inb_/m);
+    await daemon.stop();
+    // Embedded in a host app on its own server.
+    const host = await createTestHost();
+    const server = createNodeServer(host.handler);
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    try {
+      expect(await push(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)).toMatch(/^push-exit 0 pushed inb_/m);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((done) => server.close(done));
+    }
   });
 
   it('fails clearly without the variables, and when the service is down', () => {

@@ -1,3 +1,5 @@
+import { delimiter } from 'node:path';
+
 /** The environment of a run (README: Start a run, The Inbox). */
 
 /** The service's own secrets: the ONE list of what no run ever sees, whoever set them (the daemon, or a library user's `process.env`). */
@@ -32,6 +34,8 @@ export interface RunEnvInput {
   workspaceEnv?: Record<string, string>;
   /** The run's working directory, also given as `PWD`: some CLIs (opencode) work where `PWD` says. */
   cwd: string;
+  /** Put first on the run's `PATH` (where `headless-inbox` is). */
+  binDir?: string;
   run: RunVariables;
 }
 
@@ -51,5 +55,6 @@ export function buildRunEnv(input: RunEnvInput): Record<string, string> {
       env[key] = value;
     }
   }
+  if (input.binDir) env.PATH = env.PATH ? `${input.binDir}${delimiter}${env.PATH}` : input.binDir;
   return { ...env, PWD: input.cwd, ...input.run };
 }

@@ -17,6 +17,8 @@ export interface LaunchOptions {
   /** The environment runs start from (minus what `buildRunEnv` strips). */
   baseEnv: NodeJS.ProcessEnv;
   adminToken?: string;
+  /** Put first on the run's PATH (`headless-inbox`). */
+  binDir?: string;
   /** The run's own variables: its URL, ids and token. */
   run: Parameters<typeof buildRunEnv>[0]['run'];
   onStdoutLine(line: string): void;
@@ -32,6 +34,7 @@ export async function launchProcess(o: LaunchOptions): Promise<SupervisedProcess
     adapterEnv: invocation.env,
     workspaceEnv: o.workspace.env,
     cwd,
+    binDir: o.binDir,
     run: o.run,
   });
   await preflight(o.adapter, invocation.command, env);

@@ -21,6 +21,7 @@ import { outputPipe } from './output-pipe';
 import { tailOf } from './output-tail';
 import { inWorkspace } from './placement';
 import type { RunRecords } from './records';
+import { InboxCommand } from './inbox-command';
 import { RunEnding } from './run-ending';
 import { takeOverRuns } from './recovery';
 import type { RunTokens } from './tokens';
@@ -56,6 +57,7 @@ export class RunService {
   private readonly bootId: string;
   private readonly placement;
   private readonly ending: RunEnding;
+  private readonly inboxCommand = new InboxCommand();
 
   constructor(private readonly o: RunServiceOptions) {
     this.admission = o.admission;
@@ -140,6 +142,7 @@ export class RunService {
         timeoutMs: record.timeoutMs,
         baseEnv: this.o.baseEnv,
         adminToken: this.o.adminToken,
+        binDir: this.inboxCommand.folder(),
         run: {
           HEADLESS_API_URL: apiUrl,
           HEADLESS_WORKSPACE_ID: workspace.id,
@@ -246,5 +249,6 @@ export class RunService {
     clearTimeout(timer);
     await this.o.events.close();
     await this.records.close();
+    this.inboxCommand.close();
   }
 }

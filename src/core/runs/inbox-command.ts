@@ -1,0 +1,67 @@
+import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Puts `headless-inbox` on every run's `PATH`, however the service was started: through npx,
+ * as `node dist/cli.js serve`, from an absolute bin path under a service manager, or embedded in
+ * a host app. A private folder (0700, new at each start, removed at close) holds one launcher
+ * that runs this package's `dist/inbox-cli.js` with this Node; one a killed service left is
+ * removed by the next.
+ */
+export class InboxCommand {
+  private dir: string | undefined;
+
+  /** The folder to put first on a run's PATH; undefined where the package's command is not built. */
+  folder(): string | undefined {
+    if (this.dir) return this.dir;
+    const cli = findInboxCli();
+    if (!cli) return undefined;
+    removeLeftovers();
+    this.dir = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
+    const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
+    const launcher = join(this.dir, 'headless-inbox');
+    writeFileSync(launcher, `#!/bin/sh\nexec ${quote(process.execPath)} ${quote(cli)} "$@"\n`, { mode: 0o700 });
+    chmodSync(launcher, 0o700);
+    return this.dir;
+  }
+
+  close(): void {
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
+    this.dir = undefined;
+  }
+}
+
+const PREFIX = 'headless-inbox-';
+
+/** Folders of this user's services that died without closing (kill -9): their pid is gone. */
+function removeLeftovers(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const pid = Number(/^headless-inbox-(\d+)-/.exec(name)?.[1]);
+    const dir = join(tmpdir(), name);
+    if (!pid || pid === process.pid || alive(pid) || statSync(dir, { throwIfNoEntry: false })?.uid !== process.getuid?.()) continue;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** This package's built `headless-inbox`: up from this module to the package, then `dist/inbox-cli.js`. */
+function findInboxCli(): string | undefined {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'headless-run-webhook') {
+      const cli = join(dir, 'dist', 'inbox-cli.js');
+      return existsSync(cli) ? cli : undefined;
+    }
+    if (dirname(dir) === dir) return undefined;
+  }
+}
