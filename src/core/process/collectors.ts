@@ -26,10 +26,16 @@ export class TailBuffer {
     return this.total > this.max;
   }
 
-  /** The retained tail as text; invalid UTF-8 becomes U+FFFD so the result is always JSON-safe. */
+  /**
+   * The retained tail as text, at most `max` bytes of UTF-8: a cut never splits a character (the
+   * bytes of one cut in two are left out), and invalid UTF-8 becomes U+FFFD, so it is JSON-safe.
+   */
   text(): string {
     const all = Buffer.concat(this.chunks);
-    return all.subarray(Math.max(0, all.length - this.max)).toString('utf8');
+    let start = Math.max(0, all.length - this.max);
+    // At most 3 continuation bytes follow a character's first byte; more is not text anyway.
+    for (let i = 0; start > 0 && i < 3 && (all[start]! & 0xc0) === 0x80; i++) start++;
+    return all.subarray(start).toString('utf8');
   }
 }
 
