@@ -128,7 +128,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
       if (!res.ok) await answer(res, ANSWERS.RunEvent);
       let progressed = false;
       try {
-        for await (const data of sseData(res.body!)) {
+        for await (const data of sseData(res.body!, o.signal)) {
           const event = v.parse(ANSWERS.RunEvent, JSON.parse(data)) as RunEvent;
           after = event.seq;
           progressed = true;

@@ -1,17 +1,31 @@
-/** The `data` of each event of a Server-Sent Events body. */
-export async function* sseData(body: ReadableStream<Uint8Array>): AsyncIterable<string> {
+/**
+ * The `data` of each event of a Server-Sent Events body. An abort of `signal` ends it at once,
+ * even where the body does not follow the request's signal (an in-process fetch, as MCP's).
+ */
+export async function* sseData(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncIterable<string> {
+  const reader = body.getReader();
+  const stop = () => void reader.cancel().catch(() => undefined);
+  if (signal?.aborted) stop();
+  signal?.addEventListener('abort', stop, { once: true });
   const decoder = new TextDecoder();
   let buffer = '';
   let data: string[] = [];
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n')) {
-      const line = buffer.slice(0, nl).replace(/\r$/, '');
-      buffer = buffer.slice(nl + 1);
-      if (line === '') {
-        if (data.length > 0) yield data.join('\n');
-        data = [];
-      } else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n')) {
+        const line = buffer.slice(0, nl).replace(/\r$/, '');
+        buffer = buffer.slice(nl + 1);
+        if (line === '') {
+          if (data.length > 0) yield data.join('\n');
+          data = [];
+        } else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+      }
     }
+  } finally {
+    signal?.removeEventListener('abort', stop);
+    reader.releaseLock();
   }
 }

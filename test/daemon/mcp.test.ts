@@ -69,6 +69,8 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
       taskId,
     );
     const long = (await call(client, 'start_run', { workspaceId: 'ws', prompt: 'sleep 30000', agent: 'fake' })).structuredContent!;
+    // timeoutSeconds is kept on both transports: the record as it is then (the run sleeps on).
+    expect((await call(client, 'wait_run', { taskId: long.taskId, timeoutSeconds: 1 })).structuredContent).toMatchObject({ status: 'running' });
     expect((await call(client, 'cancel_run', { taskId: long.taskId })).structuredContent).toMatchObject({ taskId: long.taskId });
     expect((await call(client, 'wait_run', { taskId: long.taskId, timeoutSeconds: 20 })).structuredContent!.status).toBe('cancelled');
     await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: `note ${transport}` });
