@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { ID_PATTERN } from './ids';
+import { ID_PATTERN, sortableIdPattern } from './ids';
 import { HttpProblem, type ProblemCode } from './problems';
 import { RUN_STATUSES, type RunStatus, WEBHOOK_EVENTS } from './records';
 
@@ -84,15 +84,17 @@ export function parseStartBody(body: Record<string, unknown>): StartRequest {
   return parsed;
 }
 
-const cursorSchema = v.optional(v.pipe(v.string(), v.regex(ID_PATTERN)));
-const limitSchema = v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d{0,2}$/), v.transform(Number), v.maxValue(500)), '50');
+/** A page's cursor is the `nextCursor` of the page before: an id of what is listed, never anything else. */
+const cursorSchema = (prefix: string) => v.optional(v.pipe(v.string(), v.regex(sortableIdPattern(prefix))));
+/** 1 to 500, as the pattern says too (so a generated client knows the bound). */
+const limitSchema = v.optional(v.pipe(v.string(), v.regex(/^([1-9]\d?|[1-4]\d\d|500)$/), v.transform(Number)), '50');
 
 export const ListQuery = v.strictObject(
   {
     wsId: v.pipe(v.string(), v.minLength(1)),
     status: v.optional(v.picklist(RUN_STATUSES)),
     limit: limitSchema,
-    cursor: cursorSchema,
+    cursor: cursorSchema('run_'),
   },
   'invalid_body',
 );
@@ -153,7 +155,7 @@ export const InboxQuery = v.strictObject(
   {
     unread: v.optional(v.picklist(['true', 'false'])),
     limit: limitSchema,
-    cursor: cursorSchema,
+    cursor: cursorSchema('inb_'),
   },
   'invalid_body',
 );

@@ -138,12 +138,18 @@ describe('read, list, cancel', () => {
       '?wsId=ws&limit=1e3',
       '?wsId=ws&limit=-1',
       '?wsId=ws&cursor=..%2Fx',
+      // Id-shaped, but no run id: a cursor is only ever a page's nextCursor.
+      '?wsId=ws&cursor=abc',
+      '?wsId=ws&cursor=inb_0mwr8dzfl0000daebd112c3694904',
+      '?wsId=ws&limit=999',
       '?wsId=ws&extra=1',
       '?wsId=ws&wsId=other',
     ]) {
       expect(await problem(await host.request('GET', `/api/headless${q}`)), q).toMatchObject({ status: 400, code: 'invalid_body' });
     }
     expect(await problem(await host.request('GET', '/api/headless?wsId=nope'))).toMatchObject({ status: 404, code: 'workspace_not_found' });
+    // A run id the list no longer holds (pruned since) still pages on from where it was.
+    expect((await host.request('GET', '/api/headless?wsId=ws&cursor=run_0mwr8dzfl0000daebd112c3694904&limit=500')).status).toBe(200);
   });
 
   it('cancel: 202 with the record, then cancelled; 409 once ended; 404 unknown', async () => {
