@@ -222,6 +222,11 @@ describe('webhook targets: refused where they would make the service an SSRF too
     'http://0.0.0.0/',
     'http://[fd00::1]/',
     'http://[fe80::1]/',
+    // IPv6 ranges that carry an IPv4 address (here 10.0.0.1), and site-local.
+    'http://[::a00:1]/',
+    'http://[64:ff9b:1::a00:1]/',
+    'http://[2002:a00:1::]/',
+    'http://[fec0::1]/',
   ])('%s is 400 invalid_webhook by default', async (url) => {
     const h = await host({ allowPrivateTargets: false });
     const res = await h.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake', webhook: { url } } });

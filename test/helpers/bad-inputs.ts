@@ -148,6 +148,25 @@ export const rows: Row[] = [
   // Other routes
   { name: 'GET malformed task id', method: 'GET', path: '/api/headless/..%2Fetc', options: {}, status: 404, code: 'run_not_found' },
   { name: 'GET task id with NUL', method: 'GET', path: '/api/headless/a%00', options: {}, status: 404, code: 'run_not_found' },
+  { name: 'retire a session id with NUL', method: 'POST', path: '/api/sessions/a%00b/retire', options: {}, status: 404, code: 'session_not_found' },
+  { name: 'mark read an item id with NUL', method: 'POST', path: '/api/workspaces/ws/inbox/a%00/read', options: {}, status: 404, code: 'inbox_item_not_found' },
+  {
+    name: 'cancel by an empty form post (no preflight)',
+    method: 'POST',
+    path: '/api/headless/run_x/cancel',
+    options: { body: '', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+    status: 415,
+    code: 'unsupported_media_type',
+  },
+  {
+    name: 'MCP batch of 21 calls',
+    method: 'POST',
+    path: '/mcp',
+    options: json(Array.from({ length: 21 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/list' }))),
+    status: 400,
+    code: 'invalid_body',
+  },
+  { name: 'MCP body over 256 KiB', method: 'POST', path: '/mcp', options: json({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(300_000) } }), status: 413, code: 'body_too_large' },
   { name: 'unknown session', method: 'GET', path: '/api/sessions/ses_nope', options: {}, status: 404, code: 'session_not_found' },
   { name: 'retire unknown session', method: 'POST', path: '/api/sessions/ses_nope/retire', options: {}, status: 404, code: 'session_not_found' },
   {
@@ -201,6 +220,8 @@ export const rows: Row[] = [
   },
   { name: 'Origin evil', options: { ...json({ prompt: 'x' }), headers: { origin: 'https://evil.example' } }, status: 403, code: 'forbidden' },
   { name: 'Origin null', options: { ...json({ prompt: 'x' }), headers: { origin: 'null' } }, status: 403, code: 'forbidden' },
+  // Another port of the same host is another origin (another local service's page).
+  { name: 'Origin on another port', options: { ...json({ prompt: 'x' }), headers: { origin: 'http://localhost:9999' } }, status: 403, code: 'forbidden' },
   {
     name: 'Origin evil with admin token',
     options: { ...json({ prompt: 'x' }), headers: { origin: 'https://evil.example', authorization: 'Bearer admin-secret-token-value' } },

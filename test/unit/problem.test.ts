@@ -19,3 +19,14 @@ describe('HttpProblem', () => {
     expect(await response.json()).toMatchObject({ code: 'capacity_reached', status: 429, title: 'Capacity reached', detail: 'Busy.' });
   });
 });
+
+describe('a connection string in a message', () => {
+  it('never shows a password, wherever it is written', async () => {
+    const { redact } = await import('../../src/core/store/keyv-store');
+    for (const url of ['postgres://user:p%40ss@word@db.example/app', 'postgres://db.example/app?password=hunter2&sslmode=require', 'postgres://u:simple@h/db']) {
+      const shown = redact(url);
+      for (const secret of ['p%40ss', 'word@db', 'hunter2', 'simple']) expect(shown).not.toContain(secret);
+    }
+    expect(redact('postgres://db.example/app?password=hunter2&sslmode=require')).toContain('sslmode=require');
+  });
+});

@@ -38,6 +38,12 @@ for (const [net, prefix] of [
   ['fc00::', 7],
   ['fe80::', 10],
   ['ff00::', 8],
+  // Ranges that carry an IPv4 address inside (so any IPv4 target, private ones too): IPv4-compatible,
+  // local-use NAT64, 6to4; and the deprecated site-local range.
+  ['::', 96],
+  ['64:ff9b:1::', 48],
+  ['2002::', 16],
+  ['fec0::', 10],
 ] as const) {
   NON_PUBLIC.addSubnet(net, prefix, 'ipv6');
 }

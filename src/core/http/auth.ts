@@ -83,6 +83,14 @@ function hostName(authority: string): string | undefined {
   return match ? match[1]!.toLowerCase() : undefined;
 }
 
+/** An Origin's port (its scheme's default when it names none) is the Host's: another port on the same host is another origin. */
+function samePort(scheme: string, originAuthority: string, hostAuthority: string): boolean {
+  const port = (authority: string) => /:(\d{1,5})$/.exec(authority)?.[1];
+  const origin = port(originAuthority) ?? (scheme.toLowerCase() === 'https' ? '443' : '80');
+  // A Host without a port was sent for the scheme's default port, which is the Origin's then.
+  return (port(hostAuthority.trim()) ?? origin) === origin;
+}
+
 function boundName(address: string | undefined): string | undefined {
   if (!address) return undefined;
   const plain = address.startsWith('::ffff:') ? address.slice(7) : address;
@@ -115,8 +123,9 @@ export function createDefaultGate(options: GateOptions): Authorize {
 
     const origin = request.headers.get('origin');
     if (origin !== null) {
-      const match = /^https?:\/\/([^/]+)$/i.exec(origin.trim());
-      if (!match || !accepted(hostName(match[1]!))) throw new HttpProblem('forbidden', 'Cross-origin requests are refused.');
+      const match = /^(https?):\/\/([^/]+)$/i.exec(origin.trim());
+      if (!match || !accepted(hostName(match[2]!)) || !samePort(match[1]!, match[2]!, host!))
+        throw new HttpProblem('forbidden', 'Cross-origin requests are refused.');
     }
     const site = request.headers.get('sec-fetch-site');
     if (site !== null && site !== 'none' && site !== 'same-origin') {

@@ -44,6 +44,12 @@ async function readLimited(request: Request): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** Reads a JSON body's text, checked for media type and size only (for MCP's JSON-RPC, which parses it itself). */
+export async function readJsonText(request: Request): Promise<string> {
+  checkMediaType(request);
+  return readLimited(request);
+}
+
 /** Reads a JSON object body: media type, size, syntax and shape, in that order. */
 export async function readJsonObject(request: Request): Promise<Record<string, unknown>> {
   checkMediaType(request);
@@ -65,6 +71,8 @@ export async function readJsonObject(request: Request): Promise<Record<string, u
  * is sent must still be JSON (so a cross-site form post is refused) and at most `{}`.
  */
 export async function readEmptyBody(request: Request): Promise<void> {
+  // A content type a page may send without a preflight (a form) is refused even with no body.
+  if (request.headers.has('content-type')) checkMediaType(request);
   if (!hasBody(request)) return;
   const text = await readLimited(request);
   if (text.trim() === '') return;

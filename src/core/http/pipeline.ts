@@ -3,7 +3,7 @@ import { HttpProblem } from '../../contract/problems';
 import type { RunTokens } from '../runs/tokens';
 import { type AuthContext, type Authorize, type Credential, readCredential, unauthorized } from './auth';
 import { errorToResponse } from './problem-response';
-import { type Route, type RouteMatch, type RouteServices, matchRoute } from './router';
+import { type Route, type RouteMatch, type RouteServices, checkParams, matchRoute } from './router';
 
 /** What adapters pass with each request. */
 export interface HeadlessServerContext {
@@ -70,6 +70,7 @@ export function createPipeline(o: PipelineOptions) {
       const credential = readCredential(request, o.tokens, found?.route.auth, found?.params.workspaceId);
       await authorize(request, found, ctx, credential);
       if (!found) throw match;
+      checkParams(found.params);
       return await found.route.handle({
         request,
         url,

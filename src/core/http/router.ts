@@ -1,5 +1,6 @@
 // whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
 import { Response } from '@whatwg-node/fetch';
+import { ID_PATTERN } from '../../contract/ids';
 import { HttpProblem } from '../../contract/problems';
 import type { WorkspaceReport } from '../agents/doctor';
 import type { RunEvents } from '../events/run-events';
@@ -91,6 +92,22 @@ export const answer = (a: StoredAnswer, extra: Record<string, string> = {}) =>
   new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json', ...a.headers, ...extra } });
 
 export const json = (body: unknown, status = 200) => answer({ status, body, headers: {} });
+
+/** What a path id that cannot be one (not of the id pattern: a NUL, a slash, 200 characters) is answered with. */
+const PARAM_PROBLEMS: Record<string, ProblemCode> = {
+  taskId: 'run_not_found',
+  resumeId: 'session_not_found',
+  workspaceId: 'workspace_not_found',
+  itemId: 'inbox_item_not_found',
+};
+
+/** Refuses a path id that is not of the id pattern, before any store sees it. */
+export function checkParams(params: Record<string, string>): void {
+  for (const [name, value] of Object.entries(params)) {
+    if (!ID_PATTERN.test(value))
+      throw new HttpProblem(PARAM_PROBLEMS[name] ?? 'not_found', `No such ${name.replace(/Id$/, '')}: the id is not of the form ${ID_PATTERN.source}.`);
+  }
+}
 
 export interface RouteMatch {
   route: Route;

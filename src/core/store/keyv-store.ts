@@ -209,7 +209,16 @@ export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
 }
 
 /** A connection string without its password, for messages. */
-const redact = (url: string) => url.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@');
+export function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    for (const key of [...parsed.searchParams.keys()]) if (/pass|secret|token/i.test(key)) parsed.searchParams.set(key, '***');
+    return parsed.href;
+  } catch {
+    return 'the database URL (not shown: it does not parse)';
+  }
+}
 
 /**
  * A store in PostgreSQL, which several instances may share (README: Running several

@@ -1,7 +1,12 @@
 import { ANSWERS } from '../../../contract/answers';
 import { AgentsQuery, parseAgentsQuery } from '../../../contract/requests';
 import { createClient } from '../../../client/index';
+import { HttpProblem } from '../../../contract/problems';
+import { readJsonText } from '../body';
 import { type Route, json, route } from '../router';
+
+/** JSON-RPC calls in one MCP batch, at most. */
+const MCP_BATCH = 20;
 import { statusPage, statusPageScript } from '../status-page';
 
 /** The service itself: agent checks, workspaces, the status page, MCP. */
@@ -81,8 +86,24 @@ export const SERVICE_ROUTES: Route[] = [
         }
         return dispatch(String(input), { ...init, headers });
       };
+      // The service's own limits before the SDK reads it: 256 KiB, and a batch of at most MCP_BATCH calls.
+      const text = await readJsonText(request);
+      const batch = batchSize(text);
+      if (batch > MCP_BATCH) throw new HttpProblem('invalid_body', `A JSON-RPC batch takes at most ${MCP_BATCH} calls.`);
       const { answerMcp } = await import('../../../mcp/server');
-      return answerMcp(request, createClient({ url: apiUrl, fetch: forward as typeof fetch }));
+      const checked = new Request(request.url, { method: 'POST', headers: request.headers, body: text });
+      return answerMcp(checked, createClient({ url: apiUrl, fetch: forward as typeof fetch }));
     },
   ),
 ];
+
+/** The calls in a JSON-RPC body; one where it is not a batch (or not JSON: the SDK answers that). */
+function batchSize(text: string): number {
+  if (!/^\s*\[/.test(text)) return 1;
+  try {
+    const calls = JSON.parse(text) as unknown;
+    return Array.isArray(calls) ? calls.length : 1;
+  } catch {
+    return 1;
+  }
+}
