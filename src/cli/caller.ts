@@ -2,7 +2,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { HeadlessError, type HeadlessClient, type RunRecord, createClient } from '../client/index';
 import { RUN_STATUSES, type RunStatus } from '../contract/records';
 import { fail } from './fail';
-import { describeEvent, describeRun, seconds } from './describe';
+import { describeEvent, describeRun, seconds, visible } from './describe';
 
 /**
  * The caller commands (README: Caller CLI): `run`, `status`, `list`, `cancel`, `inbox`,
@@ -72,7 +72,7 @@ const TAKES: Record<string, Array<keyof typeof OPTIONS>> = {
 type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean };
 
 const usage = (command: string, message: string): never => fail(`${message}\n${CALLER_USAGE[command]}\n${COMMON}`, EXIT.usage);
-const print = (text: string) => process.stdout.write(`${text}\n`);
+const print = (text: string) => process.stdout.write(`${visible(text)}\n`);
 const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
 
 function positiveInt(command: string, name: string, value: string | undefined, fallback?: number): number | undefined {
@@ -90,7 +90,7 @@ async function finish(client: HeadlessClient, taskId: string, v: Values): Promis
   let count = 0;
   let last = '';
   const progress = () =>
-    process.stderr.write(`\r\x1b[K${taskId} running ${((Date.now() - started) / 1000).toFixed(0)}s · ${count} events${last ? ` · ${last}` : ''}`);
+    process.stderr.write(`\r\x1b[K${taskId} running ${((Date.now() - started) / 1000).toFixed(0)}s · ${count} events${last ? ` · ${visible(last)}` : ''}`);
   const ticker = live ? setInterval(progress, 1000) : undefined;
   try {
     return await client.wait(taskId, {
@@ -223,6 +223,6 @@ export async function caller(command: string, argv: string[]): Promise<void> {
   } catch (error) {
     if (!(error instanceof HeadlessError)) throw error;
     if (v.json) printJson({ error: { status: error.status, code: error.code, message: error.message } });
-    fail(`${error.code}: ${error.message}`, EXIT.service);
+    fail(visible(`${error.code}: ${error.message}`), EXIT.service);
   }
 }

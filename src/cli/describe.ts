@@ -1,5 +1,12 @@
 import type { RunEvent, RunRecord } from '../client/index';
 
+/**
+ * Text from the service (titles, messages, errors) as a terminal may show it: control characters
+ * are written out as `\xNN`, so none can move the cursor, fake a status or set the clipboard (OSC 52).
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point.
+export const visible = (text: string) => text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+
 export const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)}s`);
 
 /** How the caller CLI shows a run and an event to a person. */

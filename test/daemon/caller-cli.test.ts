@@ -85,6 +85,18 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     expect((await cli(['sessions', 'retire', resumeId])).stdout).toMatch(/retired/);
   });
 
+  it('shows text from the service with its control characters written out: no clipboard writes, no faked lines', async () => {
+    // OSC 52 (set the clipboard) and a carriage return that would overwrite the line with a fake status.
+    const title = 'report \x1b]52;c;ZWNobyBwd25lZA==\x07 done\rrun_x  succeeded';
+    await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title });
+    const { stdout } = await cli(['inbox', '--unread']);
+    expect(stdout).not.toMatch(/[\x1b\x07\r]/);
+    expect(stdout).toContain('report \\x1b]52;c;ZWNobyBwd25lZA==\\x07 done\\x0drun_x  succeeded');
+    // --json keeps the text exact (escaped by JSON).
+    const items = json((await cli(['inbox', '--unread', '--json'])).stdout) as unknown as Array<{ title: string }>;
+    expect(items.map((i) => i.title)).toContain(title);
+  });
+
   it('--help and --version on every command; bad usage is exit 2; a refusal or no service is exit 6', async () => {
     for (const command of ['run', 'status', 'list', 'cancel', 'inbox', 'sessions', 'serve', 'doctor', 'mcp']) {
       const help = await cli([command, '--help']);

@@ -166,7 +166,14 @@ export const rows: Row[] = [
     status: 400,
     code: 'invalid_body',
   },
-  { name: 'MCP body over 256 KiB', method: 'POST', path: '/mcp', options: json({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(300_000) } }), status: 413, code: 'body_too_large' },
+  {
+    name: 'MCP body over 256 KiB',
+    method: 'POST',
+    path: '/mcp',
+    options: json({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(300_000) } }),
+    status: 413,
+    code: 'body_too_large',
+  },
   { name: 'unknown session', method: 'GET', path: '/api/sessions/ses_nope', options: {}, status: 404, code: 'session_not_found' },
   { name: 'retire unknown session', method: 'POST', path: '/api/sessions/ses_nope/retire', options: {}, status: 404, code: 'session_not_found' },
   {

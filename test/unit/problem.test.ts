@@ -23,7 +23,11 @@ describe('HttpProblem', () => {
 describe('a connection string in a message', () => {
   it('never shows a password, wherever it is written', async () => {
     const { redact } = await import('../../src/core/store/keyv-store');
-    for (const url of ['postgres://user:p%40ss@word@db.example/app', 'postgres://db.example/app?password=hunter2&sslmode=require', 'postgres://u:simple@h/db']) {
+    for (const url of [
+      'postgres://user:p%40ss@word@db.example/app',
+      'postgres://db.example/app?password=hunter2&sslmode=require',
+      'postgres://u:simple@h/db',
+    ]) {
       const shown = redact(url);
       for (const secret of ['p%40ss', 'word@db', 'hunter2', 'simple']) expect(shown).not.toContain(secret);
     }
