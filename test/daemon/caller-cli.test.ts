@@ -90,7 +90,7 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     const title = 'report \x1b]52;c;ZWNobyBwd25lZA==\x07 done\rrun_x  succeeded';
     await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title });
     const { stdout } = await cli(['inbox', '--unread']);
-    expect(stdout).not.toMatch(/[\x1b\x07\r]/);
+    for (const control of ['\x1b', '\x07', '\r']) expect(stdout).not.toContain(control);
     expect(stdout).toContain('report \\x1b]52;c;ZWNobyBwd25lZA==\\x07 done\\x0drun_x  succeeded');
     // --json keeps the text exact (escaped by JSON).
     const items = json((await cli(['inbox', '--unread', '--json'])).stdout) as unknown as Array<{ title: string }>;
