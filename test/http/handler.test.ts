@@ -262,6 +262,20 @@ describe('basePath', () => {
   });
 });
 
+describe('MCP behind a custom gate', () => {
+  it('tool calls carry the request\u2019s headers, so a gate that reads its own header decides them as direct calls', async () => {
+    const host = await createTestHost({ authorize: (request) => request.headers.get('x-api-key') === 'k' });
+    const call = (key: string) =>
+      host.request('POST', '/mcp', {
+        json: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get_run', arguments: { taskId: 'run_nope' } } },
+        headers: { accept: 'application/json, text/event-stream', 'x-api-key': key },
+      });
+    const answered = (await (await call('k')).json()) as { result: { content: Array<{ text: string }> } };
+    expect(answered.result.content[0]!.text).toMatch(/^run_not_found: /);
+    expect((await call('wrong')).status).toBe(401);
+  });
+});
+
 describe("the service's secrets", () => {
   it('never reach a run, even from a library user’s own environment', async () => {
     const env = {

@@ -5,6 +5,19 @@ import { HttpProblem } from '../../../contract/problems';
 import { readJsonText } from '../body';
 import { type Route, json, route } from '../router';
 
+/** Headers of the MCP request itself, never passed on to its tool calls (each has its own body and answer). */
+const OWN_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'accept',
+  'accept-encoding',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+]);
+
 /** JSON-RPC calls in one MCP batch, at most. */
 const MCP_BATCH = 20;
 import { statusPage, statusPageScript } from '../status-page';
@@ -76,14 +89,13 @@ export const SERVICE_ROUTES: Route[] = [
       },
     },
     async ({ request, apiUrl, dispatch }) => {
-      // Each tool call is a request to this handler, with this request's Host and credential:
-      // the gate decides it exactly as it would a direct call.
+      // Each tool call is a request to this handler, with this request's headers (its Host, its
+      // credential, whatever a custom gate reads): the gate decides it exactly as it would a direct call.
       const forward = (input: string | URL | Request, init: RequestInit = {}) => {
         const headers = new Headers(init.headers);
-        for (const name of ['host', 'authorization']) {
-          const value = request.headers.get(name);
-          if (value !== null) headers.set(name, value);
-        }
+        request.headers.forEach((value, name) => {
+          if (!OWN_HEADERS.has(name) && !headers.has(name)) headers.set(name, value);
+        });
         return dispatch(String(input), { ...init, headers });
       };
       // The service's own limits before the SDK reads it: 256 KiB, and a batch of at most MCP_BATCH calls.
