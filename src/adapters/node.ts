@@ -57,9 +57,16 @@ export function toNodeListener(handler: HeadlessHandler): (req: IncomingMessage,
   };
 }
 
+/**
+ * Sockets are bounded before anyone is authenticated: headers must arrive within 10 s and a whole
+ * request within 30 s (checked every second), so connections that never finish cannot pile up.
+ * Answers (event streams) may last as long as they like.
+ */
+const LIMITS = { headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1_000 };
+
 /** A node:http server for the handler; closing the server also closes the handler. */
 export function createNodeServer(handler: HeadlessHandler): Server {
-  const server = createServer(toNodeListener(handler));
+  const server = createServer(LIMITS, toNodeListener(handler));
   server.on('close', () => void handler.close());
   return server;
 }
