@@ -82,13 +82,64 @@ export interface DaemonConfig {
 
 export class ConfigError extends Error {}
 
-function describe(issue: v.BaseIssue<unknown>): string {
-  const path = (issue.path ?? [])
+const pathOf = (issue: v.BaseIssue<unknown>) =>
+  (issue.path ?? [])
     .map((p) => (typeof p.key === 'number' ? `[${p.key}]` : `.${String(p.key)}`))
     .join('')
     .replace(/^\./, '');
-  if (issue.type === 'strict_object' && path) return `unknown key "${path}"`;
-  return `"${path || '(root)'}" ${issue.message}`;
+
+/** An unknown key (a strict object's issue expecting nothing there) or a missing one (it received nothing). */
+const isUnknownKey = (issue: v.BaseIssue<unknown>) => issue.type === 'strict_object' && issue.expected === 'never';
+const isMissingKey = (issue: v.BaseIssue<unknown>) => issue.received === 'undefined' && (issue.path?.length ?? 0) > 0;
+
+/** The one issue to report: a misspelt key before the key it leaves missing, with what it was likely meant to be. */
+function describe(issues: [v.BaseIssue<unknown>, ...v.BaseIssue<unknown>[]]): string {
+  const unknown = issues.find(isUnknownKey);
+  if (unknown) {
+    const path = pathOf(unknown);
+    const parent = path.replace(/(\.|^)[^.[\]]+$/, '');
+    const missing = issues.filter((i) => isMissingKey(i) && pathOf(i).replace(/(\.|^)[^.[\]]+$/, '') === parent).map((i) => String(i.path!.at(-1)!.key));
+    const key = String(unknown.path!.at(-1)!.key);
+    // The keys it was likely meant to be: the ones missing there first, then any that object takes.
+    const known = [
+      ...missing,
+      ...keysAt(
+        ConfigSchema,
+        unknown.path!.slice(0, -1).map((p) => p.key),
+      ),
+    ];
+    const guess = known.sort((a, b) => distance(key, a) - distance(key, b))[0];
+    return `unknown key "${path}"${guess !== undefined && distance(key, guess) <= 3 ? ` (did you mean "${guess}"?)` : ''}`;
+  }
+  const issue = issues[0];
+  if (isMissingKey(issue)) return `"${pathOf(issue)}" is required`;
+  return `"${pathOf(issue) || '(root)'}" ${issue.message}`;
+}
+
+/** The keys of the object the config schema expects at `path`. */
+function keysAt(schema: unknown, path: unknown[]): string[] {
+  type Node = { entries?: Record<string, unknown>; wrapped?: unknown; value?: unknown; item?: unknown };
+  let node = schema as Node | undefined;
+  const unwrap = () => {
+    while (node?.wrapped) node = node.wrapped as Node;
+  };
+  for (const key of path) {
+    unwrap();
+    node = (typeof key === 'string' && node?.entries ? node.entries[key] : (node?.value ?? node?.item)) as Node | undefined;
+  }
+  unwrap();
+  return Object.keys(node?.entries ?? {});
+}
+
+/** Edit distance, for "did you mean". */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
 }
 
 /** The default workspace: the current directory, every registered agent enabled. */
@@ -107,7 +158,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     throw new ConfigError(`cannot read config ${path}: ${error instanceof Error ? error.message : String(error)}`);
   }
   const result = v.safeParse(ConfigSchema, raw);
-  if (!result.success) throw new ConfigError(`config ${path}: ${describe(result.issues[0])}`);
+  if (!result.success) throw new ConfigError(`config ${path}: ${describe(result.issues)}`);
   const config = result.output;
   const base = dirname(path);
   const local = (p: string) => (isAbsolute(p) ? p : resolve(base, p));

@@ -83,10 +83,15 @@ describe('the daemon', () => {
     writeConfig(cwd, { maxConcurentRuns: 3 });
     const top = await runCli(['serve', '--port', '0'], { cwd });
     expect(top.code).not.toBe(0);
-    expect(top.stderr).toContain('unknown key "maxConcurentRuns"');
+    expect(top.stderr).toContain('unknown key "maxConcurentRuns" (did you mean "maxConcurrentRuns"?)');
     writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', agnets: [] }] });
     const nested = await runCli(['serve', '--port', '0'], { cwd });
-    expect(nested.stderr).toContain('unknown key "workspaces[0].agnets"');
+    expect(nested.stderr).toContain('unknown key "workspaces[0].agnets" (did you mean "agents"?)');
+    // A misspelt required key is named as such, not as the key it leaves missing; a missing one is said to be.
+    writeConfig(cwd, { agents: { mine: { comand: 'x', args: [] } } });
+    expect((await runCli(['serve', '--port', '0'], { cwd })).stderr).toContain('unknown key "agents.mine.comand" (did you mean "command"?)');
+    writeConfig(cwd, { agents: { mine: { command: 'x' } } });
+    expect((await runCli(['serve', '--port', '0'], { cwd })).stderr).toContain('"agents.mine.args" is required');
     writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', agents: ['fake', 'cluade'] }] });
     const misspelt = await runCli(['serve', '--port', '0'], { cwd });
     expect(misspelt.code).not.toBe(0);
