@@ -11,8 +11,9 @@ const PATH = (process.env.PATH ?? '')
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Generous: a busy machine (CI runs on the developer's own) must not fail a test by its clock.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     env: { PATH },
     // Real processes and sockets: two cores, so keep files from starving each other.
     maxWorkers: 2,

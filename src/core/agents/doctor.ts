@@ -1,5 +1,5 @@
 import type { Workspace } from '../types';
-import { credentialSources, findExecutable, isTheAgent, presentCredentials, probeOutput } from './preflight';
+import { credentialSources, findExecutable, isTheAgent, presentCredentials, probe } from './preflight';
 import type { AgentRegistry } from './registry';
 import type { AgentAdapter } from './types';
 
@@ -62,16 +62,22 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     check.problems.push(`"${command}" is not on the PATH of workspace "${workspace.id}": install it, or set PATH in the workspace's env`);
     return check;
   }
-  check.version = (await probeOutput(check.path, ['--version'], env)).trim().split('\n')[0] || null;
+  const version = await probe(check.path, ['--version'], env);
+  check.version = version.output.trim().split('\n')[0] || null;
+  if (version.timedOut) check.problems.push(`"${command} --version" did not answer within 60 s (a busy machine?): its version is unknown`);
   if (adapter.identity) {
     check.isAgent = await isTheAgent(adapter, check.path, env);
     if (!check.isAgent) check.problems.push(`${check.path} is not the ${adapter.name} agent CLI: put the real one first on the PATH`);
   }
   if (adapter.help) {
-    const usage = await probeOutput(check.path, adapter.help, env);
-    check.unknownFlags = [...new Set(invocations.flatMap((i) => flagsOf(i.args)))].filter((flag) => !listed(usage, flag));
-    if (check.unknownFlags.length > 0) {
-      check.problems.push(`this version (${check.version ?? 'unknown'}) does not list ${check.unknownFlags.join(', ')}: upgrade ${adapter.name}`);
+    const usage = await probe(check.path, adapter.help, env);
+    if (usage.timedOut) {
+      check.problems.push(`"${command} ${adapter.help.join(' ')}" did not answer within 60 s (a busy machine?): its flags could not be checked`);
+    } else {
+      check.unknownFlags = [...new Set(invocations.flatMap((i) => flagsOf(i.args)))].filter((flag) => !listed(usage.output, flag));
+      if (check.unknownFlags.length > 0) {
+        check.problems.push(`this version (${check.version ?? 'unknown'}) does not list ${check.unknownFlags.join(', ')}: upgrade ${adapter.name}`);
+      }
     }
   }
   if (adapter.credentials && check.credentials.length === 0) {

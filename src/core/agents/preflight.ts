@@ -23,15 +23,23 @@ export function findExecutable(command: string, path: string | undefined): strin
   return undefined;
 }
 
-const PROBE_TIMEOUT_MS = 10_000;
+/** A probe's time limits, tried in turn while it times out: a busy machine gets a second, longer chance. */
+const PROBE_LIMITS_MS = [10_000, 60_000];
 /** Probe results by executable path and modification time: an upgrade is probed again. */
-const probes = new Map<string, Promise<string>>();
+const probes = new Map<string, Promise<Probe>>();
+
+/** What a probe printed, and whether it was cut off by its last time limit (then it says nothing). */
+export interface Probe {
+  output: string;
+  timedOut: boolean;
+}
 
 /**
- * What `file args...` prints (stdout and stderr), with stdin closed and a time limit; cached.
- * It sees only `PATH` and `HOME` from `env`: never a secret of the service.
+ * What `file args...` prints (stdout and stderr), with stdin closed and a time limit (retried
+ * once with a longer one when it runs out); cached. It sees only `PATH` and `HOME` from `env`:
+ * never a secret of the service.
  */
-export function probeOutput(file: string, args: string[], env: Record<string, string | undefined>): Promise<string> {
+export function probe(file: string, args: string[], env: Record<string, string | undefined>): Promise<Probe> {
   let mtime = 0;
   try {
     mtime = statSync(file).mtimeMs;
@@ -39,25 +47,36 @@ export function probeOutput(file: string, args: string[], env: Record<string, st
     // Gone: the probe fails below.
   }
   const key = `${file}\0${mtime}\0${args.join('\0')}`;
-  let probe = probes.get(key);
-  if (!probe) {
-    probe = new Promise((resolve) => {
-      const child = execFile(
-        file,
-        args,
-        { env: probeEnv(env), timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 },
-        (error, stdout, stderr) => {
-          // A probe that was killed (too slow, too much output) or could not start says nothing
-          // about the program: it is not remembered, so the next request probes again.
-          if (error && typeof error.code !== 'number') probes.delete(key);
-          resolve(`${stdout}${stderr}`);
-        },
-      );
-      child.stdin?.end();
-    });
-    probes.set(key, probe);
+  let running = probes.get(key);
+  if (!running) {
+    running = (async () => {
+      let last: Probe & { remember: boolean } = { output: '', timedOut: false, remember: false };
+      for (const limit of PROBE_LIMITS_MS) {
+        last = await probeOnce(file, args, env, limit);
+        if (!last.timedOut) break;
+      }
+      // A probe that was killed or could not start says nothing about the program: it is not remembered.
+      if (!last.remember) probes.delete(key);
+      return { output: last.output, timedOut: last.timedOut };
+    })();
+    probes.set(key, running);
   }
-  return probe;
+  return running;
+}
+
+function probeOnce(file: string, args: string[], env: Record<string, string | undefined>, timeout: number): Promise<Probe & { remember: boolean }> {
+  return new Promise((resolve) => {
+    const child = execFile(file, args, { env: probeEnv(env), timeout, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 }, (error, stdout, stderr) => {
+      const killed = error !== null && typeof error.code !== 'number';
+      resolve({ output: `${stdout}${stderr}`, timedOut: killed && (error as { killed?: boolean }).killed === true, remember: !killed });
+    });
+    child.stdin?.end();
+  });
+}
+
+/** What `file args...` prints; empty when it could not tell. */
+export async function probeOutput(file: string, args: string[], env: Record<string, string | undefined>): Promise<string> {
+  return (await probe(file, args, env)).output;
 }
 
 /** Whether the executable is the agent the adapter drives (adapters without an identity: yes). */
