@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import { createNodeServer } from '../adapters/node';
 import { isLoopbackAddress } from '../core/http/auth';
 import { type HeadlessHandler, createHeadlessHandler } from '../core/handler';
-import { createPostgresKeyv, createSqliteKeyv } from '../core/store/keyv-store';
+import { createPostgresKeyv, createSqliteKeyv } from '../core/store/keyvs';
 import { SERVICE_SECRETS } from '../core/runs/env';
 import { ConfigError, loadConfig } from './config';
 import { fail } from './fail';

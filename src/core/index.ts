@@ -6,7 +6,7 @@ export { HttpProblem, StorageError } from '../contract/problems';
 export type { ProblemCode } from '../contract/problems';
 export { createExecaSpawner, SpawnFailure } from './process/spawner';
 export type { ExecaSpawnerOptions, ProcessExit, SpawnedProcess, SpawnOptions, Spawner } from './process/spawner';
-export { createMemoryKeyv, createPostgresKeyv, createSqliteKeyv } from './store/keyv-store';
+export { createMemoryKeyv, createPostgresKeyv, createSqliteKeyv } from './store/keyvs';
 export { BUILTIN_AGENTS } from './agents/builtins';
 export { createCommandAgent } from './agents/command-agent';
 export type { CommandAgentDefinition } from './agents/command-agent';

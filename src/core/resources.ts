@@ -15,7 +15,8 @@ import { RunRecords } from './runs/records';
 import { RunService } from './runs/run-service';
 import { RunTokens } from './runs/tokens';
 import { SessionBook } from './sessions';
-import { type HeadlessStore, createMemoryKeyv, keyvStore } from './store/keyv-store';
+import { type HeadlessStore, keyvStore } from './store/keyv-store';
+import { createMemoryKeyv } from './store/keyvs';
 import { Workspaces } from './workspaces';
 
 /** Start-up recovery the store refused (a full disk) is tried again this often, until it succeeds. */

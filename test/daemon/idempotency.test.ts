@@ -1,6 +1,6 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/core/util/ids';
-import { createMemoryKeyv } from '../../src/core/store/keyv-store';
+import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import { api, cleanupDaemons, startDaemon, startFakeDaemon, waitRun } from '../helpers/daemon';
 import { type TestHost, closeAllHosts, createTestHost, problem } from '../helpers/harness';
 

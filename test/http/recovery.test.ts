@@ -3,7 +3,7 @@ import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { processStartTime } from '../../src/core/process/process-tree';
 import { MACHINE } from '../../src/core/process/machine';
-import { createMemoryKeyv } from '../../src/core/store/keyv-store';
+import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import type { StoredRun } from '../../src/core/types';
 import { closeAllHosts, createTestHost } from '../helpers/harness';
 import { isAlive, isDead } from '../helpers/processes';

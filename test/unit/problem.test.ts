@@ -22,7 +22,7 @@ describe('HttpProblem', () => {
 
 describe('a connection string in a message', () => {
   it('never shows a password, wherever it is written', async () => {
-    const { redact } = await import('../../src/core/store/keyv-store');
+    const { redact } = await import('../../src/core/store/keyvs');
     for (const url of [
       'postgres://user:p%40ss@word@db.example/app',
       'postgres://db.example/app?password=hunter2&sslmode=require',

@@ -4,7 +4,8 @@ import type { HttpProblem } from '../../src/contract/problems';
 import { Admission } from '../../src/core/runs/admission';
 import { createFleet } from '../../src/core/fleet/index';
 import { SessionBook } from '../../src/core/sessions';
-import { createMemoryKeyv, keyvStore } from '../../src/core/store/keyv-store';
+import { createMemoryKeyv } from '../../src/core/store/keyvs';
+import { keyvStore } from '../../src/core/store/keyv-store';
 import type { SessionState, Workspace } from '../../src/core/types';
 import { fakeAgent } from '../helpers/harness';
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createFleet } from '../../src/core/fleet/index';
 import { SessionBook } from '../../src/core/sessions';
-import { createMemoryKeyv, keyvStore } from '../../src/core/store/keyv-store';
+import { createMemoryKeyv } from '../../src/core/store/keyvs';
+import { keyvStore } from '../../src/core/store/keyv-store';
 import type { SessionState } from '../../src/core/types';
 
 const bookOn = (store: ReturnType<typeof keyvStore>) =>

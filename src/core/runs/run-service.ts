@@ -6,9 +6,9 @@ import type { Webhooks } from '../delivery/webhooks';
 import type { RunEvents } from '../events/run-events';
 import type { Fleet, FleetAnswer, FleetRequest } from '../fleet/fleet';
 import { MACHINE } from '../process/machine';
-import type { ProcessOutput, Spawner } from '../process/spawner';
-import { SpawnFailure } from '../process/spawner';
+import { type ProcessOutput, SpawnFailure, type Spawner } from '../process/spawner';
 import { publicRecord } from '../public-record';
+import { settleWithin } from '../util/settle-within';
 import type { SessionBook } from '../sessions';
 import type { StoredRun, WebhookTarget, Workspace } from '../types';
 import type { Admission, Reservation } from './admission';
@@ -239,14 +239,10 @@ export class RunService {
     this.admission.close();
     const runs = [...this.live.values()];
     for (const live of runs) this.stop(live, 'shutdown');
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled(runs.map((r) => r.done)),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, SHUTDOWN_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settleWithin(
+      runs.map((r) => r.done),
+      SHUTDOWN_WAIT_MS,
+    );
     await this.o.events.close();
     await this.records.close();
     this.inboxCommand.close();
