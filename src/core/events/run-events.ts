@@ -98,6 +98,8 @@ export class RunEvents {
   async end(record: RunRecord): Promise<void> {
     const entry = this.live.get(record.taskId);
     if (!entry) return;
+    // Ended already (a reader saw the final record first): its write is under way.
+    if (entry.timeline.ended) return entry.writing;
     clearTimeout(entry.timer);
     entry.timer = undefined;
     entry.timeline.append('run.ended', record);
@@ -136,8 +138,19 @@ export class RunEvents {
 
   /** A page of a run's events after `after`; `record`: its record as read now. */
   async page(record: RunRecord, after: number, limit: number): Promise<EventPage> {
-    const live = this.live.get(record.taskId);
-    return (live?.timeline ?? (await this.fromStore(record))).page(after, limit);
+    const live = this.followRecord(record);
+    return (live ?? (await this.fromStore(record))).page(after, limit);
+  }
+
+  /**
+   * The live timeline of a run, ended at once if `record` (read before) says the run has ended:
+   * the record is the truth, and its end is durable before the timeline is told.
+   */
+  private followRecord(record: RunRecord): Timeline | undefined {
+    const live = this.live.get(record.taskId)?.timeline;
+    if (live && !live.ended && record.status !== 'running')
+      void this.end(record).catch((error: unknown) => this.o.log(`could not end the events of ${record.taskId}`, error));
+    return live;
   }
 
   /**
@@ -170,6 +183,7 @@ export class RunEvents {
   /** Follows a run's events after `after`: live while it runs (here, or on another instance), then to its end. */
   reader(record: RunRecord, after: number): EventReader {
     const { taskId } = record;
+    this.followRecord(record);
     let cursor = after;
     let closed = false;
     // The pending wait, settled at once by close(): one function, no listeners to add and remove.
