@@ -12,11 +12,14 @@ import { fileURLToPath } from 'node:url';
  */
 export class InboxCommand {
   private dir: string | undefined;
+  /** Looked for once: the package's built command (undefined where it is not built). */
+  private cli: string | undefined | null = null;
 
   /** The folder to put first on a run's PATH; undefined where the package's command is not built. */
   folder(): string | undefined {
     if (this.dir) return this.dir;
-    const cli = findInboxCli();
+    if (this.cli === null) this.cli = findInboxCli();
+    const cli = this.cli;
     if (!cli) return undefined;
     removeLeftovers();
     this.dir = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));

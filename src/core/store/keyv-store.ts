@@ -18,6 +18,11 @@ export interface HeadlessStore {
   close(): Promise<void>;
 }
 
+/** A field of the record Keyv stores as `{"value": …}` in the `value` column, as each dialect reads it. */
+export function recordField(dialect: SqlAccess['dialect'], name: string): string {
+  return dialect === 'postgres' ? `(value::jsonb #>> '{value,${name}}')` : `json_extract(value, '$.value.${name}')`;
+}
+
 export interface SqlAccess {
   dialect: 'sqlite' | 'postgres';
   /** PostgreSQL's connection string, for connections of the fleet's own (README: Running several instances). */
@@ -126,10 +131,9 @@ export function keyvStore(keyv: Keyv): HeadlessStore {
             async setIf(key: string, value: unknown, expected: Record<string, string>) {
               const pg = dialect === 'postgres';
               const text = await keyv.serializeData({ value, expires: undefined });
-              const field = (name: string) => (pg ? `(value::jsonb #>> '{value,${name}}')` : `json_extract(value, '$.value.${name}')`);
               const names = Object.keys(expected);
               let n = 2;
-              const where = names.map((name) => `${field(name)} = ${pg ? `$${++n}` : '?'}`).join(' AND ');
+              const where = names.map((name) => `${recordField(dialect, name)} = ${pg ? `$${++n}` : '?'}`).join(' AND ');
               const statement = `UPDATE ${this.table} SET value = ${pg ? '$1' : '?'} WHERE key = ${pg ? '$2' : '?'} AND ${where} RETURNING key`;
               const rows = await this.query(statement, [text, prefixOf() + key, ...names.map((name) => expected[name])]);
               return rows.length === 1;

@@ -1,5 +1,5 @@
 import type { CollectionSpec, RecordLookups } from './record-lookups';
-import type { SqlAccess } from './keyv-store';
+import { type SqlAccess, recordField } from './keyv-store';
 
 /**
  * A collection's lookups in SQLite or PostgreSQL: partial expression indexes on the key-value
@@ -15,7 +15,7 @@ export function sqlRecordQueries<T>(sql: SqlAccess, spec: CollectionSpec<T>): Re
   const mine = pg
     ? `key LIKE ${literal(`${start.replace(/[\\%_]/g, '\\$&')}%`)}`
     : `key >= ${literal(start)} AND key < ${literal(start.slice(0, -1) + String.fromCharCode(start.charCodeAt(start.length - 1) + 1))}`;
-  const field = (name: string) => (pg ? `(value::jsonb #>> '{value,${name}}')` : `json_extract(value, '$.value.${name}')`);
+  const field = (name: string) => recordField(sql.dialect, name);
   const ordered = pg ? 'key COLLATE "C"' : 'key';
   const name = (suffix: string) => `"${`${start}${suffix}`.replace(/[^A-Za-z0-9]+/g, '_')}"`;
   const idOf = (row: { key: string }) => row.key.slice(start.length);
