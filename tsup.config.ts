@@ -33,7 +33,7 @@ export default defineConfig([
   },
   {
     // The commands are ESM only: they are run, never imported.
-    entry: { cli: 'src/cli/main.ts', 'inbox-cli': 'src/cli/inbox.ts' },
+    entry: { cli: 'src/cli/main.ts', 'inbox-cli': 'src/cli/inbox.ts', 'demo-agent': 'src/cli/demo/program.ts' },
     format: ['esm'],
     target: 'node20',
     sourcemap: true,

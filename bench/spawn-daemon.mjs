@@ -21,4 +21,4 @@ export async function spawnServer(args, options) {
 }
 
 export const spawnDaemon = (dir, nodeFlags = [], env = process.env) =>
-  spawnServer([...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0'], { cwd: dir, env });
+  spawnServer([...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0', '--data-dir', join(dir, '.headless')], { cwd: dir, env });

@@ -1,6 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { HeadlessError, type HeadlessClient, type RunRecord, createClient } from '../client/index';
 import { RUN_STATUSES, type RunStatus } from '../contract/records';
+import { callerUrl } from './data-dir';
 import { fail } from './fail';
 import { describeEvent, describeRun, seconds, visible } from './describe';
 
@@ -15,7 +16,8 @@ const EXIT = { succeeded: 0, failed: 1, usage: 2, timed_out: 3, cancelled: 4, in
 
 const COMMON = `
 Common options:
-  --url URL      the service (default: $HEADLESS_URL, else http://127.0.0.1:47331)
+  --url URL      the service (default: $HEADLESS_URL, else the daemon running on this
+                 machine's data directory, else http://127.0.0.1:47331)
   --json         print JSON for machines instead of text
   --help, --version
 The admin token, when one is needed, is read from HEADLESS_ADMIN_TOKEN.
@@ -217,7 +219,7 @@ export async function caller(command: string, argv: string[]): Promise<void> {
   if (v.help) return void print(`${CALLER_USAGE[command]}\n${COMMON}`);
   const extra = Object.keys(v).find((k) => !['url', 'json', 'help', 'version', ...TAKES[command]!].includes(k));
   if (extra) usage(command, `${command} does not take --${extra}`);
-  const client = createClient({ url: v.url ?? process.env.HEADLESS_URL ?? 'http://127.0.0.1:47331', token: process.env.HEADLESS_ADMIN_TOKEN || undefined });
+  const client = createClient({ url: v.url ?? callerUrl(process.env), token: process.env.HEADLESS_ADMIN_TOKEN || undefined });
   try {
     process.exitCode = await COMMANDS[command]!(client, parsed!.positionals, v);
   } catch (error) {

@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { version } from '../../package.json';
 import { InboxPushError, pushToInbox } from './inbox-client';
 
 /** `headless-inbox push --title T [--file F]`: how an agent pushes its report to the Inbox. */
 
 const USAGE = `Usage: headless-inbox push --title TITLE [--file FILE]
+       headless-inbox --help | --version
 
 Pushes a report to the Inbox of the workspace this run belongs to. The body is read from FILE,
 else from standard input. Uses HEADLESS_API_URL, HEADLESS_WORKSPACE_ID and HEADLESS_RUN_TOKEN,
@@ -18,9 +20,17 @@ async function readStdin(): Promise<string> {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command === '--version') {
+    process.stdout.write(`${version}\n`);
+    return 0;
+  }
+  if (command === undefined || command === '--help' || command === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   if (command !== 'push') {
-    process.stderr.write(`${command === undefined ? '' : `unknown command "${command}"\n`}${USAGE}\n`);
-    return command === undefined || command === '--help' ? 0 : 2;
+    process.stderr.write(`unknown command "${command}"\n${USAGE}\n`);
+    return 2;
   }
   const { values } = parseArgs({ args: rest, options: { title: { type: 'string' }, file: { type: 'string' } }, strict: true });
   if (!values.title) throw new InboxPushError('--title is required');

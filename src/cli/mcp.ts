@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { createClient } from '../client/index';
 import { createMcpServer } from '../mcp/server';
+import { callerUrl } from './data-dir';
 import { fail } from './fail';
 
 /** `headless-run-webhook mcp`: the API as MCP tools over stdio, for an AI agent to call. */
@@ -8,9 +9,9 @@ import { fail } from './fail';
 export const MCP_USAGE = `Usage: headless-run-webhook mcp [--url URL]
 
 Serves MCP over stdio (tools: start_run, get_run, list_runs, cancel_run, wait_run, read_inbox,
-inbox_push), calling the daemon at --url (default: $HEADLESS_URL, else $HEADLESS_API_URL inside a
-run, else http://127.0.0.1:47331) with HEADLESS_ADMIN_TOKEN, or inside a run with its
-HEADLESS_RUN_TOKEN (which may only push to its own workspace's Inbox).`;
+inbox_push), calling the daemon at --url (default: $HEADLESS_URL, else $HEADLESS_API_URL inside a run,
+else the daemon running on this machine's data directory, else http://127.0.0.1:47331) with
+HEADLESS_ADMIN_TOKEN, or inside a run with its HEADLESS_RUN_TOKEN (which may only push to its own workspace's Inbox).`;
 
 export async function mcp(argv: string[]): Promise<void> {
   let values;
@@ -22,7 +23,7 @@ export async function mcp(argv: string[]): Promise<void> {
   if (values.help) return void process.stdout.write(`${MCP_USAGE}\n`);
   const env = process.env;
   const client = createClient({
-    url: values.url ?? env.HEADLESS_URL ?? env.HEADLESS_API_URL ?? 'http://127.0.0.1:47331',
+    url: values.url ?? env.HEADLESS_URL ?? env.HEADLESS_API_URL ?? callerUrl(env),
     token: env.HEADLESS_ADMIN_TOKEN || env.HEADLESS_RUN_TOKEN || undefined,
   });
   const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');

@@ -1,5 +1,4 @@
 import type { Server } from 'node:http';
-import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createNodeServer } from '../adapters/node';
 import { isLoopbackAddress } from '../core/http/auth';
@@ -7,20 +6,25 @@ import { type HeadlessHandler, createHeadlessHandler } from '../core/handler';
 import { createPostgresKeyv, createSqliteKeyv } from '../core/store/keyvs';
 import { SERVICE_SECRETS } from '../core/runs/env';
 import { ConfigError, loadConfig } from './config';
+import { type DataDirClaim, openDataDir } from './data-dir';
+import { demoAgent } from './demo/agent';
 import { fail } from './fail';
 import { holdYoungGeneration, youngGenerationChosen } from './young-generation';
 
 /** `headless-run-webhook serve`: the drop-in daemon (README: The daemon). */
 
-export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR] [--store URL]
+export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR] [--store URL] [--demo]
 
   --config FILE    config file (default: ./headless.config.json if present)
   --port N         port (default 47331; when not given, the next 20 ports are tried)
   --host H         address to bind (default 127.0.0.1)
-  --data-dir DIR   where runs, Sessions and the Inbox are stored (default ./.headless)
+  --data-dir DIR   where runs, Sessions and the Inbox are stored (or HEADLESS_DATA_DIR;
+                   default ~/.local/state/headless-run-webhook, outside every workspace)
   --store URL      store them in PostgreSQL instead: postgres://… (or HEADLESS_STORE_URL,
                    which keeps a password out of the process list); several daemons
                    may share one database
+  --demo           add the demo agent (no model, no credentials: it lists the workspace
+                   and pushes a report to the Inbox) and make it the default agent
 
 The admin token for non-local callers is read from HEADLESS_ADMIN_TOKEN only.`;
 
@@ -59,7 +63,8 @@ export async function serve(argv: string[]): Promise<void> {
         config: { type: 'string' },
         port: { type: 'string' },
         host: { type: 'string', default: '127.0.0.1' },
-        'data-dir': { type: 'string', default: '.headless' },
+        'data-dir': { type: 'string' },
+        demo: { type: 'boolean' },
         store: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -98,8 +103,13 @@ export async function serve(argv: string[]): Promise<void> {
   if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl))
     fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
   let store;
+  let dataDir: DataDirClaim | undefined;
   try {
-    store = storeUrl === undefined ? await createSqliteKeyv(resolve(cwd, values['data-dir'])) : await createPostgresKeyv(storeUrl);
+    if (storeUrl === undefined) {
+      const opened = openDataDir({ flag: values['data-dir'], env: process.env, cwd });
+      dataDir = opened;
+      store = await createSqliteKeyv(opened.path);
+    } else store = await createPostgresKeyv(storeUrl);
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error), 1);
   }
@@ -108,11 +118,11 @@ export async function serve(argv: string[]): Promise<void> {
   try {
     handler = createHeadlessHandler({
       workspaces: config.workspaces,
-      agents: config.agents,
+      agents: values.demo ? { ...config.agents, demo: demoAgent() } : config.agents,
       store,
       adminToken,
       maxConcurrentRuns: config.maxConcurrentRuns,
-      defaultAgent: config.defaultAgent,
+      defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
       retentionDays: config.retentionDays,
       instanceLeaseMs: config.instanceLeaseMs,
@@ -155,6 +165,7 @@ export async function serve(argv: string[]): Promise<void> {
   // Agents run on this host: give them a loopback URL even when bound to every interface.
   const agentHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   apiUrl = `http://${urlHost(agentHost)}:${bound}`;
+  dataDir?.listening(apiUrl);
   process.stdout.write(`listening on http://${urlHost(host)}:${bound}\n`);
 
   let stopping = false;
@@ -170,6 +181,7 @@ export async function serve(argv: string[]): Promise<void> {
       .finally(() => {
         server.close();
         server.closeAllConnections();
+        dataDir?.release();
         process.exit(0);
       });
   };

@@ -222,6 +222,20 @@ describe('headless-inbox through the real daemon', () => {
     expect(noTitle.status).not.toBe(0);
     expect(noTitle.stderr).toContain('--title');
   });
+
+  it('answers --help and --version; an unknown command is a usage error', () => {
+    const cli = resolve(__dirname, '../../dist/inbox-cli.js');
+    const run = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
+    for (const help of [run('--help'), run('-h'), run()]) {
+      expect(help.status).toBe(0);
+      expect(help.stdout).toContain('Usage: headless-inbox push --title TITLE');
+    }
+    const version = run('--version');
+    expect([version.status, version.stdout.trim()]).toEqual([0, (require('../../package.json') as { version: string }).version]);
+    const unknown = run('pull');
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain('unknown command "pull"');
+  });
 });
 
 function pick(env: Record<string, string>) {

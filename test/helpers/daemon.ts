@@ -45,7 +45,9 @@ export function runCli(
   options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number },
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A `serve` here is another daemon than any startDaemon gave this folder.
+    const env = { ...process.env, HEADLESS_DATA_DIR: join(options.cwd, '.headless-cli'), ...options.env };
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
     let stdout = '';
     let stderr = '';
@@ -60,10 +62,14 @@ export function runCli(
   });
 }
 
-/** Starts `serve` in `dir` and waits for its `listening on` line. */
+/**
+ * Starts `serve` in `dir` and waits for its `listening on` line. Its store is `dir/.headless`
+ * unless `--data-dir` or `HEADLESS_DATA_DIR` says otherwise: never the user's state folder.
+ */
 export function startDaemon(dir: string, args: string[] = ['--port', '0'], env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const childEnv = { ...process.env, HEADLESS_DATA_DIR: join(dir, '.headless'), ...env };
+    const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
     let out = '';
     const timer = setTimeout(() => {

@@ -2,6 +2,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processAlive } from '../process/alive';
 
 /**
  * Puts `headless-inbox` on every run's `PATH`, however the service was started: through npx,
@@ -43,17 +44,8 @@ function removeLeftovers(): void {
   for (const name of readdirSync(tmpdir())) {
     const pid = Number(/^headless-inbox-(\d+)-/.exec(name)?.[1]);
     const dir = join(tmpdir(), name);
-    if (!pid || pid === process.pid || alive(pid) || statSync(dir, { throwIfNoEntry: false })?.uid !== process.getuid?.()) continue;
+    if (!pid || pid === process.pid || processAlive(pid) || statSync(dir, { throwIfNoEntry: false })?.uid !== process.getuid?.()) continue;
     rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

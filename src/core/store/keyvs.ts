@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Keyv } from 'keyv';
 import { StorageError } from '../../contract/problems';
@@ -13,12 +13,13 @@ export function createMemoryKeyv(): Keyv {
 /**
  * The daemon's store: a SQLite file under `dataDir`, durable across a crash (WAL journal,
  * `synchronous=FULL`: every commit is fsynced), its journal kept small, waiting up to 5 s on a
- * lock before failing.
+ * lock before failing. Its files are private (0600), also in a folder that already existed.
  */
 export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const { KeyvSqlite } = await import('@keyv/sqlite');
   const file = join(dataDir, 'headless.sqlite');
+  makePrivate(dataDir, file);
   const sqlite = new KeyvSqlite({ uri: `sqlite://${file}`, table: 'headless', busyTimeout: 5000 });
   try {
     await sqlite.query('PRAGMA journal_mode=WAL');
@@ -32,6 +33,15 @@ export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
     throw new StorageError(`cannot open ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
   return new Keyv({ store: sqlite, namespace: 'hrw', throwOnErrors: true });
+}
+
+/**
+ * Creates the database file 0600 before SQLite opens it (SQLite gives its -wal and -shm files
+ * the database file's mode), and takes group and world access from files left by older versions.
+ */
+function makePrivate(dataDir: string, file: string): void {
+  closeSync(openSync(file, 'a', 0o600));
+  for (const name of readdirSync(dataDir)) if (name.startsWith('headless.sqlite')) chmodSync(join(dataDir, name), 0o600);
 }
 
 /** A connection string without its password, for messages. */

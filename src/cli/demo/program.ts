@@ -1,0 +1,57 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+
+/**
+ * The demo agent (`serve --demo`): a stand-in for a coding agent that needs no model and no
+ * credentials, so the Quick start ends in a succeeded run and an Inbox item on any machine. It
+ * only reads: it lists the workspace, then pushes a report with `headless-inbox`, as a real
+ * agent asked to report would. Its stdout is one JSON event per line (demo/agent.ts reads it).
+ */
+
+const entries = (count: number) => `${count} ${count === 1 ? 'entry' : 'entries'}`;
+const emit = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
+
+async function readPrompt(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').trim();
+}
+
+function listWorkspace(): string[] {
+  emit({ type: 'tool', name: 'list_files', status: 'started', id: 'list' });
+  const names = readdirSync(process.cwd(), { withFileTypes: true })
+    .filter((entry) => !entry.name.startsWith('.'))
+    .map((entry) => (entry.isDirectory() ? `${entry.name}/` : entry.name))
+    .sort();
+  emit({ type: 'tool', name: 'list_files', status: 'succeeded', id: 'list' });
+  return names;
+}
+
+function report(prompt: string, names: string[]): boolean {
+  emit({ type: 'tool', name: 'headless-inbox', status: 'started', id: 'push' });
+  const shown = names.slice(0, 20).map((name) => `- ${name}`);
+  const more = names.length > shown.length ? [`- … and ${names.length - shown.length} more`] : [];
+  const body = [`You asked: ${prompt}`, '', `The workspace holds ${entries(names.length)}:`, ...shown, ...more].join('\n');
+  const pushed = spawnSync('headless-inbox', ['push', '--title', 'Demo report'], { input: body, encoding: 'utf8' });
+  const ok = pushed.status === 0;
+  emit({ type: 'tool', name: 'headless-inbox', status: ok ? 'succeeded' : 'failed', id: 'push' });
+  if (!ok) emit({ type: 'error', message: (pushed.stderr || String(pushed.error ?? 'headless-inbox failed')).trim() });
+  return ok;
+}
+
+async function main(): Promise<number> {
+  const prompt = await readPrompt();
+  emit({ type: 'message', text: 'Demo agent: no model is called; looking at the workspace.' });
+  const names = listWorkspace();
+  if (!report(prompt, names)) return 1;
+  emit({ type: 'message', text: `Done: the workspace holds ${entries(names.length)}; the report is in the Inbox.` });
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    emit({ type: 'error', message: error instanceof Error ? error.message : String(error) });
+    process.exit(1);
+  },
+);
