@@ -1,5 +1,5 @@
 import { version } from '../../package.json';
-import { CALLER_COMMANDS, CALLER_USAGE, caller } from './caller';
+import { CALLER_COMMANDS, CALLER_USAGE, caller } from './caller/index';
 import { DOCTOR_USAGE, doctor } from './doctor';
 import { fail } from './fail';
 import { MCP_USAGE, mcp } from './mcp';
@@ -7,18 +7,22 @@ import { SERVE_USAGE, serve } from './serve';
 
 /** `headless-run-webhook <command>`: the daemon, the agent check, and the caller commands. */
 
-const USAGE = `Usage: headless-run-webhook <command> [--help] [--version]
+const SHORT = `Usage: headless-run-webhook <command> [--help] [--version]
 
 Commands:
   serve      run the daemon
   doctor     check the agents each workspace can run
   run        start a run (and wait for it, or follow its events)
   status     show a run
+  follow     print a run's events, live until it ends
+  logs       print a run's output
   list       list a workspace's runs
   cancel     cancel a run
-  inbox      list the Inbox, or mark an item read
+  inbox      list the Inbox, show an item, or mark it read
   sessions   show or retire a Session
-  mcp        serve the API as MCP tools over stdio
+  mcp        serve the API as MCP tools over stdio`;
+
+const USAGE = `${SHORT}
 
 ${SERVE_USAGE}
 
@@ -40,5 +44,6 @@ const [command, ...rest] = process.argv.slice(2);
 const run = command === undefined ? undefined : commands[command];
 if (command === '--version' || (run && rest.includes('--version'))) process.stdout.write(`${version}\n`);
 else if (run) run(rest).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error), 1));
-else if (command === undefined || command === '--help' || command === '-h') process.stdout.write(`${USAGE}\n`);
-else fail(`unknown command "${command}"\n${USAGE}`);
+else if (command === '--help' || command === '-h') process.stdout.write(`${USAGE}\n`);
+else if (command === undefined) fail(`${SHORT}\n\n(each command: --help)`);
+else fail(`unknown command "${command}"\n${SHORT}`);

@@ -52,7 +52,9 @@ export interface HeadlessClient {
   agents(workspaceId?: string): Promise<AgentsReport>;
   inbox: {
     list(workspaceId: string, options?: { unread?: boolean; pageSize?: number }): AsyncIterable<InboxItem>;
+    listPage(workspaceId: string, options?: { unread?: boolean; limit?: number; cursor?: string }): Promise<v.InferOutput<typeof ANSWERS.InboxList>>;
     push(workspaceId: string, item: { title: string; body?: string }): Promise<InboxItem>;
+    get(workspaceId: string, itemId: string): Promise<InboxItem>;
     markRead(workspaceId: string, itemId: string): Promise<InboxItem>;
   };
   sessions: {
@@ -113,6 +115,8 @@ export function createClient(options: ClientOptions): HeadlessClient {
 
   const listPage: HeadlessClient['listPage'] = (workspaceId, o = {}) =>
     call(ANSWERS.RunList, 'GET', `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor })}`);
+  const inboxPage: HeadlessClient['inbox']['listPage'] = (workspaceId, o = {}) =>
+    call(ANSWERS.InboxList, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.limit, cursor: o.cursor })}`);
 
   async function* events(taskId: string, o: { after?: number; signal?: AbortSignal } = {}): AsyncIterable<RunEvent> {
     let after = o.after ?? 0;
@@ -185,14 +189,12 @@ export function createClient(options: ClientOptions): HeadlessClient {
     inbox: {
       list: (workspaceId, o = {}) =>
         pages(async (cursor) => {
-          const page = await call(
-            ANSWERS.InboxList,
-            'GET',
-            `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.pageSize, cursor })}`,
-          );
+          const page = await inboxPage(workspaceId, { unread: o.unread, limit: o.pageSize, cursor });
           return { items: page.items, next: page.nextCursor };
         }),
+      listPage: inboxPage,
       push: (workspaceId, item) => call(ANSWERS.InboxItem, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox`, item),
+      get: (workspaceId, itemId) => call(ANSWERS.InboxItem, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox/${enc(itemId)}`),
       markRead: (workspaceId, itemId) => call(ANSWERS.InboxItem, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox/${enc(itemId)}/read`),
     },
     sessions: {

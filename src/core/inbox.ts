@@ -46,11 +46,16 @@ export class Inbox {
     return old.length;
   }
 
-  async markRead(workspaceId: string, itemId: string): Promise<InboxItem> {
+  async get(workspaceId: string, itemId: string): Promise<InboxItem> {
     const item = await this.items.get(itemId);
     if (!item || item.workspaceId !== workspaceId) {
       throw new HttpProblem('inbox_item_not_found', `No Inbox item "${itemId}" in workspace "${workspaceId}".`);
     }
+    return item;
+  }
+
+  async markRead(workspaceId: string, itemId: string): Promise<InboxItem> {
+    const item = await this.get(workspaceId, itemId);
     if (item.readAt !== null) return item;
     const read = { ...item, readAt: new Date().toISOString() };
     await this.items.put(itemId, read);

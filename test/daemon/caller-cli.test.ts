@@ -1,5 +1,6 @@
+import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Daemon, api, cleanupDaemons, runCli, startFakeDaemon } from '../helpers/daemon';
+import { CLI, type Daemon, api, cleanupDaemons, runCli, startFakeDaemon } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
 
 /** The caller commands against the real daemon: output for people and machines, and exit codes. */
@@ -85,6 +86,60 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     expect((await cli(['sessions', 'retire', resumeId])).stdout).toMatch(/retired/);
   });
 
+  it('follow and logs read a run already started; list and inbox page with --cursor; inbox shows bodies', async () => {
+    const { taskId } = json((await cli(['run', 'session fl1; echo from-the-agent', '--agent', 'fake', '--json'])).stdout);
+    const followed = await cli(['follow', taskId]);
+    expect(followed.code).toBe(0);
+    expect(followed.stdout).toMatch(/run\.started .*\n.*agent\.session[\s\S]*run\.ended +succeeded/);
+    const later = (await cli(['follow', taskId, '--after', '1', '--json'])).stdout.trim().split('\n');
+    expect(later.map((line) => json(line).type)).toEqual(['agent.session', 'run.ended']);
+    const logs = await cli(['logs', taskId]);
+    expect([logs.code, logs.stdout]).toEqual([0, expect.stringContaining('from-the-agent')]);
+    expect((await cli(['logs', taskId, '--tail', '3'])).stdout).toHaveLength(3);
+    expect((await cli(['logs', 'run_nope'])).code).toBe(6);
+
+    const first = await cli(['list', '--limit', '1']);
+    const cursor = /next page: --cursor (\S+)/.exec(first.stderr)![1]!;
+    const second = await cli(['list', '--limit', '1', '--cursor', cursor, '--json']);
+    const [shown] = json(second.stdout) as unknown as Array<{ taskId: string }>;
+    expect(shown!.taskId).not.toBe(first.stdout.split(' ')[0]);
+    expect((await cli(['list', '--limit', '501'])).code).toBe(2);
+
+    const body = ['line 1', 'line 2', 'line 3', 'line 4', 'line 5'].join('\n');
+    const item = (await (await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'with a body', body })).json()) as { id: string };
+    const listed = (await cli(['inbox', '--limit', '1'])).stdout;
+    expect(listed).toContain(`with a body\n    line 1\n    line 2\n    line 3\n    … (2 more lines: inbox show ${item.id})`);
+    const shownItem = await cli(['inbox', 'show', item.id]);
+    expect([shownItem.code, shownItem.stdout]).toEqual([0, expect.stringContaining(`with a body\n\n${body}`)]);
+    expect(json((await cli(['inbox', 'show', item.id, '--json'])).stdout)).toMatchObject({ id: item.id, readAt: null });
+    expect((await cli(['inbox', 'show', 'inb_nope'])).code).toBe(6);
+  });
+
+  it('Ctrl-C while waiting stops the waiting, not the run, and says so', async () => {
+    const env = { ...process.env, HEADLESS_URL: daemon.url, HEADLESS_WORKSPACE: 'ws' };
+    const child = spawn(process.execPath, [CLI, 'run', 'sleep 30000', '--agent', 'fake', '--wait'], { cwd: dirs[0]!, env });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((done) => child.once('exit', done));
+    await waitFor(async () => /started (run_\S+)/.test(stderr), { what: 'the run to start' });
+    const taskId = /started (run_\S+)/.exec(stderr)![1]!;
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toContain(`stopped waiting; ${taskId} goes on`);
+    expect(json((await cli(['status', taskId, '--json'])).stdout).status).toBe('running');
+    expect((await cli(['cancel', taskId, '--wait'])).code).toBe(0);
+  });
+
+  it('the bare command prints the commands and exits 2; an unknown one too', async () => {
+    const bare = await cli([]);
+    expect(bare.code).toBe(2);
+    expect(bare.stderr).toContain('Commands:');
+    expect(bare.stderr.split('\n').length).toBeLessThan(25);
+    expect((await cli(['--help'])).code).toBe(0);
+    const unknown = await cli(['stats']);
+    expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining('unknown command "stats"')]);
+  });
+
   it('shows text from the service with its control characters written out: no clipboard writes, no faked lines', async () => {
     // OSC 52 (set the clipboard) and a carriage return that would overwrite the line with a fake status.
     const title = 'report \x1b]52;c;ZWNobyBwd25lZA==\x07 done\rrun_x  succeeded';
@@ -98,7 +153,7 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
   });
 
   it('--help and --version on every command; bad usage is exit 2; a refusal or no service is exit 6', async () => {
-    for (const command of ['run', 'status', 'list', 'cancel', 'inbox', 'sessions', 'serve', 'doctor', 'mcp']) {
+    for (const command of ['run', 'status', 'follow', 'logs', 'list', 'cancel', 'inbox', 'sessions', 'serve', 'doctor', 'mcp']) {
       const help = await cli([command, '--help']);
       expect(help.code, command).toBe(0);
       expect(help.stdout, command).toMatch(new RegExp(`Usage: headless-run-webhook ${command}`));

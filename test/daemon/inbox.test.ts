@@ -46,6 +46,8 @@ describe('the Inbox API', () => {
       expect(item).toMatchObject({ workspaceId: 'ws', taskId: null, resumeId: null, title: `t${i}`, readAt: null });
       ids.push(item.id as string);
     }
+    const one = await host.request('GET', `${INBOX}/${ids[1]}`);
+    expect([one.status, await one.json()]).toEqual([200, expect.objectContaining({ id: ids[1], title: 't1', body: 'b1', readAt: null })]);
     const read = await host.request('POST', `${INBOX}/${ids[1]}/read`);
     expect(read.status).toBe(200);
     const readItem = (await read.json()) as { readAt: string };
@@ -82,6 +84,8 @@ describe('the Inbox API', () => {
       ['GET', `${INBOX}?unread=yes`, undefined, 400, 'invalid_body'],
       ['GET', `${INBOX}?limit=0`, undefined, 400, 'invalid_body'],
       ['POST', `${INBOX}/inb_nope/read`, undefined, 404, 'inbox_item_not_found'],
+      ['GET', `${INBOX}/inb_nope`, undefined, 404, 'inbox_item_not_found'],
+      ['GET', '/api/workspaces/nope/inbox/inb_nope', undefined, 404, 'workspace_not_found'],
       ['DELETE', INBOX, undefined, 405, 'method_not_allowed'],
     ];
     for (const [method, path, json, status, code] of cases) {
@@ -96,6 +100,7 @@ describe('the Inbox API', () => {
       status: 404,
       code: 'inbox_item_not_found',
     });
+    expect(await problem(await host.request('GET', `/api/workspaces/other/inbox/${item.id}`))).toMatchObject({ status: 404, code: 'inbox_item_not_found' });
     expect((await host.request('POST', INBOX, { json: { title: 't'.repeat(200), body: 'b'.repeat(64_000) } })).status).toBe(201);
   });
 

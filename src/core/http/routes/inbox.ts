@@ -3,7 +3,7 @@ import { InboxPush, InboxQuery, parseInboxPush, parseInboxQuery } from '../../..
 import { readEmptyBody, readJsonObject } from '../body';
 import { type Route, json, route } from '../router';
 
-/** The Inbox: push (an agent may, with its run token), list, mark read. */
+/** The Inbox: push (an agent may, with its run token), list, read one, mark read. */
 export const INBOX_ROUTES: Route[] = [
   route(
     {
@@ -42,6 +42,23 @@ export const INBOX_ROUTES: Route[] = [
       const workspace = await services.workspace(params.workspaceId);
       const query = parseInboxQuery(url);
       return json(await services.inbox.list(workspace.id, query.unread, query.limit, query.cursor));
+    },
+  ),
+  route(
+    {
+      name: 'inbox.get',
+      method: 'GET',
+      path: '/api/workspaces/:workspaceId/inbox/:itemId',
+      auth: 'caller',
+      doc: {
+        summary: 'Read one Inbox item (it stays unread)',
+        responses: { 200: { description: 'The item.', schema: ANSWERS.InboxItem } },
+        problems: ['workspace_not_found', 'inbox_item_not_found'],
+      },
+    },
+    async ({ params, services }) => {
+      const workspace = await services.workspace(params.workspaceId);
+      return json(await services.inbox.get(workspace.id, params.itemId));
     },
   ),
   route(

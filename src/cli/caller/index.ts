@@ -1,0 +1,51 @@
+import { parseArgs } from 'node:util';
+import { HeadlessError, createClient } from '../../client/index';
+import { callerUrl } from '../data-dir';
+import { visible } from '../describe';
+import { fail } from '../fail';
+import { inbox, sessions } from './inbox';
+import { cancel, follow, list, logs, run, status } from './runs';
+import { type Command, EXIT, OPTIONS, print, printJson, usage } from './shared';
+import { CALLER_USAGE, COMMON } from './usage';
+
+/**
+ * The caller commands (docs/cli.md), each a thin layer over the typed client. Readable text for
+ * people, `--json` for machines; the exit code says how a run ended.
+ */
+
+export { CALLER_USAGE };
+
+const COMMANDS: Record<string, { command: Command; takes: Array<keyof typeof OPTIONS> }> = {
+  run: { command: run, takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow'] },
+  status: { command: status, takes: [] },
+  follow: { command: follow, takes: ['after'] },
+  logs: { command: logs, takes: ['tail', 'stderr'] },
+  list: { command: list, takes: ['workspace', 'status', 'limit', 'cursor'] },
+  cancel: { command: cancel, takes: ['wait'] },
+  inbox: { command: inbox, takes: ['workspace', 'unread', 'limit', 'cursor'] },
+  sessions: { command: sessions, takes: [] },
+};
+
+export const CALLER_COMMANDS = Object.keys(COMMANDS);
+
+export async function caller(name: string, argv: string[]): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (error) {
+    usage(name, error instanceof Error ? error.message : String(error));
+  }
+  const v = parsed!.values;
+  if (v.help) return void print(`${CALLER_USAGE[name]}\n${COMMON}`);
+  const { command, takes } = COMMANDS[name]!;
+  const extra = Object.keys(v).find((k) => !['url', 'json', 'help', 'version', ...takes].includes(k));
+  if (extra) usage(name, `${name} does not take --${extra}`);
+  const client = createClient({ url: v.url ?? callerUrl(process.env), token: process.env.HEADLESS_ADMIN_TOKEN || undefined });
+  try {
+    process.exitCode = await command(client, parsed!.positionals, v);
+  } catch (error) {
+    if (!(error instanceof HeadlessError)) throw error;
+    if (v.json) printJson({ error: { status: error.status, code: error.code, message: error.message } });
+    fail(visible(`${error.code}: ${error.message}`), EXIT.service);
+  }
+}

@@ -1,0 +1,77 @@
+import { RUN_STATUSES, type RunStatus } from '../../contract/records';
+import { describeRun, seconds, visible } from '../describe';
+import { type Command, EXIT, exitFor, finish, positiveInt, print, printJson, usage, workspaceOf } from './shared';
+
+/** The caller commands about runs: run, status, follow, logs, list, cancel. */
+
+const one = (command: string, args: string[], what = 'taskId'): string => {
+  if (args.length !== 1) usage(command, `give one ${what}`);
+  return args[0]!;
+};
+
+export const run: Command = async (client, args, v) => {
+  if (args.length !== 1 || args[0]!.trim() === '') usage('run', 'give the prompt as one argument (quote it)');
+  const request = {
+    prompt: args[0]!,
+    ...(v.agent ? { agent: v.agent } : {}),
+    ...(v.resume ? { resumeId: v.resume } : {}),
+    ...(v.timeout ? { timeoutMs: positiveInt('run', 'timeout', v.timeout) } : {}),
+  };
+  const started = await client.start(workspaceOf(v), request);
+  if (!v.wait && !v.follow) {
+    if (v.json) printJson(started);
+    else print(`started ${started.taskId} (session ${started.resumeId})`);
+    return EXIT.succeeded;
+  }
+  if (!v.json) process.stderr.write(`started ${started.taskId} (session ${started.resumeId})\n`);
+  const record = await finish(client, started.taskId, v);
+  if (v.json && !v.follow) printJson(record);
+  else if (!v.json) print(describeRun(record));
+  return exitFor(record.status);
+};
+
+export const status: Command = async (client, args, v) => {
+  const record = await client.get(one('status', args));
+  if (v.json) printJson(record);
+  else print(describeRun(record));
+  return exitFor(record.status);
+};
+
+export const follow: Command = async (client, args, v) => {
+  const taskId = one('follow', args);
+  const after = v.after === undefined ? 0 : positiveInt('follow', 'after', v.after)!;
+  const record = await finish(client, taskId, { ...v, follow: true }, after);
+  if (!v.json) print(describeRun(record));
+  return exitFor(record.status);
+};
+
+export const logs: Command = async (client, args, v) => {
+  const output = await client.output(one('logs', args), positiveInt('logs', 'tail', v.tail));
+  if (v.json) printJson(output);
+  else process.stdout.write(visible(v.stderr ? output.stderr : output.stdout));
+  if (v.json) return EXIT.succeeded;
+  if (!output.retained) process.stderr.write(`(${output.taskId}'s output is no longer kept)\n`);
+  else if (output.status === 'running') process.stderr.write(`(${output.taskId} is still running: its output so far)\n`);
+  else if (output.truncated) process.stderr.write('(only the tail is shown)\n');
+  return EXIT.succeeded;
+};
+
+export const list: Command = async (client, args, v) => {
+  if (args.length > 0) usage('list', `unexpected argument "${args[0]}"`);
+  if (v.status !== undefined && !(RUN_STATUSES as readonly string[]).includes(v.status)) usage('list', `--status must be one of ${RUN_STATUSES.join(', ')}`);
+  const limit = positiveInt('list', 'limit', v.limit, 20)!;
+  if (limit > 500) usage('list', '--limit must be at most 500');
+  const page = await client.listPage(workspaceOf(v), { status: v.status as RunStatus | undefined, limit, cursor: v.cursor });
+  if (v.json) printJson(page.runs);
+  else for (const r of page.runs) print(`${r.taskId}  ${r.status.padEnd(11)} ${r.agent.padEnd(9)} ${r.createdAt}  ${seconds(r.durationMs)}`);
+  if (page.nextCursor) process.stderr.write(`next page: --cursor ${page.nextCursor}\n`);
+  return EXIT.succeeded;
+};
+
+export const cancel: Command = async (client, args, v) => {
+  let record = await client.cancel(one('cancel', args));
+  if (v.wait) record = await client.wait(record.taskId);
+  if (v.json) printJson(record);
+  else print(v.wait ? describeRun(record) : `cancelling ${record.taskId}`);
+  return EXIT.succeeded;
+};

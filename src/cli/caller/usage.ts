@@ -1,0 +1,44 @@
+import { RUN_STATUSES } from '../../contract/records';
+
+/** The caller commands' usage texts (docs/cli.md). */
+
+export const COMMON = `
+Common options:
+  --url URL      the service (default: $HEADLESS_URL, else the daemon running on this
+                 machine's data directory, else http://127.0.0.1:47331)
+  --json         print JSON for machines instead of text
+  --help, --version
+The admin token, when one is needed, is read from HEADLESS_ADMIN_TOKEN.
+Exit codes: 0 succeeded (or done), 1 run failed, 2 bad usage, 3 timed out, 4 cancelled,
+5 interrupted, 6 the service refused or could not be reached, 130 stopped waiting (Ctrl-C;
+the run goes on).`;
+
+export const CALLER_USAGE: Record<string, string> = {
+  run: `Usage: headless-run-webhook run "<prompt>" [--workspace ID] [--agent NAME] [--resume ID] [--timeout MS] [--wait | --follow]
+
+  --workspace ID  the workspace (default: $HEADLESS_WORKSPACE, else "default")
+  --agent NAME    the agent (default: the workspace's choice)
+  --resume ID     continue this Session (its resumeId)
+  --timeout MS    the run's time limit
+  --wait          wait for the end (a live progress line on a terminal)
+  --follow        print every event as it comes, then wait for the end`,
+  status: 'Usage: headless-run-webhook status <taskId>',
+  follow: `Usage: headless-run-webhook follow <taskId> [--after SEQ]
+
+  Prints the run's events (those after SEQ; default all), live until it ends.`,
+  logs: `Usage: headless-run-webhook logs <taskId> [--tail BYTES] [--stderr]
+
+  Prints the stored tail of the run's stdout (the last 64 KiB; --tail for fewer bytes);
+  --stderr prints its stderr instead.`,
+  list: `Usage: headless-run-webhook list [--workspace ID] [--status STATUS] [--limit N] [--cursor C]
+
+  --status STATUS  one of ${RUN_STATUSES.join(', ')}
+  --limit N        how many, newest first (default 20, at most 500)
+  --cursor C       the page after the one that printed "next page: --cursor C"`,
+  cancel: 'Usage: headless-run-webhook cancel <taskId> [--wait]',
+  inbox: `Usage: headless-run-webhook inbox [--workspace ID] [--unread] [--limit N] [--cursor C]
+       headless-run-webhook inbox show <itemId> [--workspace ID]
+       headless-run-webhook inbox read <itemId> [--workspace ID]`,
+  sessions: `Usage: headless-run-webhook sessions <resumeId>
+       headless-run-webhook sessions retire <resumeId>`,
+};
