@@ -8,7 +8,7 @@ import type { Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
 import type { WebhookOptions } from '../core/delivery/targets';
 
-/** The daemon's config file (README: The daemon). Unknown keys are errors that name the key. */
+/** The daemon's config file (docs/configuration.md). Unknown keys are errors that name the key. */
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const stringList = v.array(v.string());
@@ -57,7 +57,7 @@ const WebhooksSchema = v.strictObject({
   concurrency: v.optional(positiveInt),
 });
 
-const ConfigSchema = v.strictObject({
+export const ConfigSchema = v.strictObject({
   maxConcurrentRuns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   defaultAgent: v.optional(v.string()),
   publicHosts: v.optional(stringList),

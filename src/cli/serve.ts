@@ -11,7 +11,7 @@ import { demoAgent } from './demo/agent';
 import { fail } from './fail';
 import { holdYoungGeneration, youngGenerationChosen } from './young-generation';
 
-/** `headless-run-webhook serve`: the drop-in daemon (README: The daemon). */
+/** `headless-run-webhook serve`: the drop-in daemon (docs/configuration.md). */
 
 export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR] [--store URL] [--demo]
 
@@ -30,7 +30,7 @@ The admin token for non-local callers is read from HEADLESS_ADMIN_TOKEN only.`;
 
 const DEFAULT_PORT = 47331;
 const PORT_TRIES = 20;
-/** V8 would double it to 32 MB under a burst of long-lived connections (README: Performance). */
+/** V8 would double it to 32 MB under a burst of long-lived connections (docs/performance.md). */
 const YOUNG_GENERATION_MB = 16;
 
 function listen(server: Server, port: number, host: string): Promise<number> {

@@ -9,7 +9,7 @@ import type { StartBody } from '../contract/requests';
 import type { InboxItem, RunRecord, RunStatus, SessionView } from '../contract/records';
 
 /**
- * The typed client of the HTTP API (README: Typed client). Every answer is checked against the
+ * The typed client of the HTTP API (docs/client.md). Every answer is checked against the
  * same valibot schemas the server's OpenAPI document is made from; every error is a
  * `HeadlessError` whose `code` is the problem code.
  */

@@ -70,7 +70,7 @@ export const RunOutputSchema = v.object({
 
 export const RunEventSchema = v.pipe(
   v.object({ seq: v.number(), time: v.string(), type: v.picklist(RUN_EVENT_TYPES), data: v.record(v.string(), v.unknown()) }),
-  v.description('One event of a run (README: Run events); `data` depends on `type`.'),
+  v.description('One event of a run (docs/http-api.md: Follow a run); `data` depends on `type`.'),
 );
 
 export const EventPageSchema = v.object({
@@ -104,6 +104,10 @@ export const InboxItemSchema = v.object({
 
 export const InboxListSchema = v.object({ items: v.array(InboxItemSchema), nextCursor: nullableString });
 
+export const HealthSchema = v.object({ status: v.picklist(['ok', 'ready']) });
+
+export const VersionSchema = v.object({ version: v.string() });
+
 export const WorkspaceListSchema = v.object({ workspaces: v.array(v.object({ id: v.string(), tag: v.optional(v.string()) })) });
 
 export const AgentsReportSchema = v.object({
@@ -112,7 +116,7 @@ export const AgentsReportSchema = v.object({
 
 export const ProblemSchema = v.pipe(
   v.object({ type: v.string(), title: v.string(), status: v.number(), detail: v.string(), code: v.string() }),
-  v.description('RFC 9457 problem details; `code` names the error (README: Errors).'),
+  v.description('RFC 9457 problem details; `code` names the error (docs/http-api.md: Errors).'),
 );
 
 /** Every answer schema by name: the OpenAPI document's components, and what the routes and the client refer to. */
@@ -129,6 +133,8 @@ export const ANSWERS = {
   InboxList: InboxListSchema,
   AgentsReport: AgentsReportSchema,
   WorkspaceList: WorkspaceListSchema,
+  Health: HealthSchema,
+  Version: VersionSchema,
   Problem: ProblemSchema,
 } as const;
 

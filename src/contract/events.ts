@@ -1,4 +1,4 @@
-/** A run's events, as the API streams and pages them (README: Run events). */
+/** A run's events, as the API streams and pages them (docs/http-api.md: Follow a run). */
 import type { RunEventType, RunRecord, RunUsage } from './records';
 
 export interface RunEventData {

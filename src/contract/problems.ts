@@ -37,6 +37,7 @@ const STATUS = {
   storage_unavailable: 503,
   shutting_down: 503,
   run_owner_unreachable: 503,
+  not_ready: 503,
 } as const;
 
 export type ProblemCode = keyof typeof STATUS;
@@ -52,6 +53,7 @@ const TITLES: Partial<Record<ProblemCode, string>> = {
   unsupported_media_type: 'Unsupported media type',
   capacity_reached: 'Capacity reached',
   internal: 'Internal error',
+  not_ready: 'Not ready',
 };
 
 export interface ProblemOptions {

@@ -3,7 +3,7 @@
 export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
-/** The types of a run's events (README: Run events). */
+/** The types of a run's events (docs/http-api.md: Follow a run). */
 export const RUN_EVENT_TYPES = ['run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended'] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 

@@ -5,7 +5,7 @@ import type { RunTokenGrant } from './runs/tokens';
 import type { HeadlessStore } from './store/keyv-store';
 import type { InboxItem } from '../contract/records';
 
-/** The Inbox (README: The Inbox): the durable result channel agents push their reports to. */
+/** The Inbox (docs/http-api.md: The Inbox): the durable result channel agents push their reports to. */
 export class Inbox {
   private readonly items: Collection<InboxItem>;
 

@@ -16,7 +16,7 @@ export interface HeadlessHandlerOptions {
   store?: Keyv;
   /** Starts agent processes. @default createExecaSpawner() */
   spawner?: Spawner;
-  /** Replaces the default gate (README: Security model). @default the loopback/admin-token gate */
+  /** Replaces the default gate (docs/security.md). @default the loopback/admin-token gate */
   authorize?: Authorize;
   /** Admin token for non-local callers (default gate only). Never shown to runs. @default none */
   adminToken?: string;
@@ -32,16 +32,16 @@ export interface HeadlessHandlerOptions {
   apiUrl?: string;
   /** Environment runs start from (never the service's own secrets: runs/env.ts). @default process.env */
   env?: NodeJS.ProcessEnv;
-  /** Completion webhooks: the signing secret, per-start URLs, private targets, retries (README: Webhooks). @default none */
+  /** Completion webhooks: the signing secret, per-start URLs, private targets, retries (docs/webhooks.md). @default none */
   webhooks?: WebhookOptions;
   /** Ended runs, Inbox items, Sessions and expired idempotency keys older than this many days are deleted, hourly; 0 keeps everything. @default 30 */
   retentionDays?: number;
   /**
    * With a PostgreSQL store shared by several instances: how long an instance's lease lasts; its
-   * runs are taken over this long after it dies (README: Running several instances). @default 15000
+   * runs are taken over this long after it dies (docs/deployment.md: Running several instances). @default 15000
    */
   instanceLeaseMs?: number;
-  /** How often an idle event stream sends a keep-alive (README: Run events). @default 15000 */
+  /** How often an idle event stream sends a keep-alive (docs/http-api.md: Follow a run). @default 15000 */
   heartbeatMs?: number;
   /** Where unexpected errors are reported. @default console.error */
   log?: (message: string, error?: unknown) => void;

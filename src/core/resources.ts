@@ -22,6 +22,9 @@ import { Workspaces } from './workspaces';
 /** Start-up recovery the store refused (a full disk) is tried again this often, until it succeeds. */
 const RECOVERY_RETRY_MS = 5000;
 
+/** A readiness probe waits this long for the store. */
+const READY_PROBE_MS = 2000;
+
 /** One unit's part in the service's life: started in build order, closed in reverse. */
 interface Stage {
   start?(): Promise<void> | void;
@@ -82,6 +85,15 @@ export function buildResources(options: HeadlessHandlerOptions, log: (message: s
     idempotency,
     workspaces: () => workspaces.publicList(),
     workspace: (id) => workspaces.require(id),
+    async unready() {
+      if (!fleet.leaseHeld()) return 'This instance does not hold its lease in the fleet.';
+      const probe = store.get('ready:probe').then(
+        () => undefined,
+        (error: unknown) => `The store does not answer: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      const late = new Promise<string>((done) => setTimeout(done, READY_PROBE_MS, 'The store did not answer in time.').unref());
+      return Promise.race([probe, late]);
+    },
     async diagnose(workspaceId) {
       const listed = workspaces.all();
       if (workspaceId === undefined && !listed) throw new HttpProblem('invalid_body', 'Query parameter "wsId" is required: workspaces come from a resolver.');

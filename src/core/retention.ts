@@ -7,7 +7,7 @@ import type { RunRecords } from './runs/records';
 import type { SessionBook } from './sessions';
 
 /**
- * Retention (README: Retention): ended runs (record with its outbox, output, events), Sessions
+ * Retention (docs/configuration.md: Retention): ended runs (record with its outbox, output, events), Sessions
  * unused since, and Inbox items older than the configured age are deleted, and expired idempotency keys, in small
  * batches that give way to requests between them. Candidates come from the list indexes,
  * whose ids sort by creation time, so a pass never scans what it keeps.

@@ -20,7 +20,7 @@ export function isSafeAgentSessionId(id: string): boolean {
 const CACHE_SIZE = 5000;
 
 /**
- * Product Sessions (README: Sessions), stored in the store and read through a bounded cache
+ * Product Sessions (docs/http-api.md: Sessions), stored in the store and read through a bounded cache
  * (none when instances share the store: another may have changed it). "Busy" is a claim in the
  * fleet, taken atomically by the run that resumes it and dropped with its instance. Updates to
  * one Session run one after another, each on the latest state (across instances, under the

@@ -68,7 +68,7 @@ export interface Workspace {
   defaultAgent?: string;
   /** Added to every run's environment. */
   env?: Record<string, string>;
-  /** Told when each run ends (README: Webhooks). */
+  /** Told when each run ends (docs/webhooks.md). */
   webhook?: WorkspaceWebhook;
 }
 

@@ -6,7 +6,7 @@ import { InboxPush, StartBody } from '../contract/requests';
 import { RUN_STATUSES } from '../contract/records';
 
 /**
- * The API as MCP tools (README: MCP server), over the typed client: the same tools whether served
+ * The API as MCP tools (docs/mcp.md), over the typed client: the same tools whether served
  * over stdio (`headless-run-webhook mcp`) or mounted by the handler at `/mcp`. Their input
  * schemas are the request schemas' own fields, converted to JSON Schema.
  */

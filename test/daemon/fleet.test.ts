@@ -8,7 +8,7 @@ import { waitFor } from '../helpers/wait';
 import { type TestPostgres, startPostgres } from '../fixtures/postgres.mjs';
 
 /**
- * Three daemons on loopback sharing one real PostgreSQL (README: Running several instances):
+ * Three daemons on loopback sharing one real PostgreSQL (docs/deployment.md: Running several instances):
  * any of them answers for any run, the rules hold across them, and when one dies (kill -9)
  * another takes over what it left.
  */

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
 import { type TestPostgres, startPostgres } from '../fixtures/postgres.mjs';
 
-/** The daemon on a real PostgreSQL (README: Running several instances). */
+/** The daemon on a real PostgreSQL (docs/deployment.md: Running several instances). */
 
 const dirs: string[] = [];
 let postgres: TestPostgres;

@@ -8,7 +8,7 @@ import { sleep, waitFor } from '../helpers/wait';
  * The seeded crash test: the built daemon under load (starts, idempotent starts, webhooks to a
  * receiver that refuses every first attempt, Inbox pushes from agents and callers) is killed with
  * SIGKILL at random moments, ROUNDS times, and restarted each time. Then every promise of the
- * README's Reliability section is checked against what was acknowledged. HEADLESS_CRASH_ROUNDS
+ * docs/reliability.md is checked against what was acknowledged. HEADLESS_CRASH_ROUNDS
  * and HEADLESS_CRASH_SEED run it longer or otherwise.
  */
 

@@ -115,11 +115,18 @@ describe('PostgreSQL outages under a fleet of three', () => {
     expect(before).toHaveLength(3);
     await postgres.pause();
     await sleep((LEASE_S + 3) * 1000);
+    // A load balancer would take them out: their lease has run out and the store does not answer.
+    for (const member of fleet) {
+      const ready = await api(member, 'GET', '/readyz');
+      expect([ready.status, ((await ready.json()) as { code: string }).code]).toEqual([503, 'not_ready']);
+    }
     await postgres.resume();
     const statuses = await checkEnded(before);
     expect([...statuses.values()]).toEqual(Array(3).fill('interrupted'));
     expect(await noneMarked(before)).toBe(true);
     // Each member has its lease again and runs what it is given.
     await waitFor(async () => (await startOnEach('echo back')).length === 3, { timeoutMs: 20_000, intervalMs: 500, what: 'every member to start runs again' });
+    const ready = async () => (await Promise.all(fleet.map(async (member) => (await api(member, 'GET', '/readyz')).status))).every((status) => status === 200);
+    await waitFor(ready, { timeoutMs: 20_000, intervalMs: 500, what: 'every member to be ready again' });
   });
 });

@@ -9,7 +9,7 @@ import { eventually, waitFor } from '../helpers/wait';
  * key, record, process, agent session and outbox, output, timeline, final record, delivery
  * attempts, an Inbox push) is refused in turn, once (a full disk for a moment) or with every
  * write after it (the service dies right there). After a restart on what was stored, the
- * README's promises must hold: an acknowledged run is found, ends, is listed once under its
+ * docs/reliability.md's promises must hold: an acknowledged run is found, ends, is listed once under its
  * status, its timeline and its webhooks say what its record says, and its idempotency key
  * answers with it.
  */

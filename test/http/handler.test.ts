@@ -197,7 +197,7 @@ describe('routes and errors', () => {
     for (const method of ['PUT', 'PATCH', 'DELETE', 'OPTIONS']) {
       const res = await host.request(method, '/api/headless');
       expect(res.status).toBe(405);
-      expect(res.headers.get('allow')).toBe('GET');
+      expect(res.headers.get('allow')).toBe('GET, HEAD');
       expect(res.headers.get('access-control-allow-origin')).toBeNull();
     }
     const res = await host.request('GET', '/api/workspaces/ws/headless');

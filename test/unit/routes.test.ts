@@ -31,7 +31,7 @@ describe('the route table', () => {
     const m = matchRoute('DELETE', '/api/workspaces/ws/inbox', '');
     expect(m).toBeInstanceOf(HttpProblem);
     expect((m as HttpProblem).code).toBe('method_not_allowed');
-    expect((m as HttpProblem).headers.allow).toBe('POST, GET');
+    expect((m as HttpProblem).headers.allow).toBe('POST, GET, HEAD');
     expect(name(matchRoute('GET', '/api/nothing', ''))).toBe('not_found');
     expect(name(matchRoute('GET', '/api/headless/%E0%A4%A', ''))).toBe('not_found');
     expect(name(matchRoute('GET', '/api/headless/', ''))).toBe('not_found');
@@ -44,14 +44,15 @@ describe('the route table', () => {
 });
 
 describe('who each route lets in', () => {
-  it('is declared on the route: run tokens only where an agent may report', () => {
+  it('is declared on the route: run tokens only where an agent may report, no gate only for the probes', () => {
     const declared = Object.fromEntries(ROUTES.map((r) => [r.name, r.auth]));
     expect(declared).toMatchObject({ 'inbox.push': 'caller or own run token', mcp: 'caller or run token', 'runs.start': 'caller', 'inbox.list': 'caller' });
-    expect(
-      ROUTES.filter((r) => r.auth !== 'caller')
+    const names = (auth: string) =>
+      ROUTES.filter((r) => r.auth === auth)
         .map((r) => r.name)
-        .sort(),
-    ).toEqual(['inbox.push', 'mcp']);
+        .sort();
+    expect([...names('caller or own run token'), ...names('caller or run token')].sort()).toEqual(['inbox.push', 'mcp']);
+    expect(names('anyone')).toEqual(['health.live', 'health.ready']);
   });
 });
 

@@ -1,6 +1,6 @@
 import type { AgentAdapter, AgentRunInput } from './types';
 
-/** A custom agent defined in the config file (README: Custom command agents). */
+/** A custom agent defined in the config file (docs/agents.md: Custom command agents). */
 export interface CommandAgentDefinition {
   command: string;
   /** Placeholders: {prompt} {resumeId} {agentSessionId} {workspacePath}. */

@@ -15,7 +15,7 @@ export interface SelectionInput {
   env: Record<string, string>;
 }
 
-/** Every adapter the service knows: the built-ins in the README's order, then custom agents. */
+/** Every adapter the service knows: the built-ins in the documented order (docs/agents.md), then custom agents. */
 export class AgentRegistry {
   private readonly adapters = new Map<string, AgentAdapter>();
 
@@ -39,7 +39,7 @@ export class AgentRegistry {
     return workspace.agents === undefined || workspace.agents.includes(name);
   }
 
-  /** The checks on a named agent, in the documented order (README: Errors). */
+  /** The checks on a named agent, in the documented order (docs/http-api.md: Errors). */
   check(workspace: Workspace, name: string): AgentAdapter {
     const adapter = this.adapters.get(name);
     if (!adapter) throw new HttpProblem('agent_unknown', `No agent is named "${name}".`);

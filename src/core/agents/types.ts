@@ -37,7 +37,7 @@ export interface AgentVerdict {
 
 /**
  * What a line of the agent's output meant, normalised across agents: the run's event timeline
- * (README: Run events) is built from these. Never the full input of a tool.
+ * (docs/http-api.md: Follow a run) is built from these. Never the full input of a tool.
  */
 export type AgentEvent =
   | { type: 'message'; text: string }

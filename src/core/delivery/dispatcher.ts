@@ -6,7 +6,7 @@ import type { WebhookOptions } from './targets';
 import { RefusedTarget, checkWebhookUrl, postWebhook } from './transport';
 
 /**
- * Delivers the outbox (README: Webhooks): at least once, signed per Standard Webhooks, retried
+ * Delivers the outbox (docs/webhooks.md): at least once, signed per Standard Webhooks, retried
  * with backoff for more than a day, given up visibly. The run records are the truth; timers only
  * say when to look again. Each target (scheme, host and port) has its own lane with its own
  * concurrency, so a receiver that hangs never delays another's deliveries.

@@ -4,7 +4,7 @@ import type { WebhookEvent } from '../../contract/records';
 import type { WebhookTarget, Workspace } from '../types';
 import { checkWebhookUrl } from './transport';
 
-/** The installation's webhook settings (README: Webhooks). */
+/** The installation's webhook settings (docs/webhooks.md). */
 export interface WebhookOptions {
   /** Signs every delivery without a workspace secret of its own: `whsec_` + base64 (24 to 64 bytes). */
   secret?: string;

@@ -6,7 +6,7 @@ import { checkSecret, checkWorkspace, targetsFor } from './targets';
 export type { WebhookOptions } from './targets';
 
 /**
- * Completion webhooks (README: Webhooks): the targets a run gets at its start, and the dispatcher
+ * Completion webhooks (docs/webhooks.md): the targets a run gets at its start, and the dispatcher
  * that delivers what its record's outbox owes (delivery/outbox.ts) once that record is stored.
  */
 export class Webhooks {

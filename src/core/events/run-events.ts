@@ -7,7 +7,7 @@ import { deleteTimeline, loadTimeline, saveTimeline } from './timeline-store';
 import type { HeadlessStore } from '../store/keyv-store';
 import type { RunEventType, RunRecord } from '../../contract/records';
 
-/** A run's event timeline (README: Run events): kept per run, bounded, stored, and followed live. */
+/** A run's event timeline (docs/http-api.md: Follow a run): kept per run, bounded, stored, and followed live. */
 
 /** Follows one run's timeline from a sequence number on. */
 export interface EventReader {

@@ -1,7 +1,7 @@
 import type { ProblemCode } from '../../contract/problems';
 
 /**
- * The instances sharing one store (README: Running several instances). Each has an id, the
+ * The instances sharing one store (docs/deployment.md: Running several instances). Each has an id, the
  * owner recorded on its runs and webhook deliveries. What must hold across instances is decided
  * here: who is alive, who holds a claim (a busy Session, an idempotency key in flight), who
  * takes over a dead instance's runs, and how one instance asks another to cancel a run.
@@ -26,6 +26,8 @@ export interface Fleet {
   exclusive<T>(key: string, work: () => Promise<T>): Promise<T>;
   /** Asks the instance that owns a run to act on it. */
   ask(instanceId: string, request: FleetRequest): Promise<FleetAnswer>;
+  /** Whether this instance holds its lease now (alone: always). */
+  leaseHeld(): boolean;
   /** Leaves: stops the lease, so the others need not wait for it to run out. */
   leave(): Promise<void>;
 }

@@ -35,5 +35,9 @@ export class LocalFleet implements Fleet {
     return { ok: false, code: 'run_not_running', message: 'The run was left by an instance that is gone.' };
   }
 
+  leaseHeld(): boolean {
+    return true;
+  }
+
   async leave(): Promise<void> {}
 }

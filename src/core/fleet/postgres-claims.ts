@@ -1,9 +1,11 @@
 import { StorageError } from '../../contract/problems';
+import type pg from 'pg';
 import type { SqlAccess } from '../store/keyv-store';
 
 /**
  * Claims in a fleet (a busy Session, an idempotency key in flight): rows in `headless_claims`,
- * taken with `INSERT … ON CONFLICT DO NOTHING` and dropped with their owner when it is gone.
+ * taken with `INSERT … ON CONFLICT DO NOTHING` and dropped with their owner when it is gone;
+ * and exclusive sections, under a transaction's advisory lock.
  */
 
 /** Takes `key` for `holder`; answers the holder that has it already, if one does. */
@@ -28,4 +30,25 @@ export async function release(sql: SqlAccess, key: string, holder: string): Prom
 
 export async function holderOf(sql: SqlAccess, key: string): Promise<string | undefined> {
   return (await sql.query<{ holder: string }>('SELECT holder FROM headless_claims WHERE key = $1', [key]))[0]?.holder;
+}
+
+/** Runs `work` while no other instance runs work under the same `key` (the lock goes with the transaction). */
+export async function exclusive<T>(pool: pg.Pool, key: string, work: () => Promise<T>): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+    await client.query('BEGIN');
+  } catch (error) {
+    throw new StorageError(`store lock failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  try {
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
+    return await work();
+  } finally {
+    // A broken connection is dropped from the pool.
+    await client.query('COMMIT').then(
+      () => client.release(),
+      (error: Error) => client.release(error),
+    );
+  }
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { HttpProblem, StorageError } from '../../contract/problems';
+import { HttpProblem } from '../../contract/problems';
 import type { SqlAccess } from '../store/keyv-store';
 import { newSortableId } from '../util/ids';
 import type { Fleet, FleetAnswer, FleetHandlers, FleetOptions, FleetRequest } from './fleet';
 import { MACHINE } from '../process/machine';
-import { claim, holderOf, release } from './postgres-claims';
+import { claim, exclusive, holderOf, release } from './postgres-claims';
 
 const ASK_TIMEOUT_MS = 5000;
 /** A failed renewal is tried again after this, until it succeeds. */
@@ -41,6 +41,8 @@ export class PostgresFleet implements Fleet {
   private readonly waiting = new Map<string, (answer: FleetAnswer) => void>();
   private ticking: Promise<void> = Promise.resolve();
   private left = false;
+  /** When the lease last written runs out, by this machine's clock. */
+  private heldUntil = 0;
 
   constructor(
     private readonly sql: SqlAccess,
@@ -66,11 +68,7 @@ export class PostgresFleet implements Fleet {
     await q('CREATE TABLE IF NOT EXISTS headless_instances (id TEXT PRIMARY KEY, machine TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)');
     await q('CREATE TABLE IF NOT EXISTS headless_claims (key TEXT PRIMARY KEY, holder TEXT NOT NULL, owner TEXT NOT NULL)');
     await q('CREATE INDEX IF NOT EXISTS headless_claims_owner ON headless_claims (owner)');
-    await this.sql.query('INSERT INTO headless_instances (id, machine, expires_at) VALUES ($1, $2, now() + $3::interval)', [
-      this.instanceId,
-      MACHINE,
-      this.lease,
-    ]);
+    await this.register(Date.now());
     await this.listen();
     await this.sweep();
     this.timer = setInterval(
@@ -81,6 +79,19 @@ export class PostgresFleet implements Fleet {
       Math.floor(this.leaseMs / 3),
     );
     this.timer.unref();
+  }
+
+  /** Writes this instance's lease (again, after it ran out), held from `asked` on. */
+  private async register(asked: number): Promise<void> {
+    await this.sql.query(
+      'INSERT INTO headless_instances (id, machine, expires_at) VALUES ($1, $2, now() + $3::interval) ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at',
+      [this.instanceId, MACHINE, this.lease],
+    );
+    this.heldUntil = asked + this.leaseMs;
+  }
+
+  leaseHeld(): boolean {
+    return !this.left && Date.now() < this.heldUntil;
   }
 
   private async listen(): Promise<void> {
@@ -102,6 +113,7 @@ export class PostgresFleet implements Fleet {
   private async tick(): Promise<void> {
     if (this.left) return;
     try {
+      const asked = Date.now();
       const renewed = await this.sql.query(
         'UPDATE headless_instances SET expires_at = now() + $2::interval WHERE id = $1 AND expires_at >= now() RETURNING id',
         [this.instanceId, this.lease],
@@ -109,11 +121,8 @@ export class PostgresFleet implements Fleet {
       if (renewed.length === 0) {
         this.o.log(`the lease of instance ${this.instanceId} ran out; its runs were taken over by another instance`);
         this.handlers?.lost();
-        await this.sql.query(
-          'INSERT INTO headless_instances (id, machine, expires_at) VALUES ($1, $2, now() + $3::interval) ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at',
-          [this.instanceId, MACHINE, this.lease],
-        );
-      }
+        await this.register(asked);
+      } else this.heldUntil = asked + this.leaseMs;
       if (!this.listener) await this.listen();
       await this.sweep();
     } catch (error) {
@@ -167,24 +176,8 @@ export class PostgresFleet implements Fleet {
     return holderOf(this.sql, key);
   }
 
-  async exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool!.connect();
-      await client.query('BEGIN');
-    } catch (error) {
-      throw new StorageError(`store lock failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
-    try {
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [key]);
-      return await work();
-    } finally {
-      // The lock goes with the transaction; a broken connection is dropped from the pool.
-      await client.query('COMMIT').then(
-        () => client.release(),
-        (error: Error) => client.release(error),
-      );
-    }
+  exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
+    return exclusive(this.pool!, key, work);
   }
 
   async ask(instanceId: string, request: FleetRequest): Promise<FleetAnswer> {

@@ -9,7 +9,8 @@ import type { RunTokenGrant, RunTokens } from '../runs/tokens';
  * - `caller or own run token`: also a live run token, for its own run's workspace (an agent reporting).
  * - `caller or run token`: also any live run token; what it then asks is decided again, call by call (MCP).
  */
-export type RouteAuth = 'caller' | 'caller or own run token' | 'caller or run token';
+/** `anyone`: no gate at all, for probes that carry nothing but a status (health, readiness). */
+export type RouteAuth = 'caller' | 'caller or own run token' | 'caller or run token' | 'anyone';
 
 /**
  * The request's credential, read once from its `Authorization` header. A live run token is
@@ -105,7 +106,7 @@ export function unauthorized(): HttpProblem {
 }
 
 /**
- * The default gate (README: Security model), in its order: Host allow-list (DNS rebinding), Origin and
+ * The default gate (docs/security.md), in its order: Host allow-list (DNS rebinding), Origin and
  * Sec-Fetch-Site (browser pages), then credentials. Local means a loopback peer, no forwarding
  * header (a same-host proxy must not make the internet local) and a loopback Host.
  */

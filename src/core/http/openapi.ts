@@ -76,6 +76,7 @@ function problemResponses(codes: ProblemCode[]): Record<string, unknown> {
 
 /** An operation's security, from who its route lets in: a local caller needs nothing, others the admin token; some take a run token. */
 function security(auth: RouteAuth): Array<Record<string, string[]>> {
+  if (auth === 'anyone') return [{}];
   return auth === 'caller' ? [{}, { adminToken: [] }] : [{}, { adminToken: [] }, { runToken: [] }];
 }
 

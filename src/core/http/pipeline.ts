@@ -1,3 +1,4 @@
+import { Headers, Response } from '@whatwg-node/fetch';
 import { createServerAdapter } from '@whatwg-node/server';
 import { HttpProblem } from '../../contract/problems';
 import type { RunTokens } from '../runs/tokens';
@@ -28,6 +29,14 @@ export interface PipelineOptions {
   /** Settles when the service may answer. */
   ready: Promise<void>;
   log: (message: string, error?: unknown) => void;
+}
+
+/** A HEAD answer: a GET's status and headers; its body (a stream, perhaps) is let go. */
+function withoutBody(response: Response): Response {
+  void response.body?.cancel().catch(() => undefined);
+  const headers = new Headers(response.headers);
+  headers.delete('content-length');
+  return new Response(null, { status: response.status, headers });
 }
 
 /**
@@ -65,13 +74,15 @@ export function createPipeline(o: PipelineOptions) {
         throw new HttpProblem('forbidden', 'The Host header is not one this service answers to.');
       }
       const basePath = (ctx.mountPath ?? o.basePath ?? '').replace(/\/+$/, '');
-      const match = matchRoute(o.routes, request.method, url.pathname, basePath);
+      // HEAD is answered wherever GET is: the same status and headers, no body.
+      const head = request.method === 'HEAD';
+      const match = matchRoute(o.routes, head ? 'GET' : request.method, url.pathname, basePath);
       const found = match instanceof HttpProblem ? undefined : match;
       const credential = readCredential(request, o.tokens, found?.route.auth, found?.params.workspaceId);
-      await authorize(request, found, ctx, credential);
+      if (found?.route.auth !== 'anyone') await authorize(request, found, ctx, credential);
       if (!found) throw match;
       checkParams(found.params);
-      return await found.route.handle({
+      const response = await found.route.handle({
         request,
         url,
         params: found.params,
@@ -81,8 +92,10 @@ export function createPipeline(o: PipelineOptions) {
         services: o.services,
         dispatch: (target, init) => Promise.resolve(adapter.fetch(target, init, ctx)),
       });
+      return head ? withoutBody(response) : response;
     } catch (error) {
-      return errorToResponse(error, o.log);
+      const response = errorToResponse(error, o.log);
+      return request.method === 'HEAD' ? withoutBody(response) : response;
     }
   }
 

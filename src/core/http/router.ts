@@ -43,6 +43,8 @@ export interface RouteServices {
   idempotency: IdempotencyKeys;
   /** The listed workspaces (none when they come from a resolver). */
   workspaces(): Array<Pick<Workspace, 'id' | 'tag'>>;
+  /** Why the service is not ready (the store does not answer, the fleet lease is lost); undefined when it is. */
+  unready(): Promise<string | undefined>;
   /** The agent checks of one workspace, or of every listed one. */
   diagnose(workspaceId: string | undefined): Promise<WorkspaceReport[]>;
 }
@@ -147,7 +149,7 @@ export function matchRoute(routes: readonly Route[], method: string, pathname: s
     });
     if (!fits) continue;
     if (candidate.method === method) return { route: candidate, params };
-    allowed.push(candidate.method);
+    allowed.push(...(candidate.method === 'GET' ? ['GET', 'HEAD'] : [candidate.method]));
   }
   if (allowed.length > 0) {
     return new HttpProblem('method_not_allowed', `Use ${allowed.join(' or ')} on this path.`, { headers: { allow: allowed.join(', ') } });

@@ -4,7 +4,7 @@ import type { Fleet } from '../fleet/fleet';
 import { publicRecord } from '../public-record';
 import type { StoredRun } from '../types';
 
-/** Cancels a run this instance does not run: the instance that runs it is asked (README: Running several instances). */
+/** Cancels a run this instance does not run: the instance that runs it is asked (docs/deployment.md: Running several instances). */
 export async function cancelElsewhere(
   o: { find(taskId: string): Promise<StoredRun | undefined>; fleet: Fleet; instanceId: string },
   taskId: string,

@@ -1,6 +1,6 @@
 import { delimiter } from 'node:path';
 
-/** The environment of a run (README: Start a run, The Inbox). */
+/** The environment of a run (docs/http-api.md: Start a run, The Inbox). */
 
 /** The service's own secrets: the ONE list of what no run ever sees, whoever set them (the daemon, or a library user's `process.env`). */
 export const SERVICE_SECRETS = ['HEADLESS_ADMIN_TOKEN', 'HEADLESS_WEBHOOK_SECRET', 'HEADLESS_STORE_URL'] as const;

@@ -30,7 +30,7 @@ type Change = (run: StoredRun) => StoredRun | undefined;
 type Stored = (run: StoredRun) => void | Promise<void>;
 
 /**
- * Run records (README: Reliability). Every state change of a run is ONE write of its record, and
+ * Run records (docs/reliability.md). Every state change of a run is ONE write of its record, and
  * its outbox rides in it: what lists, recovery, the dispatcher and retention look up is derived
  * from the stored records (store/collection.ts). Readers only ever see what is durable: a final
  * record the store refuses is retried, a few times at once, then in the background, and until it

@@ -10,7 +10,7 @@ import { INTERRUPTED } from './outcome';
 import type { RunRecords } from './records';
 
 /**
- * Takes over the runs of instances that are gone (README: Crash recovery): at start-up those an
+ * Takes over the runs of instances that are gone (docs/reliability.md): at start-up those an
  * earlier boot left `running`, and in a fleet those of an instance whose lease ran out. What is
  * left of each one's processes is killed (where they ran on this machine), then ONE write makes
  * it `interrupted`, owned here, with its `run.ended` deliveries; only then are its webhooks

@@ -25,7 +25,7 @@ export function recordField(dialect: SqlAccess['dialect'], name: string): string
 
 export interface SqlAccess {
   dialect: 'sqlite' | 'postgres';
-  /** PostgreSQL's connection string, for connections of the fleet's own (README: Running several instances). */
+  /** PostgreSQL's connection string, for connections of the fleet's own (docs/deployment.md: Running several instances). */
   connectionString?: string;
   /** The key-value table, quoted as SQL names it; its columns are `key` and `value` (Keyv's JSON). */
   table: string;

@@ -57,7 +57,7 @@ export function redact(url: string): string {
 }
 
 /**
- * A store in PostgreSQL, which several instances may share (README: Running several
+ * A store in PostgreSQL, which several instances may share (docs/deployment.md: Running several
  * instances). Connects once, so a wrong URL fails here, saying which.
  */
 export async function createPostgresKeyv(url: string): Promise<Keyv> {

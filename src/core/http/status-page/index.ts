@@ -5,7 +5,7 @@ import APP from './app.js?raw';
 import HTML from './page.html?raw';
 
 /**
- * The status page served at `/` (README: Status page): runs per workspace, live from the event
+ * The status page served at `/` (docs/status-page.md): runs per workspace, live from the event
  * streams, a run's timeline and output tail, the Inbox, cancel and retire. It uses the API like
  * any caller, behind the same gate. Data is only ever set as text (never parsed as HTML), and a
  * strict Content-Security-Policy allows this page's own script only and no framing.

@@ -1,0 +1,86 @@
+import { Keyv } from 'keyv';
+import { afterEach, describe, expect, it } from 'vitest';
+import { version } from '../../package.json';
+import { closeAllHosts, createTestHost, problem } from '../helpers/harness';
+
+/** docs/deployment.md: health and readiness for probes, HEAD wherever GET works, the version. */
+
+afterEach(() => closeAllHosts());
+
+const REMOTE = { remote: '203.0.113.9', headers: { host: 'lb-probe.internal:8080' } };
+
+/** A Keyv store whose reads can be made to fail, as an unreachable database's do. */
+function switchableKeyv() {
+  const map = new Map<string, unknown>();
+  const state = { down: false };
+  const check = <T>(answer: () => T): T => {
+    if (state.down) throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+    return answer();
+  };
+  const store = {
+    opts: { dialect: 'sqlite', url: '' },
+    namespace: undefined as string | undefined,
+    get: async (key: string) => check(() => map.get(key)),
+    set: async (key: string, value: unknown) => check(() => Boolean(map.set(key, value))),
+    delete: async (key: string) => check(() => map.delete(key)),
+    clear: async () => map.clear(),
+    iterator: async function* () {
+      yield* map.entries();
+    },
+    on: () => store,
+  };
+  return { keyv: new Keyv({ store: store as never, namespace: 'hrw', throwOnErrors: true }), state };
+}
+
+describe('probes', () => {
+  it('/healthz and /readyz answer anyone, with any Host and no credential, even with an admin token set', async () => {
+    const host = await createTestHost({ adminToken: 'secret-token-for-the-test-0123456789' });
+    const live = await host.request('GET', '/healthz', REMOTE);
+    expect([live.status, await live.json()]).toEqual([200, { status: 'ok' }]);
+    const ready = await host.request('GET', '/readyz', REMOTE);
+    expect([ready.status, await ready.json()]).toEqual([200, { status: 'ready' }]);
+    // Everything else is still behind the gate.
+    expect((await host.request('GET', '/api/version', REMOTE)).status).toBe(403);
+    expect((await host.request('GET', '/api/version', { remote: '203.0.113.9' })).status).toBe(401);
+  });
+
+  it('/readyz is 503 not_ready while the store does not answer, and ready again once it does; /healthz stays 200', async () => {
+    const { keyv, state } = switchableKeyv();
+    const host = await createTestHost({ store: keyv });
+    state.down = true;
+    const refused = await host.request('GET', '/readyz');
+    expect(await problem(refused)).toMatchObject({ status: 503, code: 'not_ready', contentType: 'application/problem+json' });
+    expect((await host.request('GET', '/healthz')).status).toBe(200);
+    state.down = false;
+    expect((await host.request('GET', '/readyz')).status).toBe(200);
+  });
+
+  it('/api/version is the package version', async () => {
+    const host = await createTestHost();
+    expect(await (await host.request('GET', '/api/version')).json()).toEqual({ version });
+  });
+});
+
+describe('HEAD', () => {
+  it('answers wherever GET does, with its status and headers and no body', async () => {
+    const host = await createTestHost();
+    const { taskId } = await host.start('echo hi');
+    await host.waitEnded(taskId);
+    for (const path of ['/api/headless?wsId=ws', `/api/headless/${taskId}`, `/api/headless/${taskId}/events`, '/healthz', '/openapi.json', '/']) {
+      const get = await host.request('GET', path);
+      const head = await host.request('HEAD', path);
+      expect([path, head.status, head.headers.get('content-type')]).toEqual([path, get.status, get.headers.get('content-type')]);
+      expect(await head.text()).toBe('');
+      await get.body?.cancel();
+    }
+  });
+
+  it('is 404, 405 and 401 where GET would be, without a body', async () => {
+    const host = await createTestHost();
+    const missing = await host.request('HEAD', '/api/headless/run_nope');
+    expect([missing.status, await missing.text()]).toEqual([404, '']);
+    const postOnly = await host.request('HEAD', '/api/headless/run_nope/cancel');
+    expect([postOnly.status, postOnly.headers.get('allow')]).toEqual([405, 'POST']);
+    expect((await host.request('HEAD', '/api/headless?wsId=ws', { remote: '203.0.113.9' })).status).toBe(401);
+  });
+});
