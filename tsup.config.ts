@@ -32,6 +32,17 @@ export default defineConfig([
     esbuildPlugins: [raw],
   },
   {
+    // The client alone, as the headless-run-webhook-client package (packages/client): no server code.
+    entry: { index: 'src/client/index.ts' },
+    outDir: 'packages/client/dist',
+    format: ['esm', 'cjs'],
+    dts: true,
+    clean: true,
+    sourcemap: true,
+    target: 'node20',
+    splitting: false,
+  },
+  {
     // The commands are ESM only: they are run, never imported.
     entry: { cli: 'src/cli/main.ts', 'inbox-cli': 'src/cli/inbox.ts', 'demo-agent': 'src/cli/demo/program.ts' },
     format: ['esm'],

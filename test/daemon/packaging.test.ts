@@ -1,12 +1,18 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNodeServer } from '../../src/adapters/node';
+import { closeAllHosts, createTestHost } from '../helpers/harness';
 
 /** The published package: packed, installed into a fresh project, loaded both ways; linted. */
 
 const ROOT = resolve(__dirname, '../..');
+const run = promisify(execFile);
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 let consumer: string;
 let tarball: string;
@@ -73,5 +79,65 @@ describe('packaging', () => {
     const r = sh(bin('attw'), [join(consumer, tarball)], ROOT);
     expect(r.code, r.out).toBe(0);
     expect(r.out).toContain('No problems found');
+  }, 120_000);
+});
+
+describe('the client alone (headless-run-webhook-client)', () => {
+  const CLIENT = join(ROOT, 'packages', 'client');
+  let project: string;
+  let packed: string;
+  let server: Server;
+  let url: string;
+
+  beforeAll(async () => {
+    project = mkdtempSync(join(tmpdir(), 'hrw-client-consumer-'));
+    const pack = sh('npm', ['pack', '--ignore-scripts', '--pack-destination', project], CLIENT);
+    expect(pack.code, pack.out).toBe(0);
+    packed = readdirSync(project).find((f) => f.endsWith('.tgz'))!;
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
+    const install = sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', `./${packed}`], project);
+    expect(install.code, install.out).toBe(0);
+    const host = await createTestHost();
+    server = createNodeServer(host.handler);
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }, 240_000);
+
+  afterAll(async () => {
+    server?.closeAllConnections();
+    await new Promise((done) => server?.close(done));
+    await closeAllHosts();
+    rmSync(project, { recursive: true, force: true });
+  });
+
+  it('installs no server dependency: itself and valibot, nothing else', () => {
+    const installed = readdirSync(join(project, 'node_modules')).filter((name) => !name.startsWith('.'));
+    expect(installed.sort()).toEqual(['headless-run-webhook-client', 'valibot']);
+  });
+
+  it('has the version of the package it comes from', () => {
+    const own = JSON.parse(readFileSync(join(CLIENT, 'package.json'), 'utf8')) as { version: string };
+    const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(own.version).toBe(root.version);
+  });
+
+  it('calls the service, from ESM and from CommonJS', async () => {
+    // Run without blocking: the service answering them is in this process.
+    const node = async (args: string[]) => (await run(process.execPath, args, { cwd: project, timeout: 60_000 })).stdout.trim();
+    const call = `const { items } = await client.inbox.listPage('ws'); console.log('inbox', items.length);`;
+    const made = `createClient({ url: '${url}' })`;
+    expect(await node(['--input-type=module', '-e', `import { createClient } from 'headless-run-webhook-client'; const client = ${made}; ${call}`])).toBe(
+      'inbox 0',
+    );
+    expect(await node(['-e', `const { createClient } = require('headless-run-webhook-client'); const client = ${made}; (async () => { ${call} })();`])).toBe(
+      'inbox 0',
+    );
+  });
+
+  it('publint and @arethetypeswrong/cli report nothing', () => {
+    const lint = sh(bin('publint'), ['--strict'], CLIENT);
+    expect(lint.out).toContain('All good!');
+    const types = sh(bin('attw'), [join(project, packed)], ROOT);
+    expect(types.code, types.out).toBe(0);
   }, 120_000);
 });
