@@ -6,6 +6,7 @@ import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../contract/ids';
 import type { Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
+import { nearest } from '../core/util/text';
 import type { WebhookOptions } from '../core/delivery/targets';
 
 /** The daemon's config file (docs/configuration.md). Unknown keys are errors that name the key. */
@@ -108,8 +109,8 @@ function describe(issues: [v.BaseIssue<unknown>, ...v.BaseIssue<unknown>[]]): st
         unknown.path!.slice(0, -1).map((p) => p.key),
       ),
     ];
-    const guess = known.sort((a, b) => distance(key, a) - distance(key, b))[0];
-    return `unknown key "${path}"${guess !== undefined && distance(key, guess) <= 3 ? ` (did you mean "${guess}"?)` : ''}`;
+    const guess = nearest(key, known);
+    return `unknown key "${path}"${guess !== undefined ? ` (did you mean "${guess}"?)` : ''}`;
   }
   const issue = issues[0];
   if (isMissingKey(issue)) return `"${pathOf(issue)}" is required`;
@@ -129,17 +130,6 @@ function keysAt(schema: unknown, path: unknown[]): string[] {
   }
   unwrap();
   return Object.keys(node?.entries ?? {});
-}
-
-/** Edit distance, for "did you mean". */
-function distance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    row = next;
-  }
-  return row[b.length]!;
 }
 
 /** The default workspace: the current directory, every registered agent enabled. */

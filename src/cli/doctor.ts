@@ -9,15 +9,15 @@ export const DOCTOR_USAGE = `Usage: headless-run-webhook doctor [--config FILE] 
 
 For every agent enabled on each workspace: found on the PATH or not, its version, whether it
 is really that agent, whether this version takes the flags the adapter passes, and which
-credentials it has (names only). Exits 1 when an agent the config names cannot run, or a
-workspace has none that can.
+credentials it has (names only); a custom agent's placeholders; a workspace's headless or
+default agent that is not enabled there. Exits 1 when an agent the config names cannot run, a
+workspace has none that can, or its settings are wrong. Progress goes to stderr.
 
   --config FILE    config file (default: ./headless.config.json if present)
   --json           the report as JSON`;
 
 function line(check: AgentCheck): string {
-  const state = !check.path ? 'missing' : check.canRun ? (check.problems.length > 0 ? 'warn' : 'ok') : 'broken';
-  const head = `  ${check.agent.padEnd(9)} ${state.padEnd(8)}${check.configured ? '*' : ' '} ${check.version ?? '-'}`;
+  const head = `  ${check.agent.padEnd(9)} ${stateOf(check).padEnd(8)}${check.configured ? '*' : ' '} ${check.version ?? '-'}`;
   const details = [
     check.path ? `at ${check.path}` : undefined,
     check.credentials.length > 0 ? `credentials: ${check.credentials.join(', ')}` : undefined,
@@ -28,8 +28,10 @@ function line(check: AgentCheck): string {
 
 /** Whether the report shows something the caller must fix. */
 export function reportFails(reports: WorkspaceReport[]): boolean {
-  return reports.some((r) => !r.agents.some((a) => a.canRun) || r.agents.some((a) => a.configured && !a.canRun));
+  return reports.some((r) => r.problems.length > 0 || !r.agents.some((a) => a.canRun) || r.agents.some((a) => a.configured && !a.canRun));
 }
+
+const stateOf = (check: AgentCheck) => (!check.path ? 'missing' : check.canRun ? (check.problems.length > 0 ? 'warn' : 'ok') : 'broken');
 
 export async function doctor(argv: string[]): Promise<void> {
   let values;
@@ -55,14 +57,22 @@ export async function doctor(argv: string[]): Promise<void> {
   const registry = new AgentRegistry(config.agents);
   const env = { ...process.env };
   for (const name of SERVICE_SECRETS) delete env[name];
+  // Probing a slow CLI takes seconds: say what is being checked, on stderr, as each ends.
+  const started = Date.now();
+  const progress = (workspaceId: string) => (check: AgentCheck) =>
+    process.stderr.write(`checked ${check.agent} on ${workspaceId}: ${stateOf(check)} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+  process.stderr.write(`checking the agents of ${config.workspaces.length} workspace(s)…\n`);
   const reports = await Promise.all(
-    config.workspaces.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: config.defaultAgent })),
+    config.workspaces.map((workspace) =>
+      diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: config.defaultAgent, onChecked: progress(workspace.id) }),
+    ),
   );
   if (values.json) process.stdout.write(`${JSON.stringify({ workspaces: reports }, null, 2)}\n`);
   else {
     for (const report of reports) {
       const path = config.workspaces.find((w) => w.id === report.workspaceId)!.path;
       process.stdout.write(`workspace ${report.workspaceId} (${path})\n${report.agents.map(line).join('\n')}\n`);
+      for (const problem of report.problems) process.stdout.write(`  ${problem}\n`);
       if (!report.agents.some((a) => a.canRun))
         process.stdout.write('  no agent can run here: install one of the agents above, or enable one that is installed\n');
     }

@@ -111,7 +111,7 @@ export const VersionSchema = v.object({ version: v.string() });
 export const WorkspaceListSchema = v.object({ workspaces: v.array(v.object({ id: v.string(), tag: v.optional(v.string()) })) });
 
 export const AgentsReportSchema = v.object({
-  workspaces: v.array(v.object({ workspaceId: v.string(), agents: v.array(v.record(v.string(), v.unknown())) })),
+  workspaces: v.array(v.object({ workspaceId: v.string(), agents: v.array(v.record(v.string(), v.unknown())), problems: v.array(v.string()) })),
 });
 
 export const ProblemSchema = v.pipe(

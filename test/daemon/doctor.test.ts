@@ -106,6 +106,32 @@ describe('headless-run-webhook doctor', () => {
     expect(none.stdout).toMatch(/no agent can run here/);
   });
 
+  it("a custom agent's placeholder typo, a missing {prompt}, and a headless agent not enabled where it is named: each said; exit 1", async () => {
+    const ws = dir();
+    const r = await doctor({
+      agents: {
+        typo: { command: process.execPath, args: ['agent.js', '--prompt={promt}'], resumeArgs: ['agent.js', '{prompt}', '{resumeID}'] },
+        mute: { command: process.execPath, args: ['agent.js'] },
+      },
+      workspaces: [{ id: 'ws', path: ws, agents: ['typo', 'mute'], headlessAgent: 'claude', env: { PATH: `${REAL_BIN}${delimiter}/usr/bin${delimiter}/bin` } }],
+    });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/typo\s+broken/);
+    expect(r.stdout).toContain('agents.typo.args has {promt}, which is no placeholder (did you mean {prompt}?)');
+    expect(r.stdout).toContain('agents.typo.args never passes the prompt: put {prompt} in an argument');
+    expect(r.stdout).toContain('agents.typo.resumeArgs has {resumeID}, which is no placeholder (did you mean {resumeId}?)');
+    expect(r.stdout).toMatch(/mute\s+broken/);
+    expect(r.stdout).toContain('agents.mute.args never passes the prompt');
+    expect(r.stdout).toContain('its headlessAgent "claude" is not enabled on it: add "claude" to the workspace\'s agents, or name one that is');
+  });
+
+  it('says what it checks as it goes, on stderr', async () => {
+    const r = await doctor({ workspaces: [{ id: 'ws', path: dir(), agents: ['claude', 'codex'], env: { PATH: '/nonexistent' } }] });
+    expect(r.stderr).toMatch(/^checking the agents of 1 workspace\(s\)…\n/);
+    expect(r.stderr).toMatch(/checked claude on ws: missing \(\d+\.\d s\)/);
+    expect(r.stderr).toMatch(/checked codex on ws: missing \(\d+\.\d s\)/);
+  });
+
   it('a bad config or flag: exit 2 with a message saying what is wrong', async () => {
     const bad = await doctor({ workspaces: [{ id: 'ws', path: '/nonexistent/path' }] });
     expect(bad.code).toBe(2);

@@ -1,3 +1,4 @@
+import { nearest } from '../util/text';
 import type { AgentAdapter, AgentRunInput } from './types';
 
 /** A custom agent defined in the config file (docs/agents.md: Custom command agents). */
@@ -13,7 +14,27 @@ export interface CommandAgentDefinition {
   kind?: 'agent' | 'utility';
 }
 
+const PLACEHOLDERS = ['prompt', 'resumeId', 'agentSessionId', 'workspacePath'];
 const PLACEHOLDER = /\{(prompt|resumeId|agentSessionId|workspacePath)\}/g;
+
+/**
+ * What is wrong with a definition that still loads: a `{word}` that is no placeholder (a typo
+ * such as `{promt}` passes the braces through, so the prompt never reaches the agent), or no
+ * `{prompt}` at all. `doctor` reports these.
+ */
+export function definitionProblems(name: string, definition: CommandAgentDefinition): string[] {
+  const problems: string[] = [];
+  for (const key of ['args', 'resumeArgs'] as const) {
+    for (const [, word] of (definition[key] ?? []).join(' ').matchAll(/\{(\w+)\}/g)) {
+      if (PLACEHOLDERS.includes(word!)) continue;
+      const meant = nearest(word!, PLACEHOLDERS);
+      problems.push(`agents.${name}.${key} has {${word}}, which is no placeholder${meant ? ` (did you mean {${meant}}?)` : ''}`);
+    }
+    const args = definition[key];
+    if (args && !args.some((arg) => arg.includes('{prompt}'))) problems.push(`agents.${name}.${key} never passes the prompt: put {prompt} in an argument`);
+  }
+  return problems;
+}
 
 /**
  * Fills placeholders inside each argv element. One element stays one element whatever the
@@ -36,6 +57,7 @@ export function createCommandAgent(name: string, definition: CommandAgentDefinit
     kind: definition.kind ?? 'agent',
     command: definition.command,
     supportsResume: definition.resumeArgs !== undefined,
+    setupProblems: definitionProblems(name, definition),
     invocation(input) {
       const args = input.agentSessionId !== undefined && definition.resumeArgs ? definition.resumeArgs : definition.args;
       return { command: definition.command, args: fillArgs(args, input) };

@@ -30,6 +30,8 @@ export interface AgentCheck {
 export interface WorkspaceReport {
   workspaceId: string;
   agents: AgentCheck[];
+  /** What is wrong with the workspace's own settings (an agent it names that is not enabled there). */
+  problems: string[];
 }
 
 /** The flag names an argv passes (`--x=v` counts as `--x`); values and positionals are not flags. */
@@ -56,7 +58,7 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     credentials: presentCredentials(adapter, env),
     credentialSources: sources,
     canRun: false,
-    problems: [],
+    problems: [...(adapter.setupProblems ?? [])],
   };
   if (!check.path) {
     check.problems.push(`"${command}" is not on the PATH of workspace "${workspace.id}": install it, or set PATH in the workspace's env`);
@@ -84,7 +86,11 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     const hint = `no credentials found: set ${sources.join(' or ')}`;
     check.problems.push(adapter.credentials.required ? hint : `${hint} (unless it is configured another way)`);
   }
-  check.canRun = check.isAgent !== false && (check.unknownFlags ?? []).length === 0 && !(adapter.credentials?.required && check.credentials.length === 0);
+  check.canRun =
+    (adapter.setupProblems ?? []).length === 0 &&
+    check.isAgent !== false &&
+    (check.unknownFlags ?? []).length === 0 &&
+    !(adapter.credentials?.required && check.credentials.length === 0);
   return check;
 }
 
@@ -97,6 +103,8 @@ export async function diagnoseWorkspace(input: {
   workspace: Workspace;
   baseEnv: NodeJS.ProcessEnv;
   defaultAgent?: string;
+  /** Told as each agent's check ends (doctor's progress lines). */
+  onChecked?: (check: AgentCheck) => void;
 }): Promise<WorkspaceReport> {
   const { registry, workspace } = input;
   const env: Record<string, string> = {};
@@ -106,5 +114,20 @@ export async function diagnoseWorkspace(input: {
     .names()
     .map((name) => registry.get(name)!)
     .filter((a) => a.kind === 'agent' && registry.isEnabled(workspace, a.name));
-  return { workspaceId: workspace.id, agents: await Promise.all(adapters.map((a) => checkAgent(a, workspace, env, named.has(a.name)))) };
+  const checks = adapters.map((a) =>
+    checkAgent(a, workspace, env, named.has(a.name)).then((check) => {
+      input.onChecked?.(check);
+      return check;
+    }),
+  );
+  return { workspaceId: workspace.id, agents: await Promise.all(checks), problems: settingProblems(registry, workspace) };
+}
+
+/** A headless or default agent the workspace names but does not enable would never run there. */
+function settingProblems(registry: AgentRegistry, workspace: Workspace): string[] {
+  return (['headlessAgent', 'defaultAgent'] as const).flatMap((key) => {
+    const name = workspace[key];
+    if (name === undefined || registry.isEnabled(workspace, name)) return [];
+    return [`its ${key} "${name}" is not enabled on it: add "${name}" to the workspace's agents, or name one that is`];
+  });
 }

@@ -86,6 +86,8 @@ export interface AgentAdapter {
   supportsResume: boolean;
   identity?: AgentIdentity;
   credentials?: AgentCredentials;
+  /** What is wrong with how it was set up (a custom agent's config), each saying what to do; `doctor` reports them. */
+  setupProblems?: string[];
   /** Arguments that print the usage of its headless mode; `doctor` checks the flags it passes are there. */
   help?: string[];
   invocation(input: AgentRunInput): AgentInvocation;

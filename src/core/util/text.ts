@@ -1,2 +1,19 @@
 /** At most `max` characters, an ellipsis marking a cut. */
 export const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/** Edit distance, for "did you mean". */
+export function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/** The candidate nearest to `word`, if it is near enough to be what was meant. */
+export function nearest(word: string, candidates: readonly string[], within = 3): string | undefined {
+  const best = [...candidates].sort((a, b) => editDistance(word, a) - editDistance(word, b))[0];
+  return best !== undefined && editDistance(word, best) <= within ? best : undefined;
+}
