@@ -86,8 +86,24 @@ export function parseStartBody(body: Record<string, unknown>): StartRequest {
 
 /** A page's cursor is the `nextCursor` of the page before: an id of what is listed, never anything else. */
 const cursorSchema = (prefix: string) => v.optional(v.pipe(v.string(), v.regex(sortableIdPattern(prefix))));
-/** 1 to 500, as the pattern says too (so a generated client knows the bound). */
-const limitSchema = v.optional(v.pipe(v.string(), v.regex(/^([1-9]\d?|[1-4]\d\d|500)$/), v.transform(Number)), '50');
+/**
+ * A whole number in a query: sent as digits and read as a number. The OpenAPI document shows it as
+ * an integer with its bounds (openapi.ts takes the `openapi` metadata), so a generated client
+ * passes a number.
+ */
+const queryInt = (pattern: RegExp, bounds: { minimum: number; maximum: number }, fallback?: number) => {
+  const digits = v.pipe(
+    v.string(),
+    v.regex(pattern),
+    v.metadata({ openapi: { type: 'integer', ...bounds, ...(fallback === undefined ? {} : { default: fallback }) } }),
+    v.transform(Number),
+    v.maxValue(bounds.maximum),
+  );
+  return fallback === undefined ? v.optional(digits) : v.optional(digits, String(fallback));
+};
+
+/** 1 to 500, as the pattern says too. */
+const limitSchema = queryInt(/^([1-9]\d?|[1-4]\d\d|500)$/, { minimum: 1, maximum: 500 }, 50);
 
 export const ListQuery = v.strictObject(
   {
@@ -116,10 +132,7 @@ export function parseListQuery(url: URL): { wsId: string; status?: RunStatus; li
 /** At most the tail each stream keeps (64 KiB). */
 export const OUTPUT_TAIL_MAX = 65_536;
 
-export const OutputQuery = v.strictObject(
-  { tail: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d{0,4}$/), v.transform(Number), v.maxValue(OUTPUT_TAIL_MAX)), String(OUTPUT_TAIL_MAX)) },
-  'invalid_body',
-);
+export const OutputQuery = v.strictObject({ tail: queryInt(/^[1-9]\d{0,4}$/, { minimum: 1, maximum: OUTPUT_TAIL_MAX }, OUTPUT_TAIL_MAX) }, 'invalid_body');
 
 export function parseOutputQuery(url: URL): { tail: number } {
   return { tail: Number(parse(OutputQuery, queryObject(url)).tail) };
@@ -129,9 +142,9 @@ const SEQ = /^(0|[1-9]\d{0,14})$/;
 
 export const EventsQuery = v.strictObject(
   {
-    after: v.optional(v.pipe(v.string(), v.regex(SEQ))),
+    after: queryInt(SEQ, { minimum: 0, maximum: 999_999_999_999_999 }),
     format: v.optional(v.picklist(['json'])),
-    limit: v.optional(v.pipe(v.string(), v.regex(/^[1-9]\d{0,3}$/), v.transform(Number), v.maxValue(1000)), '100'),
+    limit: queryInt(/^[1-9]\d{0,3}$/, { minimum: 1, maximum: 1000 }, 100),
   },
   'invalid_body',
 );

@@ -52,7 +52,9 @@ function parameters(path: string, doc: RouteDoc): unknown[] {
   if (doc.query) {
     const query = jsonSchema(doc.query, 'input') as { properties?: Record<string, unknown>; required?: string[] };
     for (const [name, schema] of Object.entries(query.properties ?? {})) {
-      params.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema });
+      // A number sent as digits is shown as the integer it is (requests.ts: queryInt).
+      const shown = (schema as { openapi?: unknown }).openapi ?? schema;
+      params.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema: shown });
     }
   }
   for (const header of doc.headers ?? [])
@@ -73,6 +75,22 @@ function problemResponses(codes: ProblemCode[]): Record<string, unknown> {
     ]),
   );
 }
+
+/** Operations are grouped by what they act on: the first part of the route's name. */
+const TAGS: Record<string, string> = {
+  runs: 'Start a run, read it, its output and its events, list and cancel runs.',
+  sessions: 'A Session: the runs that continue one agent conversation.',
+  inbox: "A workspace's Inbox: the reports agents push.",
+  agents: 'The agent checks, as `doctor` makes them.',
+  workspaces: 'The listed workspaces.',
+  health: 'Liveness and readiness, open to probes.',
+  service: 'The service itself: its version, this document, the status page, MCP.',
+};
+
+const tagOf = (routeName: string) => {
+  const group = routeName.split('.')[0]!;
+  return group in TAGS ? group : 'service';
+};
 
 /** An operation's security, from who its route lets in: a local caller needs nothing, others the admin token; some take a run token. */
 function security(auth: RouteAuth): Array<Record<string, string[]>> {
@@ -96,6 +114,7 @@ export function openApiDocument(
     paths[openPath][route.method.toLowerCase()] = {
       operationId: route.name,
       summary: doc.summary,
+      tags: [tagOf(route.name)],
       security: security(route.auth),
       parameters: parameters(route.path, doc),
       ...(doc.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(doc.body, 'input') } } } } : {}),
@@ -104,7 +123,13 @@ export function openApiDocument(
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'headless-run-webhook', version, description: 'Make a workspace run a coding agent headless, and read back what happened.' },
+    info: {
+      title: 'headless-run-webhook',
+      version,
+      description: 'Make a workspace run a coding agent headless, and read back what happened.',
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
       schemas: toJsonSchemaDefs(COMPONENTS, config('output')),
@@ -115,3 +140,9 @@ export function openApiDocument(
     },
   };
 }
+
+/** The document as served under `basePath`: relative, so it names the service wherever it is mounted and however it is reached. */
+export const servedAt = (document: Record<string, unknown>, basePath: string) => ({
+  ...document,
+  servers: [{ url: basePath || '/', description: 'This service' }],
+});

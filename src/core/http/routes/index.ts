@@ -1,5 +1,5 @@
 import { version } from '../../../../package.json';
-import { openApiDocument } from '../openapi';
+import { openApiDocument, servedAt } from '../openapi';
 import { type Route, json, route } from '../router';
 import { HEALTH_ROUTES } from './health';
 import { INBOX_ROUTES } from './inbox';
@@ -24,9 +24,9 @@ export const ROUTES: Route[] = [
       auth: 'caller',
       doc: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1.' } }, problems: [] },
     },
-    async () => {
+    async ({ basePath }) => {
       openApi ??= openApiDocument(ROUTES, version);
-      return json(openApi);
+      return json(servedAt(openApi, basePath));
     },
   ),
 ];
