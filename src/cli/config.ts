@@ -62,6 +62,7 @@ export const ConfigSchema = v.strictObject({
   maxConcurrentRuns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   defaultAgent: v.optional(v.string()),
   publicHosts: v.optional(stringList),
+  localCallers: v.optional(v.picklist(['trusted', 'token'])),
   agents: v.optional(v.record(v.pipe(v.string(), v.regex(NAME, `must match ${NAME.source}`)), AgentSchema)),
   workspaces: v.optional(v.pipe(v.array(WorkspaceSchema), v.minLength(1))),
   webhooks: v.optional(WebhooksSchema),
@@ -73,6 +74,7 @@ export interface DaemonConfig {
   maxConcurrentRuns?: number;
   defaultAgent?: string;
   publicHosts?: string[];
+  localCallers?: 'trusted' | 'token';
   agents: Record<string, CommandAgentDefinition>;
   workspaces: Workspace[];
   webhooks?: WebhookOptions;
@@ -178,6 +180,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     maxConcurrentRuns: config.maxConcurrentRuns,
     defaultAgent: config.defaultAgent,
     publicHosts: config.publicHosts,
+    localCallers: config.localCallers,
     agents,
     workspaces,
     webhooks: config.webhooks,

@@ -5,7 +5,8 @@ import { isLoopbackAddress } from '../core/http/auth';
 import { type HeadlessHandler, createHeadlessHandler } from '../core/handler';
 import { createPostgresKeyv, createSqliteKeyv } from '../core/store/keyvs';
 import { SERVICE_SECRETS } from '../core/runs/env';
-import { ConfigError, loadConfig } from './config';
+import { type AdminToken, readAdminToken } from './admin-token';
+import { type DaemonConfig, loadConfig } from './config';
 import { type DataDirClaim, openDataDir } from './data-dir';
 import { demoAgent } from './demo/agent';
 import { fail } from './fail';
@@ -13,7 +14,8 @@ import { holdYoungGeneration, youngGenerationChosen } from './young-generation';
 
 /** `headless-run-webhook serve`: the drop-in daemon (docs/configuration.md). */
 
-export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR] [--store URL] [--demo]
+export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR] [--store URL]
+                                  [--admin-token-file FILE] [--demo]
 
   --config FILE    config file (default: ./headless.config.json if present)
   --port N         port (default 47331; when not given, the next 20 ports are tried)
@@ -26,7 +28,10 @@ export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [-
   --demo           add the demo agent (no model, no credentials: it lists the workspace
                    and pushes a report to the Inbox) and make it the default agent
 
-The admin token for non-local callers is read from HEADLESS_ADMIN_TOKEN only.`;
+  --admin-token-file FILE
+                   the admin token (at least 32 characters; the file 0600), also
+                   HEADLESS_ADMIN_TOKEN_FILE or systemd's credential headless-admin-token;
+                   HEADLESS_ADMIN_TOKEN works too, but agents can read an environment`;
 
 const DEFAULT_PORT = 47331;
 const PORT_TRIES = 20;
@@ -50,6 +55,17 @@ function listen(server: Server, port: number, host: string): Promise<number> {
   });
 }
 
+/** What an operator should know at start: a token others can read, a proxy that may make the internet local. */
+function startWarnings(admin: AdminToken, config: DaemonConfig, loopbackBind: boolean): string[] {
+  const warnings = admin.warning ? [admin.warning] : [];
+  if (loopbackBind && (config.publicHosts ?? []).length > 0 && config.localCallers !== 'token') {
+    warnings.push(
+      'publicHosts is set, so a proxy on this host forwards to this loopback address: one that adds no X-Forwarded-For makes every request local. Set "localCallers": "token" (docs/deployment.md)',
+    );
+  }
+  return warnings;
+}
+
 function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
@@ -65,6 +81,7 @@ export async function serve(argv: string[]): Promise<void> {
         host: { type: 'string', default: '127.0.0.1' },
         'data-dir': { type: 'string' },
         demo: { type: 'boolean' },
+        'admin-token-file': { type: 'string' },
         store: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -83,18 +100,21 @@ export async function serve(argv: string[]): Promise<void> {
   const port = explicitPort ? Number(values.port) : DEFAULT_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be an integer from 0 to 65535, not "${values.port}"`);
 
-  const adminToken = process.env.HEADLESS_ADMIN_TOKEN || undefined;
-  const loopbackBind = host === 'localhost' || isLoopbackAddress(host);
-  if (!loopbackBind && adminToken === undefined) {
-    fail(`refusing to listen on non-loopback address ${host} without an admin token: set HEADLESS_ADMIN_TOKEN`, 1);
-  }
-
   let config;
+  let admin: AdminToken = {};
   try {
     config = loadConfig(values.config, cwd);
+    admin = readAdminToken(values['admin-token-file'], process.env);
   } catch (error) {
-    fail(error instanceof ConfigError ? error.message : String(error));
+    fail(error instanceof Error ? error.message : String(error));
   }
+  const adminToken = admin.token;
+  const loopbackBind = host === 'localhost' || isLoopbackAddress(host);
+  if (!loopbackBind && adminToken === undefined) {
+    fail(`refusing to listen on non-loopback address ${host} without an admin token: give --admin-token-file`, 1);
+  }
+  if (config.localCallers === 'token' && adminToken === undefined) fail('localCallers is "token" but there is no admin token: nobody could call', 1);
+  for (const warning of startWarnings(admin, config, loopbackBind)) process.stderr.write(`headless-run-webhook: warning: ${warning}\n`);
 
   const webhookSecret = process.env.HEADLESS_WEBHOOK_SECRET || undefined;
   const env = { ...process.env };
@@ -121,6 +141,7 @@ export async function serve(argv: string[]): Promise<void> {
       agents: values.demo ? { ...config.agents, demo: demoAgent() } : config.agents,
       store,
       adminToken,
+      localCallers: config.localCallers,
       maxConcurrentRuns: config.maxConcurrentRuns,
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,

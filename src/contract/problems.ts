@@ -32,6 +32,7 @@ const STATUS = {
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   capacity_reached: 429,
+  too_many_attempts: 429,
   spawn_failed: 500,
   internal: 500,
   storage_unavailable: 503,
@@ -52,6 +53,7 @@ const TITLES: Partial<Record<ProblemCode, string>> = {
   body_too_large: 'Body too large',
   unsupported_media_type: 'Unsupported media type',
   capacity_reached: 'Capacity reached',
+  too_many_attempts: 'Too many attempts',
   internal: 'Internal error',
   not_ready: 'Not ready',
 };

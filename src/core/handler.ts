@@ -41,7 +41,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     routes: ROUTES,
     services: resources.services,
     tokens: resources.tokens,
-    gate: options.authorize ?? createDefaultGate({ adminToken: options.adminToken, publicHosts: options.publicHosts }),
+    gate: options.authorize ?? createDefaultGate({ adminToken: options.adminToken, publicHosts: options.publicHosts, localCallers: options.localCallers }),
     customGate: options.authorize !== undefined,
     basePath: options.basePath,
     apiUrl: () => options.apiUrl,

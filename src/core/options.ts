@@ -18,8 +18,13 @@ export interface HeadlessHandlerOptions {
   spawner?: Spawner;
   /** Replaces the default gate (docs/security.md). @default the loopback/admin-token gate */
   authorize?: Authorize;
-  /** Admin token for non-local callers (default gate only). Never shown to runs. @default none */
+  /** Admin token for non-local callers (default gate only); at least 32 characters. Never shown to runs. @default none */
   adminToken?: string;
+  /**
+   * Whether local callers need no credential (`trusted`, the spec's rule) or the admin token like
+   * everyone (`token`: a host shared with other users, or a proxy on this host). Default gate only. @default "trusted"
+   */
+  localCallers?: 'trusted' | 'token';
   /** Runs allowed at once on this host, sync runs included. @default 4 */
   maxConcurrentRuns?: number;
   /** The installation default agent. @default none */

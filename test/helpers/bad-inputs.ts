@@ -6,7 +6,7 @@ import type { RequestOptions } from './harness';
  * Rows with `remote` need a non-loopback peer, which only the in-process run can fake.
  */
 
-export const ADMIN_TOKEN = 'admin-secret-token-value';
+export const ADMIN_TOKEN = 'admin-secret-token-value-0123456789';
 export const START = '/api/workspaces/ws/headless';
 const json = (body: unknown): RequestOptions => ({ json: body });
 const big = 'p'.repeat(16_001);
@@ -231,7 +231,7 @@ export const rows: Row[] = [
   { name: 'Origin on another port', options: { ...json({ prompt: 'x' }), headers: { origin: 'http://localhost:9999' } }, status: 403, code: 'forbidden' },
   {
     name: 'Origin evil with admin token',
-    options: { ...json({ prompt: 'x' }), headers: { origin: 'https://evil.example', authorization: 'Bearer admin-secret-token-value' } },
+    options: { ...json({ prompt: 'x' }), headers: { origin: 'https://evil.example', authorization: `Bearer ${ADMIN_TOKEN}` } },
     status: 403,
     code: 'forbidden',
   },
@@ -260,7 +260,7 @@ export const rows: Row[] = [
   },
   {
     name: 'remote peer, same-length wrong token',
-    options: { ...json({ prompt: 'x' }), remote: '203.0.113.9', headers: { authorization: 'Bearer admin-secret-token-valuX' } },
+    options: { ...json({ prompt: 'x' }), remote: '203.0.113.9', headers: { authorization: `Bearer ${ADMIN_TOKEN.slice(0, -1)}X` } },
     status: 401,
     code: 'unauthorized',
   },
@@ -272,7 +272,7 @@ export const rows: Row[] = [
   },
   {
     name: 'remote peer, token in query',
-    path: `${START}?token=admin-secret-token-value`,
+    path: `${START}?token=${ADMIN_TOKEN}`,
     options: { ...json({ prompt: 'x' }), remote: '203.0.113.9' },
     status: 401,
     code: 'unauthorized',

@@ -60,18 +60,18 @@ describe('accepted callers', () => {
     ['Origin http://localhost:47331', { headers: { origin: 'http://localhost:47331' } }],
     ['Sec-Fetch-Site none', { headers: { 'sec-fetch-site': 'none' } }],
     ['Sec-Fetch-Site same-origin', { headers: { 'sec-fetch-site': 'same-origin' } }],
-    ['remote peer with the admin token', { remote: '203.0.113.9', headers: { authorization: 'Bearer admin-secret-token-value' } }],
-    ['forwarded request with the admin token', { headers: { 'x-forwarded-for': '198.51.100.1', authorization: 'Bearer admin-secret-token-value' } }],
+    ['remote peer with the admin token', { remote: '203.0.113.9', headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }],
+    ['forwarded request with the admin token', { headers: { 'x-forwarded-for': '198.51.100.1', authorization: `Bearer ${ADMIN_TOKEN}` } }],
   ] as Array<[string, RequestOptions]>)('%s → 200', async (_name, options) => {
     const res = await host.request('GET', '/api/headless?wsId=ws', options);
     expect(res.status, await res.text()).toBe(200);
   });
 
   it('publicHosts are accepted Host names; other non-local callers still need the token', async () => {
-    const proxied = await createTestHost({ publicHosts: ['agents.example.com'], adminToken: 't0ken' });
+    const proxied = await createTestHost({ publicHosts: ['agents.example.com'], adminToken: 't0ken-long-enough-for-the-minimum-length' });
     const ok = await proxied.request('GET', '/api/headless?wsId=ws', {
       remote: '203.0.113.9',
-      headers: { host: 'agents.example.com', authorization: 'Bearer t0ken' },
+      headers: { host: 'agents.example.com', authorization: 'Bearer t0ken-long-enough-for-the-minimum-length' },
     });
     expect(ok.status).toBe(200);
     const noToken = await proxied.request('GET', '/api/headless?wsId=ws', { remote: '203.0.113.9', headers: { host: 'agents.example.com' } });

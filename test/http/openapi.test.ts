@@ -135,7 +135,7 @@ describe('the document, as tools read it', () => {
     expect(doc.info.license).toEqual({ name: 'MIT', identifier: 'MIT' });
     const tags = new Set(doc.tags.map((t) => t.name));
     for (const methods of Object.values(doc.paths))
-      for (const op of Object.values(methods) as Array<{ tags: string[] }>) expect(tags.has(op.tags[0]!)).toBe(true);
+      for (const op of Object.values(methods) as unknown as Array<{ tags: string[] }>) expect(tags.has(op.tags[0]!)).toBe(true);
     const mounted = await createTestHost({ basePath: '/agents' });
     const under = (await (await mounted.request('GET', '/agents/openapi.json')).json()) as { servers: unknown };
     expect(under.servers).toEqual([{ url: '/agents', description: 'This service' }]);

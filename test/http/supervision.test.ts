@@ -61,7 +61,7 @@ describe('process supervision (real processes)', () => {
   });
 
   it('the environment: admin token and nesting breakers removed, workspace env and run variables added', async () => {
-    const token = 'super-secret-admin-token';
+    const token = 'super-secret-admin-token-0123456789';
     const host = await createTestHost({
       adminToken: token,
       apiUrl: 'http://127.0.0.1:47331',

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { secretsEqual } from '../util/ids';
+import { FailedAttempts } from './failed-attempts';
 import { HttpProblem } from '../../contract/problems';
 import type { RunTokenGrant, RunTokens } from '../runs/tokens';
 
@@ -8,8 +9,8 @@ import type { RunTokenGrant, RunTokens } from '../runs/tokens';
  * - `caller`: the gate's caller (a local one, or one with the admin token, or whom the custom hook lets in).
  * - `caller or own run token`: also a live run token, for its own run's workspace (an agent reporting).
  * - `caller or run token`: also any live run token; what it then asks is decided again, call by call (MCP).
+ * - `anyone`: no gate at all, for probes that carry nothing but a status (health, readiness).
  */
-/** `anyone`: no gate at all, for probes that carry nothing but a status (health, readiness). */
 export type RouteAuth = 'caller' | 'caller or own run token' | 'caller or run token' | 'anyone';
 
 /**
@@ -63,10 +64,26 @@ export interface AuthContext {
 export type Authorize = (request: Request, context: AuthContext) => boolean | Promise<boolean>;
 
 export interface GateOptions {
-  /** Compared in constant time. Absent: non-local callers always get 401. */
+  /** Compared in constant time; at least 32 characters. Absent: non-local callers always get 401. */
   adminToken?: string;
   /** Extra Host names accepted (behind a TLS proxy). */
   publicHosts?: string[];
+  /**
+   * `trusted`: a local caller (docs/security.md) needs no credential, as the spec says. `token`:
+   * everyone needs the admin token: on a host shared with other users, or behind a proxy on it.
+   * @default "trusted"
+   */
+  localCallers?: 'trusted' | 'token';
+}
+
+/** The shortest admin token accepted: 32 characters (`openssl rand -base64 32` gives 44). */
+export const ADMIN_TOKEN_MIN = 32;
+
+/** Refuses an admin token too short to withstand guessing. */
+export function checkAdminToken(token: string | undefined): void {
+  if (token !== undefined && token.length < ADMIN_TOKEN_MIN) {
+    throw new Error(`the admin token must be at least ${ADMIN_TOKEN_MIN} characters (it has ${token.length}); make one with: openssl rand -base64 32`);
+  }
 }
 
 const LOCAL_NAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -111,8 +128,11 @@ export function unauthorized(): HttpProblem {
  * header (a same-host proxy must not make the internet local) and a loopback Host.
  */
 export function createDefaultGate(options: GateOptions): Authorize {
+  checkAdminToken(options.adminToken);
   const publicHosts = new Set((options.publicHosts ?? []).map((h) => h.toLowerCase()));
   const adminToken = options.adminToken;
+  const trustLocal = (options.localCallers ?? 'trusted') === 'trusted';
+  const failures = new FailedAttempts();
 
   return (request, context) => {
     const accepted = (name: string | undefined) =>
@@ -135,11 +155,16 @@ export function createDefaultGate(options: GateOptions): Authorize {
 
     const { credential } = context;
     if (credential.kind === 'run' && credential.inScope) return true;
-    if (credential.kind === 'bearer' && adminToken !== undefined && secretsEqual(credential.token, adminToken)) return true;
+    if (credential.kind === 'bearer' || credential.kind === 'malformed') {
+      // A peer that keeps guessing is refused for a while, its right guess included.
+      failures.check(context.remoteAddress);
+      if (credential.kind === 'bearer' && adminToken !== undefined && secretsEqual(credential.token, adminToken)) return true;
+      failures.record(context.remoteAddress);
+    }
     if (credential.kind !== 'none') throw unauthorized();
 
     const local =
       isLoopbackAddress(context.remoteAddress) && FORWARDING_HEADERS.every((h) => !request.headers.has(h)) && name !== undefined && LOCAL_NAMES.has(name);
-    return local;
+    return trustLocal && local;
   };
 }
