@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import * as v from 'valibot';
 import { BUILTIN_AGENTS } from '../core/agents/builtins';
@@ -63,6 +63,7 @@ export const ConfigSchema = v.strictObject({
   defaultAgent: v.optional(v.string()),
   publicHosts: v.optional(stringList),
   localCallers: v.optional(v.picklist(['trusted', 'token'])),
+  inheritEnv: v.optional(v.union([v.literal('all'), v.array(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, 'must be NAME or PREFIX_*')))])),
   agents: v.optional(v.record(v.pipe(v.string(), v.regex(NAME, `must match ${NAME.source}`)), AgentSchema)),
   workspaces: v.optional(v.pipe(v.array(WorkspaceSchema), v.minLength(1))),
   webhooks: v.optional(WebhooksSchema),
@@ -75,6 +76,8 @@ export interface DaemonConfig {
   defaultAgent?: string;
   publicHosts?: string[];
   localCallers?: 'trusted' | 'token';
+  /** What runs inherit of the daemon's environment. */
+  inheritEnv?: 'all' | string[];
   agents: Record<string, CommandAgentDefinition>;
   workspaces: Workspace[];
   webhooks?: WebhookOptions;
@@ -134,6 +137,24 @@ function keysAt(schema: unknown, path: unknown[]): string[] {
   return Object.keys(node?.entries ?? {});
 }
 
+/**
+ * The config names commands the daemon runs as this user: a file someone else could have written
+ * is refused (docs/security.md: The config file). It must be this user's or root's and writable by
+ * no one else; one found in the current directory (no --config) must sit in a folder no one else
+ * can write to either (a shared /tmp).
+ */
+function checkTrusted(path: string, found: boolean): void {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  const refuse = (why: string) => {
+    throw new ConfigError(`not reading config ${path}: ${why}; its agents' commands would run as you`);
+  };
+  const stat = statSync(path);
+  if (stat.uid !== uid && stat.uid !== 0) refuse(`it belongs to another user (uid ${stat.uid})`);
+  if ((stat.mode & 0o022) !== 0) refuse(`others can write to it (chmod go-w ${path})`);
+  if (found && (statSync(dirname(path)).mode & 0o022) !== 0) refuse('it was found in a folder others can write to (pass --config to name it)');
+}
+
 /** The default workspace: the current directory, every registered agent enabled. */
 export function defaultWorkspace(cwd: string): Workspace {
   return { id: 'default', path: cwd };
@@ -143,6 +164,7 @@ export function defaultWorkspace(cwd: string): Workspace {
 export function loadConfig(file: string | undefined, cwd: string): DaemonConfig {
   const path = file === undefined ? resolve(cwd, 'headless.config.json') : resolve(cwd, file);
   if (file === undefined && !existsSync(path)) return { agents: {}, workspaces: [defaultWorkspace(cwd)] };
+  checkTrusted(path, file === undefined);
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
@@ -181,6 +203,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     defaultAgent: config.defaultAgent,
     publicHosts: config.publicHosts,
     localCallers: config.localCallers,
+    inheritEnv: config.inheritEnv,
     agents,
     workspaces,
     webhooks: config.webhooks,

@@ -10,6 +10,7 @@ import { type DaemonConfig, loadConfig } from './config';
 import { type DataDirClaim, openDataDir } from './data-dir';
 import { demoAgent } from './demo/agent';
 import { fail } from './fail';
+import { inheritedEnv } from './run-env';
 import { holdYoungGeneration, youngGenerationChosen } from './young-generation';
 
 /** `headless-run-webhook serve`: the drop-in daemon (docs/configuration.md). */
@@ -117,7 +118,7 @@ export async function serve(argv: string[]): Promise<void> {
   for (const warning of startWarnings(admin, config, loopbackBind)) process.stderr.write(`headless-run-webhook: warning: ${warning}\n`);
 
   const webhookSecret = process.env.HEADLESS_WEBHOOK_SECRET || undefined;
-  const env = { ...process.env };
+  const env = inheritedEnv(process.env, config.inheritEnv);
   for (const name of SERVICE_SECRETS) delete env[name];
   const storeUrl = values.store ?? (process.env.HEADLESS_STORE_URL || undefined);
   if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl))

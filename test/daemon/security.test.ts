@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { api, cleanupDaemons, runCli, startDaemon, tempDir, writeConfig } from '../helpers/daemon';
@@ -97,6 +97,48 @@ describe('local callers', () => {
     writeConfig(cwd, { publicHosts: ['agents.example.com'] });
     const daemon = await startDaemon(cwd, ['--port', '0'], { HEADLESS_ADMIN_TOKEN: '' });
     expect(daemon.output()).toContain('warning: publicHosts is set, so a proxy on this host forwards to this loopback address');
+    await daemon.stop();
+  });
+});
+
+describe('the config file', () => {
+  it('is refused when others can write to it, when it is another user’s, or when found in a folder others can write to', async () => {
+    const cwd = dir();
+    const file = writeConfig(cwd);
+    chmodSync(file, 0o666);
+    const writable = await runCli(['serve', '--port', '0'], { cwd });
+    expect([writable.code, writable.stderr]).toEqual([
+      2,
+      expect.stringContaining(`others can write to it (chmod go-w ${file}); its agents' commands would run as you`),
+    ]);
+    chmodSync(file, 0o644);
+    if (process.getuid?.() === 0) {
+      chownSync(file, 65534, 65534);
+      expect((await runCli(['serve', '--port', '0'], { cwd })).stderr).toContain('it belongs to another user (uid 65534)');
+      chownSync(file, 0, 0);
+    }
+    chmodSync(cwd, 0o1777);
+    const shared = await runCli(['serve', '--port', '0'], { cwd });
+    expect(shared.stderr).toContain('it was found in a folder others can write to (pass --config to name it)');
+    // Named explicitly, a file of this user that no one else can write is read.
+    const daemon = await startDaemon(cwd, ['--port', '0', '--config', file]);
+    expect((await api(daemon, 'GET', '/api/headless?wsId=ws')).status).toBe(200);
+    await daemon.stop();
+    chmodSync(cwd, 0o700);
+  });
+});
+
+describe('what runs inherit', () => {
+  it('"inheritEnv": [names]: only those, the basics and the agents’ credential variables; the workspace env on top', async () => {
+    const cwd = dir();
+    writeConfig(cwd, { inheritEnv: ['MY_TOOL_*', 'ALLOWED'], workspaces: [{ id: 'ws', path: '.', agents: ['fake'], env: { FROM_WORKSPACE: 'w' } }] });
+    const env = { DATABASE_URL: 'postgres://u:pw@db/x', ALLOWED: 'a', MY_TOOL_HOME: '/t', ANTHROPIC_API_KEY: 'k', LC_ALL: 'C' };
+    const daemon = await startDaemon(cwd, ['--port', '0'], env);
+    const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'dump-env', agent: 'fake', wait: true });
+    const seen = JSON.parse(((await res.json()) as { output: { stdout: string } }).output.stdout.split('\n')[0]!) as Record<string, string>;
+    expect(seen).toMatchObject({ ALLOWED: 'a', MY_TOOL_HOME: '/t', ANTHROPIC_API_KEY: 'k', LC_ALL: 'C', FROM_WORKSPACE: 'w' });
+    expect(seen.PATH).toBeTruthy();
+    expect(seen).not.toHaveProperty('DATABASE_URL');
     await daemon.stop();
   });
 });
