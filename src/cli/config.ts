@@ -18,6 +18,7 @@ const AgentSchema = v.strictObject({
   command: v.pipe(v.string(), v.minLength(1)),
   args: stringList,
   resumeArgs: v.optional(stringList),
+  stdin: v.optional(v.string()),
   sessionIdPattern: v.optional(
     v.pipe(
       v.string(),

@@ -118,7 +118,7 @@ describe('headless-run-webhook doctor', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/typo\s+broken/);
     expect(r.stdout).toContain('agents.typo.args has {promt}, which is no placeholder (did you mean {prompt}?)');
-    expect(r.stdout).toContain('agents.typo.args never passes the prompt: put {prompt} in an argument');
+    expect(r.stdout).toContain('agents.typo.args never passes the prompt: put {prompt} in "stdin" (out of the process list) or an argument');
     expect(r.stdout).toContain('agents.typo.resumeArgs has {resumeID}, which is no placeholder (did you mean {resumeId}?)');
     expect(r.stdout).toMatch(/mute\s+broken/);
     expect(r.stdout).toContain('agents.mute.args never passes the prompt');

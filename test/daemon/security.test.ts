@@ -142,3 +142,18 @@ describe('what runs inherit', () => {
     await daemon.stop();
   });
 });
+
+describe('prompts out of the process list', () => {
+  it('a custom agent with "stdin": "{prompt}" gets its prompt on stdin, never in its argv', async () => {
+    const cwd = dir();
+    const echo = { command: '/bin/sh', args: ['-c', 'cat; echo; tr "\\000" " " < /proc/$$/cmdline', 'echo-agent'], stdin: 'PROMPT {prompt}' };
+    writeConfig(cwd, { agents: { echo }, workspaces: [{ id: 'ws', path: '.', agents: ['echo'] }] });
+    const daemon = await startDaemon(cwd);
+    const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'the-secret-plan', wait: true });
+    const [stdin, argv] = ((await res.json()) as { output: { stdout: string } }).output.stdout.split('\n');
+    expect(stdin).toBe('PROMPT the-secret-plan');
+    expect(argv).toContain('/bin/sh -c');
+    expect(argv).not.toContain('the-secret-plan');
+    await daemon.stop();
+  });
+});

@@ -21,12 +21,12 @@ describe('built-in adapters build their CLI’s real headless command line', () 
   const cases: Array<[string, string, string[], string[] | undefined]> = [
     ['claude', 'claude', ['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions'], ['--resume', 'S1']],
     ['codex', 'codex', ['exec', '--json', '--skip-git-repo-check', '--sandbox', 'workspace-write', '--color', 'never', '-'], undefined],
-    ['gemini', 'gemini', [`--prompt=${PROMPT}`, '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust'], ['--resume', 'S1']],
+    ['gemini', 'gemini', ['--prompt=', '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust'], ['--resume', 'S1']],
     ['qwen', 'qwen', ['--output-format', 'stream-json', '--approval-mode', 'yolo'], ['--resume', 'S1']],
     ['opencode', 'opencode', ['run', '--format', 'json'], ['--session', 'S1']],
     ['cursor', 'cursor-agent', ['-p', '--output-format', 'stream-json', '--force', '--trust'], ['--resume', 'S1']],
     ['amp', 'amp', ['--execute', '--stream-json', '--dangerously-allow-all'], undefined],
-    ['copilot', 'copilot', [`--prompt=${PROMPT}`, '--allow-all', '--no-ask-user', '--output-format', 'json'], ['--resume=S1']],
+    ['copilot', 'copilot', ['--allow-all', '--no-ask-user', '--output-format', 'json'], ['--resume=S1']],
   ];
 
   it.each(cases)('%s', (name, command, args, resumeTail) => {

@@ -8,6 +8,11 @@ export interface CommandAgentDefinition {
   args: string[];
   /** Argv to resume a Session. Absent: the agent cannot resume. */
   resumeArgs?: string[];
+  /**
+   * Fed to the agent's stdin, placeholders filled: `"{prompt}"` keeps the prompt out of the
+   * process list, where any local user can read argv. Absent: stdin is closed.
+   */
+  stdin?: string;
   /** A regex run on stdout lines; group 1 is the agent's session id. Absent: it is the resumeId. */
   sessionIdPattern?: string;
   /** @default "agent" */
@@ -24,14 +29,19 @@ const PLACEHOLDER = /\{(prompt|resumeId|agentSessionId|workspacePath)\}/g;
  */
 export function definitionProblems(name: string, definition: CommandAgentDefinition): string[] {
   const problems: string[] = [];
-  for (const key of ['args', 'resumeArgs'] as const) {
-    for (const [, word] of (definition[key] ?? []).join(' ').matchAll(/\{(\w+)\}/g)) {
+  for (const key of ['args', 'resumeArgs', 'stdin'] as const) {
+    for (const [, word] of [definition[key] ?? []]
+      .flat()
+      .join(' ')
+      .matchAll(/\{(\w+)\}/g)) {
       if (PLACEHOLDERS.includes(word!)) continue;
       const meant = nearest(word!, PLACEHOLDERS);
       problems.push(`agents.${name}.${key} has {${word}}, which is no placeholder${meant ? ` (did you mean {${meant}}?)` : ''}`);
     }
-    const args = definition[key];
-    if (args && !args.some((arg) => arg.includes('{prompt}'))) problems.push(`agents.${name}.${key} never passes the prompt: put {prompt} in an argument`);
+    const args = key === 'stdin' ? undefined : definition[key];
+    if (args && !definition.stdin?.includes('{prompt}') && !args.some((arg) => arg.includes('{prompt}'))) {
+      problems.push(`agents.${name}.${key} never passes the prompt: put {prompt} in "stdin" (out of the process list) or an argument`);
+    }
   }
   return problems;
 }
@@ -60,7 +70,8 @@ export function createCommandAgent(name: string, definition: CommandAgentDefinit
     setupProblems: definitionProblems(name, definition),
     invocation(input) {
       const args = input.agentSessionId !== undefined && definition.resumeArgs ? definition.resumeArgs : definition.args;
-      return { command: definition.command, args: fillArgs(args, input) };
+      const stdin = definition.stdin === undefined ? {} : { stdin: fillArgs([definition.stdin], input)[0]! };
+      return { command: definition.command, args: fillArgs(args, input), ...stdin };
     },
     parser(input) {
       let agentSessionId = pattern ? undefined : input.resumeId;

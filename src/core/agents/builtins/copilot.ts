@@ -4,15 +4,10 @@ import { agent } from './define';
 export const copilot = agent('copilot', {
   identity: { args: ['--version'], pattern: /Copilot CLI/ },
   credentials: { env: ['COPILOT_GITHUB_TOKEN', 'GH_TOKEN', 'GITHUB_TOKEN', 'COPILOT_PROVIDER_API_KEY'], files: ['.copilot/config.json'] },
+  // The prompt piped on stdin (headless when stdin is not a terminal), out of the process list.
   run: (input) => ({
-    args: [
-      `--prompt=${input.prompt}`,
-      '--allow-all',
-      '--no-ask-user',
-      '--output-format',
-      'json',
-      ...(input.agentSessionId === undefined ? [] : [`--resume=${input.agentSessionId}`]),
-    ],
+    stdin: input.prompt,
+    args: ['--allow-all', '--no-ask-user', '--output-format', 'json', ...(input.agentSessionId === undefined ? [] : [`--resume=${input.agentSessionId}`])],
   }),
   // No start event carries the session id: it comes in the final `result`. The reason of a
   // failure comes in `session.error`.

@@ -6,8 +6,11 @@ export const gemini = agent('gemini', {
     env: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_APPLICATION_CREDENTIALS', 'GOOGLE_GENAI_USE_VERTEXAI'],
     files: ['.gemini/oauth_creds.json'],
   },
+  // The prompt on stdin, out of the process list: `--prompt` is appended to it, so an empty one
+  // only asks for headless mode.
   run: (input) => ({
-    args: [`--prompt=${input.prompt}`, '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust', ...resumeFlag('--resume', input)],
+    args: ['--prompt=', '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust', ...resumeFlag('--resume', input)],
+    stdin: input.prompt,
   }),
   // Auth failures (exit 41) and a bad resume id (exit 42) print only on stderr.
   parser: jsonLinesParser({
