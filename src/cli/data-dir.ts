@@ -115,11 +115,11 @@ export function callerUrl(env: NodeJS.ProcessEnv): string {
   return file?.url && processAlive(file.pid) ? file.url : 'http://127.0.0.1:47331';
 }
 
-/** The daemon's data directory, chosen, migrated and claimed; what happened is said on stderr. */
-export function openDataDir(input: DataDirInput): DataDirClaim & { path: string } {
+/** The daemon's data directory, chosen, migrated and claimed; a move is said with `say`. */
+export function openDataDir(input: DataDirInput, say: (line: string) => void): DataDirClaim & { path: string } {
   const dir = chooseDataDir(input);
   const moved = migrateOldStore(dir, input.cwd);
-  if (moved) process.stderr.write(`headless-run-webhook: ${moved}\n`);
+  if (moved) say(moved);
   const claim = claimDataDir(dir.path);
   if ('refused' in claim) throw new Error(claim.refused);
   return { path: dir.path, ...claim };

@@ -8,6 +8,8 @@ import { SERVICE_SECRETS } from '../core/runs/env';
 import { type AdminToken, readAdminToken } from './admin-token';
 import { type DaemonConfig, loadConfig } from './config';
 import { type DataDirClaim, openDataDir } from './data-dir';
+import { version } from '../../package.json';
+import { LOG_LEVELS, type LogLevel, daemonLogger } from './logging';
 import { demoAgent } from './demo/agent';
 import { fail } from './fail';
 import { inheritedEnv } from './run-env';
@@ -16,7 +18,7 @@ import { holdYoungGeneration, youngGenerationChosen } from './young-generation';
 /** `headless-run-webhook serve`: the drop-in daemon (docs/configuration.md). */
 
 export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR] [--store URL]
-                                  [--admin-token-file FILE] [--demo]
+                                  [--admin-token-file FILE] [--log-level LEVEL] [--demo]
 
   --config FILE    config file (default: ./headless.config.json if present)
   --port N         port (default 47331; when not given, the next 20 ports are tried)
@@ -26,6 +28,8 @@ export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [-
   --store URL      store them in PostgreSQL instead: postgres://… (or HEADLESS_STORE_URL,
                    which keeps a password out of the process list); several daemons
                    may share one database
+  --log-level L    debug, info (default), warn, error or silent; logs go to stderr, as
+                   JSON lines unless stderr is a terminal
   --demo           add the demo agent (no model, no credentials: it lists the workspace
                    and pushes a report to the Inbox) and make it the default agent
 
@@ -83,6 +87,7 @@ export async function serve(argv: string[]): Promise<void> {
         'data-dir': { type: 'string' },
         demo: { type: 'boolean' },
         'admin-token-file': { type: 'string' },
+        'log-level': { type: 'string', default: 'info' },
         store: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -96,6 +101,9 @@ export async function serve(argv: string[]): Promise<void> {
     return;
   }
   const cwd = process.cwd();
+  const level = values['log-level'] as LogLevel;
+  if (!LOG_LEVELS.includes(level)) fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}, not "${level}"`);
+  const logger = daemonLogger(level);
   const host = values.host;
   const explicitPort = values.port !== undefined;
   const port = explicitPort ? Number(values.port) : DEFAULT_PORT;
@@ -115,7 +123,7 @@ export async function serve(argv: string[]): Promise<void> {
     fail(`refusing to listen on non-loopback address ${host} without an admin token: give --admin-token-file`, 1);
   }
   if (config.localCallers === 'token' && adminToken === undefined) fail('localCallers is "token" but there is no admin token: nobody could call', 1);
-  for (const warning of startWarnings(admin, config, loopbackBind)) process.stderr.write(`headless-run-webhook: warning: ${warning}\n`);
+  for (const warning of startWarnings(admin, config, loopbackBind)) logger.warn(warning);
 
   const webhookSecret = process.env.HEADLESS_WEBHOOK_SECRET || undefined;
   const env = inheritedEnv(process.env, config.inheritEnv);
@@ -127,7 +135,7 @@ export async function serve(argv: string[]): Promise<void> {
   let dataDir: DataDirClaim | undefined;
   try {
     if (storeUrl === undefined) {
-      const opened = openDataDir({ flag: values['data-dir'], env: process.env, cwd });
+      const opened = openDataDir({ flag: values['data-dir'], env: process.env, cwd }, (line) => logger.info(line));
       dataDir = opened;
       store = await createSqliteKeyv(opened.path);
     } else store = await createPostgresKeyv(storeUrl);
@@ -146,6 +154,7 @@ export async function serve(argv: string[]): Promise<void> {
       maxConcurrentRuns: config.maxConcurrentRuns,
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
+      logger,
       retentionDays: config.retentionDays,
       instanceLeaseMs: config.instanceLeaseMs,
       // The secret may come from the environment, so it need not sit in the config file.
@@ -188,22 +197,27 @@ export async function serve(argv: string[]): Promise<void> {
   const agentHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   apiUrl = `http://${urlHost(agentHost)}:${bound}`;
   dataDir?.listening(apiUrl);
+  if (bound !== port && !explicitPort)
+    logger.warn({ port: bound }, `port ${port} was taken, so this daemon listens on ${bound}: local callers find it in the data directory`);
+  logger.info({ url: `http://${urlHost(host)}:${bound}`, version, store: storeUrl === undefined ? 'sqlite' : 'postgres' }, 'listening');
   process.stdout.write(`listening on http://${urlHost(host)}:${bound}\n`);
 
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
+    logger.info('shutting down: running runs are stopped and recorded interrupted');
     // A hard deadline: shutdown is promised within 10 s.
     setTimeout(() => process.exit(1), 9500).unref();
     // Keep listening while runs stop, so new starts get 503 shutting_down and reads still answer.
     void handler
       .close()
-      .catch((error: unknown) => process.stderr.write(`headless-run-webhook: shutdown: ${String(error)}\n`))
+      .catch((error: unknown) => logger.error({ err: error }, 'shutdown failed'))
       .finally(() => {
         server.close();
         server.closeAllConnections();
         dataDir?.release();
+        logger.info('stopped');
         process.exit(0);
       });
   };

@@ -3,6 +3,7 @@ import { createDefaultGate } from './http/auth';
 import { type HeadlessServerContext, createPipeline } from './http/pipeline';
 import { ROUTES } from './http/routes/index';
 import type { HeadlessHandlerOptions } from './options';
+import { type Log, consoleLogger, errorLog } from './logger';
 import { buildResources } from './resources';
 
 export type { HeadlessHandlerOptions } from './options';
@@ -14,13 +15,9 @@ export type HeadlessHandler = ServerAdapter<HeadlessServerContext, ServerAdapter
   ready: Promise<void>;
   /** Graceful shutdown: refuse new starts, stop running runs (recorded `interrupted`), close the store. */
   close(): Promise<void>;
-  /** Where the handler reports unexpected errors (the `log` option); adapters report theirs here too. */
-  log: (message: string, error?: unknown) => void;
+  /** Where the handler reports the errors it handled (to the `logger` option); adapters report theirs here too. */
+  log: Log;
 };
-
-function defaultLog(message: string, error?: unknown) {
-  console.error(`[headless-run-webhook] ${message}${error instanceof Error ? `: ${error.message}` : ''}`);
-}
 
 /**
  * The headless-run API as a fetch-style handler: `(Request, context?) => Promise<Response>`,
@@ -33,8 +30,9 @@ function defaultLog(message: string, error?: unknown) {
  * const res = await handler.fetch('http://localhost/api/headless?wsId=demo', { headers: { host: 'localhost' } }, { remoteAddress: '127.0.0.1' });
  */
 export function createHeadlessHandler(options: HeadlessHandlerOptions): HeadlessHandler {
-  const log = options.log ?? defaultLog;
-  const resources = buildResources(options, log);
+  const logger = options.logger ?? consoleLogger;
+  const log = errorLog(logger);
+  const resources = buildResources(options, logger);
   const ready = resources.start();
   ready.catch(() => undefined);
   const adapter = createPipeline({

@@ -4,6 +4,7 @@ import type { AgentAdapter } from './agents/types';
 import type { WebhookOptions } from './delivery/targets';
 import type { Authorize } from './http/auth';
 import type { Spawner } from './process/spawner';
+import type { HeadlessLogger } from './logger';
 import type { Workspace } from './types';
 import type { WorkspaceResolver } from './workspaces';
 
@@ -48,6 +49,9 @@ export interface HeadlessHandlerOptions {
   instanceLeaseMs?: number;
   /** How often an idle event stream sends a keep-alive (docs/http-api.md: Follow a run). @default 15000 */
   heartbeatMs?: number;
-  /** Where unexpected errors are reported. @default console.error */
-  log?: (message: string, error?: unknown) => void;
+  /**
+   * Where the service logs (a pino logger fits): a line per run start and end, webhook give-ups,
+   * retention passes, and the errors it handled. @default errors and warnings on stderr only
+   */
+  logger?: HeadlessLogger;
 }

@@ -7,6 +7,7 @@ import { HttpProblem, StorageError } from '../contract/problems';
 import type { RouteServices } from './http/router';
 import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
+import { type HeadlessLogger, errorLog } from './logger';
 import type { HeadlessHandlerOptions } from './options';
 import { createExecaSpawner } from './process/spawner';
 import { Retention } from './retention';
@@ -35,7 +36,8 @@ interface Stage {
  * The composition root's work: every unit built once from the options, wired by name, and one
  * ordered stack that starts them and closes them in reverse.
  */
-export function buildResources(options: HeadlessHandlerOptions, log: (message: string, error?: unknown) => void) {
+export function buildResources(options: HeadlessHandlerOptions, logger: HeadlessLogger) {
+  const log = errorLog(logger);
   const env = options.env ?? process.env;
   const registry = new AgentRegistry(options.agents);
   const store: HeadlessStore = keyvStore(options.store ?? createMemoryKeyv());
@@ -70,11 +72,12 @@ export function buildResources(options: HeadlessHandlerOptions, log: (message: s
     adminToken: options.adminToken,
     baseEnv: env,
     log,
+    logger,
   });
   const retentionDays = options.retentionDays ?? 30;
   if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
   const idempotency = new IdempotencyKeys(store, fleet, log);
-  const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, log });
+  const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, log, logger });
 
   const services: RouteServices = {
     runs,

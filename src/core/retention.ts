@@ -1,4 +1,5 @@
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
+import type { HeadlessLogger, Log } from './logger';
 import type { IdempotencyKeys } from './idempotency';
 import { sortableIdBound } from './util/ids';
 import type { Inbox } from './inbox';
@@ -25,7 +26,8 @@ export interface RetentionOptions {
   inbox: Inbox;
   sessions: SessionBook;
   idempotency: IdempotencyKeys;
-  log: (message: string, error?: unknown) => void;
+  log: Log;
+  logger: HeadlessLogger;
 }
 
 export interface Pruned {
@@ -46,7 +48,12 @@ export class Retention {
   start(): void {
     if (this.o.days <= 0) return;
     const pass = () => {
-      this.running = this.prune().catch((error: unknown) => this.o.log('retention pass failed', error));
+      this.running = this.prune().then(
+        (pruned) => {
+          if (Object.values(pruned).some((n) => n > 0)) this.o.logger.info({ ...pruned, retentionDays: this.o.days }, 'retention pass deleted old entries');
+        },
+        (error: unknown) => this.o.log('retention pass failed', error),
+      );
       void this.running.then(() => {
         if (!this.closed) this.timer = setTimeout(pass, INTERVAL_MS).unref();
       });

@@ -28,7 +28,7 @@ describe('the daemon', () => {
   it('with no config: workspace "default" at the current directory, every built-in agent enabled, listening on 127.0.0.1:47331 (or the next free port)', async () => {
     const cwd = dir();
     const daemon = await startDaemon(cwd, []);
-    expect(daemon.output()).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+\n$/);
+    expect(daemon.stdout()).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+\n$/);
     expect(daemon.port).toBeGreaterThanOrEqual(47331);
     expect(daemon.port).toBeLessThan(47351);
     expect((await api(daemon, 'GET', '/api/headless?wsId=default')).status).toBe(200);
@@ -61,6 +61,8 @@ describe('the daemon', () => {
     const a = await startDaemon(cwd, []);
     const b = await startDaemon(dir(), []);
     expect(b.port).toBeGreaterThan(a.port);
+    // Said, so an operator knows which daemon is where.
+    expect(b.output()).toMatch(new RegExp(`"level":40,.*"msg":"port 47331 was taken, so this daemon listens on ${b.port}`));
     await Promise.all([a.stop(), b.stop()]);
   });
 

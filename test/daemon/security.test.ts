@@ -35,7 +35,7 @@ describe('the admin token', () => {
     const cwd = dir();
     writeConfig(cwd, { agents: { peek: PEEK }, workspaces: [{ id: 'ws', path: '.', agents: ['peek'] }] });
     const daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', tokenFile(cwd)], { HEADLESS_ADMIN_TOKEN: '' });
-    expect(daemon.output()).not.toContain('warning');
+    expect(daemon.output()).not.toContain('"level":40');
     const seen = await peek(daemon);
     expect(seen).toContain('PATH=');
     expect(seen).not.toContain(TOKEN);
@@ -46,7 +46,7 @@ describe('the admin token', () => {
     const cwd = dir();
     writeConfig(cwd, { agents: { peek: PEEK }, workspaces: [{ id: 'ws', path: '.', agents: ['peek'] }] });
     const daemon = await startDaemon(cwd, ['--port', '0'], { HEADLESS_ADMIN_TOKEN: TOKEN });
-    expect(daemon.output()).toContain('warning: the admin token is in the environment, which agents running as this user can read');
+    expect(daemon.output()).toMatch(/"level":40,.*"msg":"the admin token is in the environment, which agents running as this user can read/);
     expect(await peek(daemon)).toContain(TOKEN);
     await daemon.stop();
   });
@@ -96,7 +96,7 @@ describe('local callers', () => {
     const cwd = dir();
     writeConfig(cwd, { publicHosts: ['agents.example.com'] });
     const daemon = await startDaemon(cwd, ['--port', '0'], { HEADLESS_ADMIN_TOKEN: '' });
-    expect(daemon.output()).toContain('warning: publicHosts is set, so a proxy on this host forwards to this loopback address');
+    expect(daemon.output()).toMatch(/"level":40,.*"msg":"publicHosts is set, so a proxy on this host forwards to this loopback address/);
     await daemon.stop();
   });
 });

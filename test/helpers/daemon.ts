@@ -12,7 +12,10 @@ export interface Daemon {
   port: number;
   dir: string;
   child: ChildProcess;
+  /** What it printed, stdout and stderr together. */
   output(): string;
+  /** What it printed on stdout alone. */
+  stdout(): string;
   /** Sends a signal and waits for the exit code (bounded). */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
@@ -72,6 +75,8 @@ export function startDaemon(dir: string, args: string[] = ['--port', '0'], env: 
     const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
     let out = '';
+    let stdout = '';
+    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       fail(new Error(`daemon did not listen within 15 s:\n${out}`));
@@ -89,6 +94,7 @@ export function startDaemon(dir: string, args: string[] = ['--port', '0'], env: 
         dir,
         child,
         output: () => out,
+        stdout: () => stdout,
         stop: (signal = 'SIGTERM') =>
           new Promise((stopped) => {
             if (child.exitCode !== null || child.signalCode !== null) return stopped(child.exitCode);

@@ -56,6 +56,15 @@ export interface TestHost {
 
 const hosts = new Set<TestHost>();
 
+const SILENT = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+/** A logger that keeps what it is told, to check the lines a unit logs. */
+export function memoryLogger() {
+  const lines: Array<{ level: string; message: string; fields: Record<string, unknown> }> = [];
+  const at = (level: string) => (fields: Record<string, unknown>, message: string) => lines.push({ level, message, fields });
+  return { lines, logger: { info: at('info'), warn: at('warn'), error: at('error') } };
+}
+
 /** An in-process handler with one workspace `ws` (fake agent enabled) in a temp dir. */
 export async function createTestHost(options: Partial<HeadlessHandlerOptions> & { store?: Keyv } = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), 'hrw-'));
@@ -68,9 +77,9 @@ export async function createTestHost(options: Partial<HeadlessHandlerOptions> & 
         { id: 'other', path: dir, agents: ['fake'] },
       ],
       agents: { fake: fakeAgent, util: { ...fakeAgent, kind: 'utility' } },
+      logger: SILENT,
       ...options,
       spawner,
-      log: () => undefined,
     });
     await handler.ready;
   } catch (error) {

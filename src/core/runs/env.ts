@@ -26,6 +26,15 @@ export interface RunVariables {
   HEADLESS_RUN_TOKEN: string;
 }
 
+/** The variables a run knows itself and the service by (docs/http-api.md: The Inbox). */
+export const runVariables = (o: { apiUrl: string; workspaceId: string; taskId: string; resumeId: string; token: string }): RunVariables => ({
+  HEADLESS_API_URL: o.apiUrl,
+  HEADLESS_WORKSPACE_ID: o.workspaceId,
+  HEADLESS_TASK_ID: o.taskId,
+  HEADLESS_RESUME_ID: o.resumeId,
+  HEADLESS_RUN_TOKEN: o.token,
+});
+
 export interface RunEnvInput {
   base: NodeJS.ProcessEnv;
   /** Removed wherever it appears, under any variable name. */

@@ -5,6 +5,7 @@ import type { RunEvents } from '../events/run-events';
 import type { ProcessOutput } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { SessionBook } from '../sessions';
+import type { HeadlessLogger, Log } from '../logger';
 import type { StoredRun } from '../types';
 import { type EndInput, finalChange, settleSession } from './ending';
 import type { LiveRun } from './live-run';
@@ -17,7 +18,8 @@ export interface RunEndingDeps {
   tokens: RunTokens;
   webhooks: Webhooks;
   events: RunEvents;
-  log: (message: string, error?: unknown) => void;
+  log: Log;
+  logger: HeadlessLogger;
   /** The run no longer runs here. */
   forget(taskId: string): void;
 }
@@ -67,6 +69,8 @@ export class RunEnding {
     await this.$.events.end(publicRecord(final));
     this.$.records.untrack(live.taskId);
     this.$.forget(live.taskId);
+    const { taskId, workspaceId, agent, status, durationMs, exitCode, error } = final;
+    this.$.logger.info({ taskId, workspaceId, agent, status, durationMs, exitCode, ...(error ? { error: error.code } : {}) }, 'run ended');
     live.resolve({ record: publicRecord(final), output });
   }
 }

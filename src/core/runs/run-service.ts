@@ -1,4 +1,5 @@
 import { HttpProblem } from '../../contract/problems';
+import type { HeadlessLogger, Log } from '../logger';
 import type { RunRecord, RunStatus } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
 import { viewOf } from '../delivery/outbox';
@@ -17,6 +18,7 @@ import { type LiveRun, type RunOutputView, type ServiceStop, type StartedRun, ne
 import { newRunRecord } from './new-record';
 import { emptyEnd, processOutcome } from './ending';
 import { KILL_GRACE_MS, launchProcess } from './launch';
+import { runVariables } from './env';
 import { outputPipe } from './output-pipe';
 import { tailOf } from './output-tail';
 import { inWorkspace } from './placement';
@@ -42,7 +44,8 @@ export interface RunServiceOptions {
   adminToken?: string;
   /** The environment runs start from (minus what `buildRunEnv` strips). */
   baseEnv: NodeJS.ProcessEnv;
-  log: (message: string, error?: unknown) => void;
+  log: Log;
+  logger: HeadlessLogger;
 }
 
 /**
@@ -65,7 +68,16 @@ export class RunService {
     this.bootId = o.fleet.instanceId;
     this.placement = inWorkspace(o.spawner);
     const { sessions, tokens, webhooks, events, log } = o;
-    this.ending = new RunEnding({ records: o.records, sessions, tokens, webhooks, events, log, forget: (taskId) => this.live.delete(taskId) });
+    this.ending = new RunEnding({
+      records: o.records,
+      sessions,
+      tokens,
+      webhooks,
+      events,
+      log,
+      logger: o.logger,
+      forget: (taskId) => this.live.delete(taskId),
+    });
   }
 
   /** Loads what start-up needs. */
@@ -143,13 +155,7 @@ export class RunService {
         baseEnv: this.o.baseEnv,
         adminToken: this.o.adminToken,
         binDir: this.inboxCommand.folder(),
-        run: {
-          HEADLESS_API_URL: apiUrl,
-          HEADLESS_WORKSPACE_ID: workspace.id,
-          HEADLESS_TASK_ID: taskId,
-          HEADLESS_RESUME_ID: resumeId,
-          HEADLESS_RUN_TOKEN: token,
-        },
+        run: runVariables({ apiUrl, workspaceId: workspace.id, taskId, resumeId, token }),
         onStdoutLine: outputPipe({
           taskId,
           adapterName: reservation.adapter.name,
@@ -182,6 +188,7 @@ export class RunService {
       proc.stop('unrecorded', 0);
       throw error;
     }
+    this.o.logger.info({ taskId, workspaceId: workspace.id, agent: reservation.adapter.name, mode: record.mode, resumeId }, 'run started');
     return { record: publicRecord(this.records.current(taskId) ?? record), done: live.done };
   }
 
