@@ -23,8 +23,8 @@ export const run: Command = async (client, args, v) => {
     else print(`started ${started.taskId} (session ${started.resumeId})`);
     return EXIT.succeeded;
   }
-  if (!v.json) process.stderr.write(`started ${started.taskId} (session ${started.resumeId})\n`);
-  const record = await finish(client, started.taskId, v);
+  const said = v.json ? undefined : `started ${started.taskId} (session ${started.resumeId})`;
+  const record = await finish(client, started.taskId, v, 0, said);
   if (v.json && !v.follow) printJson(record);
   else if (!v.json) print(describeRun(record));
   return exitFor(record.status);

@@ -52,7 +52,7 @@ export const exitFor = (status: RunStatus): number => (status === 'running' ? EX
  * Waits for the run's end: a live progress line for people, each event with `follow`. Ctrl-C
  * stops the waiting, not the run, and says so.
  */
-export async function finish(client: HeadlessClient, taskId: string, v: Values, after = 0): Promise<RunRecord> {
+export async function finish(client: HeadlessClient, taskId: string, v: Values, after = 0, announce?: string): Promise<RunRecord> {
   const live = !v.json && !v.follow && process.stderr.isTTY;
   const started = Date.now();
   let count = 0;
@@ -65,6 +65,8 @@ export async function finish(client: HeadlessClient, taskId: string, v: Values, 
     fail(`stopped waiting; ${taskId} goes on (see it: headless-run-webhook status ${taskId}; stop it: headless-run-webhook cancel ${taskId})`, EXIT.stopped);
   };
   process.once('SIGINT', interrupted);
+  // Said only once Ctrl-C is caught: a caller that reacts to it at once finds the handler there.
+  if (announce) process.stderr.write(`${announce}\n`);
   try {
     return await client.wait(taskId, {
       onEvent: (event) => {
