@@ -8,6 +8,9 @@ import type { RouteServices } from './http/router';
 import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
 import { type HeadlessLogger, errorLog } from './logger';
+import { logObserver } from './telemetry/log-observer';
+import { createMetrics } from './telemetry/metrics';
+import { fanOut } from './telemetry/observer';
 import type { HeadlessHandlerOptions } from './options';
 import { createExecaSpawner } from './process/spawner';
 import { Retention } from './retention';
@@ -48,7 +51,9 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
   const inbox = new Inbox(store);
   const events = new RunEvents({ store, log });
   const records = new RunRecords({ store, log, shared: fleet.shared });
-  const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, workspace: (id) => workspaces.find(id) });
+  const metrics = createMetrics();
+  const observe = fanOut([logObserver(logger), metrics.observer], (error) => log('an observer failed', error));
+  const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, observe, workspace: (id) => workspaces.find(id) });
   for (const ws of workspaces.all() ?? []) webhooks.checkWorkspace(ws);
   const admission = new Admission({
     registry,
@@ -72,7 +77,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     adminToken: options.adminToken,
     baseEnv: env,
     log,
-    logger,
+    observe,
   });
   const retentionDays = options.retentionDays ?? 30;
   if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
@@ -88,6 +93,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     idempotency,
     workspaces: () => workspaces.publicList(),
     workspace: (id) => workspaces.require(id),
+    metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
     async unready() {
       if (!fleet.leaseHeld()) return 'This instance does not hold its lease in the fleet.';
       const probe = store.get('ready:probe').then(

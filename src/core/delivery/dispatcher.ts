@@ -1,4 +1,5 @@
 import { Webhook } from 'standardwebhooks';
+import type { ServiceObserver } from '../telemetry/observer';
 import { StorageError } from '../../contract/problems';
 import type { Delivery, StoredRun, Workspace } from '../types';
 import { deliveryId, payloadOf, withDeliveries } from './outbox';
@@ -26,6 +27,8 @@ export interface DispatcherOptions extends WebhookOptions {
   /** This instance: it delivers the deliveries of the runs it owns. */
   instanceId: string;
   log: (message: string, error?: unknown) => void;
+  /** Told each attempt's outcome (the metrics). */
+  observe?: ServiceObserver;
   /** The workspace of a delivery, for its secret; undefined if it is gone. */
   workspace(id: string): Promise<Workspace | undefined>;
 }
@@ -159,6 +162,8 @@ export class WebhookDispatcher {
       );
     });
     this.storeFailures.delete(jobKey(job));
+    const lag = next.state === 'delivered' && d.event === 'run.ended' && run.endedAt ? Date.now() - Date.parse(run.endedAt) : undefined;
+    this.o.observe?.deliveryAttempted(next.state === 'pending' ? 'retried' : next.state, lag);
     if (next.state === 'failed')
       this.o.log(`gave up the webhook ${deliveryId(job.taskId, d)} to ${target.url} after ${next.attempts} attempt(s): ${next.lastError}`);
     if (stored?.bootId === this.o.instanceId && next.state === 'pending') this.after(job, next.nextAttemptAt! - Date.now());

@@ -84,7 +84,7 @@ const TAGS: Record<string, string> = {
   agents: 'The agent checks, as `doctor` makes them.',
   workspaces: 'The listed workspaces.',
   health: 'Liveness and readiness, open to probes.',
-  service: 'The service itself: its version, this document, the status page, MCP.',
+  service: 'The service itself: its version, its metrics, this document, the status page, MCP.',
 };
 
 const tagOf = (routeName: string) => {

@@ -43,6 +43,8 @@ export interface RouteServices {
   idempotency: IdempotencyKeys;
   /** The listed workspaces (none when they come from a resolver). */
   workspaces(): Array<Pick<Workspace, 'id' | 'tag'>>;
+  /** The Prometheus metrics, in the text format. */
+  metrics(): Promise<{ contentType: string; body: string }>;
   /** Why the service is not ready (the store does not answer, the fleet lease is lost); undefined when it is. */
   unready(): Promise<string | undefined>;
   /** The agent checks of one workspace, or of every listed one. */

@@ -5,7 +5,8 @@ import type { RunEvents } from '../events/run-events';
 import type { ProcessOutput } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { SessionBook } from '../sessions';
-import type { HeadlessLogger, Log } from '../logger';
+import type { Log } from '../logger';
+import type { ServiceObserver } from '../telemetry/observer';
 import type { StoredRun } from '../types';
 import { type EndInput, finalChange, settleSession } from './ending';
 import type { LiveRun } from './live-run';
@@ -19,7 +20,7 @@ export interface RunEndingDeps {
   webhooks: Webhooks;
   events: RunEvents;
   log: Log;
-  logger: HeadlessLogger;
+  observe: ServiceObserver;
   /** The run no longer runs here. */
   forget(taskId: string): void;
 }
@@ -69,8 +70,7 @@ export class RunEnding {
     await this.$.events.end(publicRecord(final));
     this.$.records.untrack(live.taskId);
     this.$.forget(live.taskId);
-    const { taskId, workspaceId, agent, status, durationMs, exitCode, error } = final;
-    this.$.logger.info({ taskId, workspaceId, agent, status, durationMs, exitCode, ...(error ? { error: error.code } : {}) }, 'run ended');
+    this.$.observe.runEnded(final);
     live.resolve({ record: publicRecord(final), output });
   }
 }

@@ -1,5 +1,6 @@
 import { HttpProblem } from '../../contract/problems';
-import type { HeadlessLogger, Log } from '../logger';
+import type { Log } from '../logger';
+import type { ServiceObserver } from '../telemetry/observer';
 import type { RunRecord, RunStatus } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
 import { viewOf } from '../delivery/outbox';
@@ -45,7 +46,8 @@ export interface RunServiceOptions {
   /** The environment runs start from (minus what `buildRunEnv` strips). */
   baseEnv: NodeJS.ProcessEnv;
   log: Log;
-  logger: HeadlessLogger;
+  /** Told of each run's start and end (the logs, the metrics). */
+  observe: ServiceObserver;
 }
 
 /**
@@ -67,17 +69,7 @@ export class RunService {
     this.records = o.records;
     this.bootId = o.fleet.instanceId;
     this.placement = inWorkspace(o.spawner);
-    const { sessions, tokens, webhooks, events, log } = o;
-    this.ending = new RunEnding({
-      records: o.records,
-      sessions,
-      tokens,
-      webhooks,
-      events,
-      log,
-      logger: o.logger,
-      forget: (taskId) => this.live.delete(taskId),
-    });
+    this.ending = new RunEnding({ ...o, forget: (taskId) => this.live.delete(taskId) });
   }
 
   /** Loads what start-up needs. */
@@ -188,7 +180,7 @@ export class RunService {
       proc.stop('unrecorded', 0);
       throw error;
     }
-    this.o.logger.info({ taskId, workspaceId: workspace.id, agent: reservation.adapter.name, mode: record.mode, resumeId }, 'run started');
+    this.o.observe.runStarted(this.records.current(taskId) ?? record);
     return { record: publicRecord(this.records.current(taskId) ?? record), done: live.done };
   }
 

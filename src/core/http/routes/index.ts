@@ -1,7 +1,7 @@
 import { version } from '../../../../package.json';
 import { openApiDocument, servedAt } from '../openapi';
 import { type Route, json, route } from '../router';
-import { HEALTH_ROUTES } from './health';
+import { OPERATIONS_ROUTES } from './operations';
 import { INBOX_ROUTES } from './inbox';
 import { RUN_ROUTES } from './runs';
 import { SERVICE_ROUTES } from './service';
@@ -15,7 +15,7 @@ export const ROUTES: Route[] = [
   ...SESSION_ROUTES,
   ...INBOX_ROUTES,
   ...SERVICE_ROUTES,
-  ...HEALTH_ROUTES,
+  ...OPERATIONS_ROUTES,
   route(
     {
       name: 'openapi',

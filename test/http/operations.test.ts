@@ -2,8 +2,10 @@ import { Keyv } from 'keyv';
 import { afterEach, describe, expect, it } from 'vitest';
 import { version } from '../../package.json';
 import { closeAllHosts, createTestHost, problem } from '../helpers/harness';
+import { startReceiver } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
-/** docs/deployment.md: health and readiness for probes, HEAD wherever GET works, the version. */
+/** docs/deployment.md: health and readiness for probes, HEAD wherever GET works, the version, the metrics. */
 
 afterEach(() => closeAllHosts());
 
@@ -82,5 +84,39 @@ describe('HEAD', () => {
     const postOnly = await host.request('HEAD', '/api/headless/run_nope/cancel');
     expect([postOnly.status, postOnly.headers.get('allow')]).toEqual([405, 'POST']);
     expect((await host.request('HEAD', '/api/headless?wsId=ws', { remote: '203.0.113.9' })).status).toBe(401);
+  });
+});
+
+describe('GET /metrics', () => {
+  const SECRET = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
+  const value = (text: string, line: string) => Number(new RegExp(`^${line.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+
+  it('counts runs by agent, workspace and status, their durations, what runs now, and webhook attempts; behind the gate', async () => {
+    const receiver = await startReceiver((index) => (index === 0 ? 503 : 200));
+    const host = await createTestHost({ webhooks: { secret: SECRET, allowPerStartUrls: true, allowPrivateTargets: true, retryDelaysMs: [50] } });
+    const ok = await host.start('echo hi', { webhook: { url: receiver.url } });
+    const bad = await host.start('exit 3');
+    await host.waitEnded(ok.taskId);
+    await host.waitEnded(bad.taskId);
+    const held = await host.start('sleep 30000');
+    await waitFor(async () => receiver.received.length === 2, { what: 'the retried webhook' });
+    const read = async () => (await host.request('GET', '/metrics')).text();
+    await waitFor(async () => value(await read(), 'headless_webhook_attempts_total{outcome="delivered"}') === 1, { what: 'the delivery to be counted' });
+    const res = await host.request('GET', '/metrics');
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    expect(value(text, 'headless_runs_started_total{agent="fake",workspace="ws"}')).toBe(3);
+    expect(value(text, 'headless_runs_ended_total{agent="fake",workspace="ws",status="succeeded"}')).toBe(1);
+    expect(value(text, 'headless_runs_ended_total{agent="fake",workspace="ws",status="failed"}')).toBe(1);
+    expect(value(text, 'headless_runs_running')).toBe(1);
+    expect(value(text, 'headless_run_duration_seconds_count{agent="fake",status="succeeded"}')).toBe(1);
+    expect(value(text, 'headless_webhook_attempts_total{outcome="retried"}')).toBe(1);
+    expect(value(text, 'headless_webhook_delivery_lag_seconds_count')).toBe(1);
+    expect(text).toContain('headless_process_cpu_user_seconds_total');
+    expect((await host.request('GET', '/metrics', { remote: '203.0.113.9' })).status).toBe(401);
+    await host.request('POST', `/api/headless/${held.taskId}/cancel`);
+    await host.waitEnded(held.taskId);
+    expect(value(await read(), 'headless_runs_running')).toBe(0);
+    await receiver.close();
   });
 });

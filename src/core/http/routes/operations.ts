@@ -1,10 +1,14 @@
 import { version } from '../../../../package.json';
 import { ANSWERS } from '../../../contract/answers';
 import { HttpProblem } from '../../../contract/problems';
+import { Response } from '@whatwg-node/fetch';
 import { type Route, json, route } from '../router';
 
-/** What a supervisor, a container runtime or a load balancer probes: open to anyone, they carry only a status. */
-export const HEALTH_ROUTES: Route[] = [
+/**
+ * What operators and their tools read: liveness and readiness (open to anyone: they carry only a
+ * status), the version and the Prometheus metrics (behind the gate).
+ */
+export const OPERATIONS_ROUTES: Route[] = [
   route(
     {
       name: 'health.live',
@@ -42,5 +46,18 @@ export const HEALTH_ROUTES: Route[] = [
       doc: { summary: "The service's version", responses: { 200: { description: 'The version.', schema: ANSWERS.Version } }, problems: [] },
     },
     async () => json({ version }),
+  ),
+  route(
+    {
+      name: 'metrics',
+      method: 'GET',
+      path: '/metrics',
+      auth: 'caller',
+      doc: { summary: 'Prometheus metrics (text format)', responses: { 200: { description: 'The metrics.' } }, problems: [] },
+    },
+    async ({ services }) => {
+      const { contentType, body } = await services.metrics();
+      return new Response(body, { status: 200, headers: { 'content-type': contentType } });
+    },
   ),
 ];
