@@ -13,6 +13,14 @@ export const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000
 export function describeRun(r: RunRecord): string {
   const lines = [
     `${r.taskId}  ${r.status}  ${r.agent}  workspace ${r.workspaceId}  session ${r.resumeId}`,
+    ...(r.title ? [`  title: ${r.title}`] : []),
+    ...(r.metadata
+      ? [
+          `  metadata: ${Object.entries(r.metadata)
+            .map(([k, value]) => `${k}=${value}`)
+            .join(' ')}`,
+        ]
+      : []),
     `  started ${r.createdAt}${r.endedAt ? `, took ${seconds(r.durationMs)}` : ''}`,
   ];
   if (r.error) lines.push(`  error: ${r.error.code}: ${r.error.message}`);

@@ -41,8 +41,12 @@ export interface HeadlessClient {
   start(workspaceId: string, options: StartOptions & { wait: true }, request?: { idempotencyKey?: string }): Promise<SyncResult>;
   get(taskId: string): Promise<RunRecord>;
   /** Every run of a workspace, newest first, a page at a time. */
-  list(workspaceId: string, options?: { status?: RunStatus; pageSize?: number }): AsyncIterable<RunRecord>;
-  listPage(workspaceId: string, options?: { status?: RunStatus; limit?: number; cursor?: string }): Promise<v.InferOutput<typeof ANSWERS.RunList>>;
+  list(workspaceId: string, options?: { status?: RunStatus; pageSize?: number; metadata?: string }): AsyncIterable<RunRecord>;
+  /** One page; `metadata: "key:value"` keeps the runs whose metadata has it. */
+  listPage(
+    workspaceId: string,
+    options?: { status?: RunStatus; limit?: number; cursor?: string; metadata?: string },
+  ): Promise<v.InferOutput<typeof ANSWERS.RunList>>;
   cancel(taskId: string): Promise<RunRecord>;
   output(taskId: string, tail?: number): Promise<RunOutput>;
   /** A run's events from `after` on, live until `run.ended`; reconnects (with Last-Event-ID) if the stream drops. */
@@ -114,7 +118,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
   }
 
   const listPage: HeadlessClient['listPage'] = (workspaceId, o = {}) =>
-    call(ANSWERS.RunList, 'GET', `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor })}`);
+    call(ANSWERS.RunList, 'GET', `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor, metadata: o.metadata })}`);
   const inboxPage: HeadlessClient['inbox']['listPage'] = (workspaceId, o = {}) =>
     call(ANSWERS.InboxList, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.limit, cursor: o.cursor })}`);
 
@@ -178,7 +182,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
     listPage,
     list: (workspaceId, o = {}) =>
       pages(async (cursor) => {
-        const page = await listPage(workspaceId, { status: o.status, limit: o.pageSize, cursor });
+        const page = await listPage(workspaceId, { status: o.status, limit: o.pageSize, cursor, metadata: o.metadata });
         return { items: page.runs as RunRecord[], next: page.nextCursor };
       }),
     cancel: (taskId) => call(ANSWERS.RunRecord, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,

@@ -45,6 +45,8 @@ export const RunRecordSchema = v.pipe(
     timeoutMs: v.number(),
     exitCode: nullableNumber,
     signal: nullableString,
+    title: v.optional(v.string()),
+    metadata: v.optional(v.record(v.string(), v.string())),
     error: v.optional(RunErrorSchema),
     usage: v.optional(RunUsageSchema),
     lastMessage: v.optional(v.string()),

@@ -2,7 +2,7 @@
 import type { RunEventType, RunRecord, RunUsage } from './records';
 
 export interface RunEventData {
-  'run.started': Pick<RunRecord, 'taskId' | 'resumeId' | 'workspaceId' | 'agent' | 'mode'>;
+  'run.started': Pick<RunRecord, 'taskId' | 'resumeId' | 'workspaceId' | 'agent' | 'mode' | 'title' | 'metadata'>;
   /** The Session can now be resumed. The agent's own session id is never shown. */
   'agent.session': { resumeId: string };
   message: { text: string };

@@ -30,6 +30,10 @@ export interface RunRecord {
   timeoutMs: number;
   exitCode: number | null;
   signal: string | null;
+  /** The label given at start, if any. */
+  title?: string;
+  /** The string pairs given at start, if any (at most 16); the list filters by them. */
+  metadata?: Record<string, string>;
   error?: RunError;
   /** Tokens (and cost) the agent reported for the run, where it reports them. */
   usage?: RunUsage;

@@ -42,6 +42,13 @@ const DETAILS: Partial<Record<ProblemCode, string>> = {
   invalid_resume_id: `a string matching ${ID_PATTERN.source}`,
 };
 
+/** A run's label: what the status page, the list and the CLI show instead of its id. */
+export const TITLE_MAX = 200;
+/** A run's metadata: at most 16 string pairs, keys like `team` or `alert.id`, values at most 256 characters. */
+export const METADATA_KEYS_MAX = 16;
+export const METADATA_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+export const METADATA_VALUE_MAX = 256;
+
 export const StartBody = v.strictObject(
   {
     prompt: v.pipe(
@@ -61,6 +68,23 @@ export const StartBody = v.strictObject(
       TIMEOUT_DEFAULT,
     ),
     wait: v.optional(v.boolean('invalid_body'), false),
+    title: v.optional(
+      v.pipe(
+        v.string('invalid_body'),
+        v.check((t) => t.trim() !== '', 'invalid_body'),
+        v.maxLength(TITLE_MAX, 'invalid_body'),
+      ),
+    ),
+    metadata: v.optional(
+      v.pipe(
+        v.record(
+          v.pipe(v.string(), v.regex(METADATA_KEY, 'invalid_body')),
+          v.pipe(v.string('invalid_body'), v.maxLength(METADATA_VALUE_MAX, 'invalid_body')),
+          'invalid_body',
+        ),
+        v.check((m) => Object.keys(m).length <= METADATA_KEYS_MAX, 'invalid_body'),
+      ),
+    ),
     webhook: v.optional(
       v.strictObject(
         {
@@ -77,6 +101,8 @@ export const StartBody = v.strictObject(
 export type StartRequest = v.InferOutput<typeof StartBody>;
 
 export function parseStartBody(body: Record<string, unknown>): StartRequest {
+  // A JSON array passes for a record (of "0", "1"…): it is not a map of names to strings.
+  if (Array.isArray(body.metadata)) throw new HttpProblem('invalid_body', 'Field "metadata" must be an object of strings.');
   const parsed = parse(StartBody, body);
   if (parsed.resumeId !== undefined && parsed.wait) {
     throw new HttpProblem('resume_requires_async', 'resumeId needs async mode: drop "wait": true.');
@@ -111,6 +137,8 @@ export const ListQuery = v.strictObject(
     status: v.optional(v.picklist(RUN_STATUSES)),
     limit: limitSchema,
     cursor: cursorSchema('run_'),
+    /** `key:value`: only runs whose metadata has it. */
+    metadata: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}:[^]{0,256}$/))),
   },
   'invalid_body',
 );
@@ -124,9 +152,17 @@ function queryObject(url: URL): Record<string, string> {
   return { ...query };
 }
 
-export function parseListQuery(url: URL): { wsId: string; status?: RunStatus; limit: number; cursor?: string } {
+export function parseListQuery(url: URL): {
+  workspaceId: string;
+  status?: RunStatus;
+  limit: number;
+  cursor?: string;
+  metadata?: { key: string; value: string };
+} {
   const q = parse(ListQuery, queryObject(url));
-  return { wsId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor };
+  const split = q.metadata?.indexOf(':') ?? -1;
+  const metadata = q.metadata === undefined ? undefined : { key: q.metadata.slice(0, split), value: q.metadata.slice(split + 1) };
+  return { workspaceId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor, metadata };
 }
 
 /** At most the tail each stream keeps (64 KiB). */

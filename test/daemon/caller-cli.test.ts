@@ -130,6 +130,17 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     expect((await cli(['cancel', taskId, '--wait'])).code).toBe(0);
   });
 
+  it('run --title and --meta label a run; status shows them; list --meta filters by one', async () => {
+    const labelled = await cli(['run', 'echo hi', '--agent', 'fake', '--title', 'Triage alert 42', '--meta', 'alert=42', '--meta', 'team=infra', '--wait']);
+    expect(labelled.stdout).toContain('  title: Triage alert 42\n  metadata: alert=42 team=infra');
+    await cli(['run', 'echo hi', '--agent', 'fake', '--meta', 'alert=43', '--wait']);
+    const listed = await cli(['list', '--meta', 'alert=42']);
+    expect(listed.stdout.trim().split('\n')).toHaveLength(1);
+    expect(listed.stdout).toMatch(/succeeded .* Triage alert 42$/m);
+    expect((await cli(['run', 'x', '--meta', 'novalue'])).code).toBe(2);
+    expect((await cli(['list', '--meta', 'a=1', '--meta', 'b=2'])).code).toBe(2);
+  });
+
   it('the bare command prints the commands and exits 2; an unknown one too', async () => {
     const bare = await cli([]);
     expect(bare.code).toBe(2);

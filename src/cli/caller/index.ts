@@ -16,11 +16,11 @@ import { CALLER_USAGE, COMMON } from './usage';
 export { CALLER_USAGE };
 
 const COMMANDS: Record<string, { command: Command; takes: Array<keyof typeof OPTIONS> }> = {
-  run: { command: run, takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow'] },
+  run: { command: run, takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow', 'title', 'meta'] },
   status: { command: status, takes: [] },
   follow: { command: follow, takes: ['after'] },
   logs: { command: logs, takes: ['tail', 'stderr'] },
-  list: { command: list, takes: ['workspace', 'status', 'limit', 'cursor'] },
+  list: { command: list, takes: ['workspace', 'status', 'limit', 'cursor', 'meta'] },
   cancel: { command: cancel, takes: ['wait'] },
   inbox: { command: inbox, takes: ['workspace', 'unread', 'limit', 'cursor'] },
   sessions: { command: sessions, takes: [] },

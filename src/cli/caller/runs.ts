@@ -1,6 +1,6 @@
 import { RUN_STATUSES, type RunStatus } from '../../contract/records';
 import { describeRun, seconds, visible } from '../describe';
-import { type Command, EXIT, exitFor, finish, positiveInt, print, printJson, usage, workspaceOf } from './shared';
+import { type Command, EXIT, exitFor, finish, metadataOf, positiveInt, print, printJson, usage, workspaceOf } from './shared';
 
 /** The caller commands about runs: run, status, follow, logs, list, cancel. */
 
@@ -16,6 +16,8 @@ export const run: Command = async (client, args, v) => {
     ...(v.agent ? { agent: v.agent } : {}),
     ...(v.resume ? { resumeId: v.resume } : {}),
     ...(v.timeout ? { timeoutMs: positiveInt('run', 'timeout', v.timeout) } : {}),
+    ...(v.title ? { title: v.title } : {}),
+    ...(v.meta ? { metadata: metadataOf('run', v.meta) } : {}),
   };
   const started = await client.start(workspaceOf(v), request);
   if (!v.wait && !v.follow) {
@@ -61,9 +63,14 @@ export const list: Command = async (client, args, v) => {
   if (v.status !== undefined && !(RUN_STATUSES as readonly string[]).includes(v.status)) usage('list', `--status must be one of ${RUN_STATUSES.join(', ')}`);
   const limit = positiveInt('list', 'limit', v.limit, 20)!;
   if (limit > 500) usage('list', '--limit must be at most 500');
-  const page = await client.listPage(workspaceOf(v), { status: v.status as RunStatus | undefined, limit, cursor: v.cursor });
+  if ((v.meta?.length ?? 0) > 1) usage('list', 'give one --meta key=value');
+  const meta = Object.entries(metadataOf('list', v.meta) ?? {})[0];
+  const filter = { status: v.status as RunStatus | undefined, limit, cursor: v.cursor, ...(meta ? { metadata: `${meta[0]}:${meta[1]}` } : {}) };
+  const page = await client.listPage(workspaceOf(v), filter);
   if (v.json) printJson(page.runs);
-  else for (const r of page.runs) print(`${r.taskId}  ${r.status.padEnd(11)} ${r.agent.padEnd(9)} ${r.createdAt}  ${seconds(r.durationMs)}`);
+  else
+    for (const r of page.runs)
+      print(`${r.taskId}  ${r.status.padEnd(11)} ${r.agent.padEnd(9)} ${r.createdAt}  ${seconds(r.durationMs).padEnd(7)} ${r.title ?? ''}`.trimEnd());
   if (page.nextCursor) process.stderr.write(`next page: --cursor ${page.nextCursor}\n`);
   return EXIT.succeeded;
 };

@@ -28,9 +28,25 @@ export const OPTIONS = {
   tail: { type: 'string' },
   stderr: { type: 'boolean' },
   after: { type: 'string' },
+  title: { type: 'string' },
+  meta: { type: 'string', multiple: true },
 } as const satisfies ParseArgsConfig['options'];
 
-export type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean };
+export type Values = {
+  [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean;
+};
+
+/** `--meta key=value`, as many as given: the run's metadata. */
+export function metadataOf(command: string, pairs: string[] | undefined): Record<string, string> | undefined {
+  if (!pairs) return undefined;
+  return Object.fromEntries(
+    pairs.map((pair) => {
+      const at = pair.indexOf('=');
+      if (at < 1) usage(command, `--meta takes key=value, not "${pair}"`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
+}
 
 export type Command = (client: HeadlessClient, args: string[], v: Values) => Promise<number>;
 

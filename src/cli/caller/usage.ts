@@ -14,12 +14,15 @@ Exit codes: 0 succeeded (or done), 1 run failed, 2 bad usage, 3 timed out, 4 can
 the run goes on).`;
 
 export const CALLER_USAGE: Record<string, string> = {
-  run: `Usage: headless-run-webhook run "<prompt>" [--workspace ID] [--agent NAME] [--resume ID] [--timeout MS] [--wait | --follow]
+  run: `Usage: headless-run-webhook run "<prompt>" [--workspace ID] [--agent NAME] [--resume ID] [--timeout MS]
+                                  [--title TEXT] [--meta KEY=VALUE]... [--wait | --follow]
 
   --workspace ID  the workspace (default: $HEADLESS_WORKSPACE, else "default")
   --agent NAME    the agent (default: the workspace's choice)
   --resume ID     continue this Session (its resumeId)
   --timeout MS    the run's time limit
+  --title TEXT    a label shown instead of its id (at most 200 characters)
+  --meta K=V      metadata the list can filter by (at most 16)
   --wait          wait for the end (a live progress line on a terminal)
   --follow        print every event as it comes, then wait for the end`,
   status: 'Usage: headless-run-webhook status <taskId>',
@@ -30,9 +33,10 @@ export const CALLER_USAGE: Record<string, string> = {
 
   Prints the stored tail of the run's stdout (the last 64 KiB; --tail for fewer bytes);
   --stderr prints its stderr instead.`,
-  list: `Usage: headless-run-webhook list [--workspace ID] [--status STATUS] [--limit N] [--cursor C]
+  list: `Usage: headless-run-webhook list [--workspace ID] [--status STATUS] [--meta KEY=VALUE] [--limit N] [--cursor C]
 
   --status STATUS  one of ${RUN_STATUSES.join(', ')}
+  --meta K=V       only runs with this metadata
   --limit N        how many, newest first (default 20, at most 500)
   --cursor C       the page after the one that printed "next page: --cursor C"`,
   cancel: 'Usage: headless-run-webhook cancel <taskId> [--wait]',

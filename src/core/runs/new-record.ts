@@ -1,5 +1,20 @@
+import type { RunEventData } from '../../contract/events';
 import type { StartRequest } from '../../contract/requests';
 import type { StoredRun, WebhookTarget } from '../types';
+
+/** What a run's `run.started` event says: who runs where, and its label, if it has one. */
+export function startedEvent(a: { taskId: string; resumeId: string; workspaceId: string; agent: string; request: StartRequest }): RunEventData['run.started'] {
+  const { title, metadata, wait } = a.request;
+  return {
+    taskId: a.taskId,
+    resumeId: a.resumeId,
+    workspaceId: a.workspaceId,
+    agent: a.agent,
+    mode: wait ? 'sync' : 'async',
+    ...(title === undefined ? {} : { title }),
+    ...(metadata === undefined || Object.keys(metadata).length === 0 ? {} : { metadata }),
+  };
+}
 
 /** The `running` record of an admitted run, as it is first stored. */
 export function newRunRecord(a: {
@@ -27,6 +42,8 @@ export function newRunRecord(a: {
     exitCode: null,
     signal: null,
     bootId: a.owner,
+    ...(a.request.title === undefined ? {} : { title: a.request.title }),
+    ...(a.request.metadata === undefined || Object.keys(a.request.metadata).length === 0 ? {} : { metadata: a.request.metadata }),
     ...(a.webhookTargets.length > 0 ? { webhookTargets: a.webhookTargets } : {}),
   };
 }

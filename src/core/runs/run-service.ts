@@ -1,7 +1,7 @@
 import { HttpProblem } from '../../contract/problems';
 import type { Log } from '../logger';
 import type { ServiceObserver } from '../telemetry/observer';
-import type { RunRecord, RunStatus } from '../../contract/records';
+import type { RunRecord } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
 import { viewOf } from '../delivery/outbox';
 import type { Webhooks } from '../delivery/webhooks';
@@ -16,7 +16,8 @@ import type { StoredRun, WebhookTarget, Workspace } from '../types';
 import type { Admission, Reservation } from './admission';
 import { cancelElsewhere } from './cancel';
 import { type LiveRun, type RunOutputView, type ServiceStop, type StartedRun, newLiveRun } from './live-run';
-import { newRunRecord } from './new-record';
+import { newRunRecord, startedEvent } from './new-record';
+import { type ListQuery, listRuns } from './run-list';
 import { emptyEnd, processOutcome } from './ending';
 import { KILL_GRACE_MS, launchProcess } from './launch';
 import { runVariables } from './env';
@@ -101,9 +102,8 @@ export class RunService {
     const webhookTargets = this.o.webhooks.targetsFor(workspace, request.webhook);
     const reservation = await this.admission.admit(workspace, request, taskId);
     const { resumeId, adapter } = reservation;
-    const mode = request.wait ? 'sync' : 'async';
     // Opened first, so a reader who learns of the run finds its timeline.
-    this.o.events.open({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, mode });
+    this.o.events.open(startedEvent({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, request }));
     let record: StoredRun;
     try {
       record = await this.admitRecord(workspace, request, reservation, webhookTargets);
@@ -210,12 +210,8 @@ export class RunService {
     return { taskId, status: record.status, ...tailOf(output, bytes), retained: output !== undefined };
   }
 
-  async list(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<{ runs: RunRecord[]; nextCursor: string | null }> {
-    const page = await this.records.page(workspaceId, status, limit, cursor);
-    const runs = await Promise.all(page.ids.map((id) => this.find(id)));
-    // A record read after its lookup may have changed state since: the list shows what it is now.
-    const shown = runs.filter((r): r is StoredRun => r !== undefined && (status === undefined || r.status === status));
-    return { runs: shown.map(publicRecord), nextCursor: page.next };
+  list(query: ListQuery): Promise<{ runs: RunRecord[]; nextCursor: string | null }> {
+    return listRuns(this.records, (id) => this.find(id), query);
   }
 
   /** Cancels a run of this instance, or asks the instance that runs it. */

@@ -98,8 +98,8 @@ export const RUN_ROUTES: Route[] = [
     },
     async ({ url, services }) => {
       const query = parseListQuery(url);
-      await services.workspace(query.wsId);
-      return json(await services.runs.list(query.wsId, query.status, query.limit, query.cursor));
+      await services.workspace(query.workspaceId);
+      return json(await services.runs.list(query));
     },
   ),
   route(

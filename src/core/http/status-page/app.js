@@ -67,7 +67,7 @@ function runRow(r) {
   const tr = el('tr', undefined, `run${r.taskId === selected ? ' selected' : ''}`);
   tr.dataset.task = r.taskId;
   tr.append(
-    el('td', r.taskId),
+    el('td', r.title ?? r.taskId, r.title ? 'titled' : undefined),
     el('td', r.status, `status ${r.status}`),
     el('td', r.agent),
     el('td', new Date(r.createdAt).toLocaleTimeString()),
@@ -119,7 +119,9 @@ async function showRun(taskId, fresh) {
   const record = await api(`api/headless/${encodeURIComponent(taskId)}`);
   $('hint').hidden = true;
   $('run').hidden = false;
-  const lines = [`${record.taskId}  ${record.status}  ${record.agent}${record.durationMs === null ? '' : `  ${took(record)}`}`];
+  const lines = [
+    `${record.title ? `${record.title}  ` : ''}${record.taskId}  ${record.status}  ${record.agent}${record.durationMs === null ? '' : `  ${took(record)}`}`,
+  ];
   if (record.error) lines.push(`${record.error.code}: ${record.error.message}`);
   if (record.lastMessage) lines.push(`Last message: ${record.lastMessage}`);
   $('summary').replaceChildren(...lines.map((l, i) => el('div', l, i === 0 ? `status ${record.status}` : '')));

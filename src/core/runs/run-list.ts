@@ -1,0 +1,41 @@
+import type { RunRecord, RunStatus } from '../../contract/records';
+import { publicRecord } from '../public-record';
+import type { StoredRun } from '../types';
+import type { RunRecords } from './records';
+
+/** A filtered list reads at most this many runs for one page; the cursor goes on from where it stopped. */
+export const FILTER_SCAN_MAX = 2000;
+
+export interface ListQuery {
+  workspaceId: string;
+  status?: RunStatus;
+  limit: number;
+  cursor?: string;
+  /** Only runs whose metadata has this key with this value. */
+  metadata?: { key: string; value: string };
+}
+
+/**
+ * A page of a workspace's runs, newest first (docs/http-api.md: List runs). Status comes from the
+ * lookups; a metadata filter is applied to the records read, page after page, up to
+ * FILTER_SCAN_MAX runs: such a page may hold fewer than `limit` runs, even none, with a cursor
+ * that goes on.
+ */
+export async function listRuns(records: RunRecords, find: (id: string) => Promise<StoredRun | undefined>, q: ListQuery) {
+  const shown: RunRecord[] = [];
+  const fits = (r: StoredRun | undefined): r is StoredRun =>
+    r !== undefined && (q.status === undefined || r.status === q.status) && (!q.metadata || r.metadata?.[q.metadata.key] === q.metadata.value);
+  let cursor = q.cursor;
+  for (let scanned = 0; ; ) {
+    const page = await records.page(q.workspaceId, q.status, q.limit, cursor);
+    // A record read after its lookup may have changed state since: the list shows what it is now.
+    const runs = await Promise.all(page.ids.map(find));
+    for (const [i, run] of runs.entries()) {
+      if (fits(run)) shown.push(publicRecord(run));
+      const more = i + 1 < runs.length || page.next !== null;
+      if (shown.length === q.limit || (q.metadata && ++scanned >= FILTER_SCAN_MAX)) return { runs: shown, nextCursor: more ? page.ids[i]! : null };
+    }
+    if (!q.metadata || page.next === null) return { runs: shown, nextCursor: page.next };
+    cursor = page.next;
+  }
+}
