@@ -22,7 +22,14 @@ module.exports = {
     below('^src/core/fleet/', ['^src/contract/', '^src/core/util/', '^src/core/store/', '^src/core/process/']),
     below('^src/core/agents/', ['^src/contract/', '^src/core/util/', '^src/core/process/', '^src/core/types\\.ts$']),
     below('^src/core/events/', ['^src/contract/', '^src/core/util/', '^src/core/store/', '^src/core/agents/']),
-    below('^src/core/delivery/', ['^src/contract/', '^src/core/util/', '^src/core/types\\.ts$', '^src/core/public-record\\.ts$']),
+    below('^src/core/telemetry/', ['^src/contract/', '^src/core/util/', '^src/core/types\\.ts$', '^src/core/logger\\.ts$']),
+    below('^src/core/delivery/', [
+      '^src/contract/',
+      '^src/core/util/',
+      '^src/core/types\\.ts$',
+      '^src/core/public-record\\.ts$',
+      '^src/core/telemetry/observer\\.ts$',
+    ]),
     {
       name: 'core-below-http',
       comment: 'Only the HTTP layer and the composition root import the HTTP layer, the MCP server and the composition root.',

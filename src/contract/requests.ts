@@ -138,7 +138,7 @@ export const ListQuery = v.strictObject(
     limit: limitSchema,
     cursor: cursorSchema('run_'),
     /** `key:value`: only runs whose metadata has it. */
-    metadata: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}:[^]{0,256}$/))),
+    metadata: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}:[\s\S]{0,256}$/))),
   },
   'invalid_body',
 );
