@@ -1,4 +1,6 @@
 import { Keyv } from 'keyv';
+// @ts-expect-error the parser ships no types
+import parsePrometheus from 'parse-prometheus-text-format';
 import { afterEach, describe, expect, it } from 'vitest';
 import { version } from '../../package.json';
 import { closeAllHosts, createTestHost, problem } from '../helpers/harness';
@@ -113,6 +115,12 @@ describe('GET /metrics', () => {
     expect(value(text, 'headless_webhook_attempts_total{outcome="retried"}')).toBe(1);
     expect(value(text, 'headless_webhook_delivery_lag_seconds_count')).toBe(1);
     expect(text).toContain('headless_process_cpu_user_seconds_total');
+    // As a Prometheus server would read it: every family parses, with its type.
+    const families = parsePrometheus(text) as Array<{ name: string; type: string; metrics: unknown[] }>;
+    const byName = new Map(families.map((f) => [f.name, f]));
+    expect(byName.get('headless_runs_ended_total')).toMatchObject({ type: 'COUNTER' });
+    expect(byName.get('headless_run_duration_seconds')).toMatchObject({ type: 'HISTOGRAM' });
+    expect(byName.get('headless_runs_running')).toMatchObject({ type: 'GAUGE' });
     expect((await host.request('GET', '/metrics', { remote: '203.0.113.9' })).status).toBe(401);
     await host.request('POST', `/api/headless/${held.taskId}/cancel`);
     await host.waitEnded(held.taskId);
