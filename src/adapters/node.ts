@@ -47,9 +47,10 @@ export async function handleNodeRequest(handler: HeadlessHandler, req: IncomingM
 const nodeReadable = (body: ReadableStream<Uint8Array>): Readable =>
   (body as { readable?: Readable }).readable ?? Readable.from(body as unknown as AsyncIterable<Uint8Array>, { objectMode: false });
 
-export function toNodeListener(handler: HeadlessHandler): (req: IncomingMessage, res: ServerResponse) => void {
+export function toNodeListener(handler: HeadlessHandler, options: { unixSocket?: boolean } = {}): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    handleNodeRequest(handler, req, res, { remoteAddress: req.socket.remoteAddress, localAddress: req.socket.localAddress }).catch((error: unknown) => {
+    const context = { remoteAddress: req.socket.remoteAddress, localAddress: req.socket.localAddress, unixSocket: options.unixSocket === true };
+    handleNodeRequest(handler, req, res, context).catch((error: unknown) => {
       handler.log('could not answer a request', error);
       if (!res.headersSent) res.writeHead(500);
       res.end();
@@ -64,9 +65,12 @@ export function toNodeListener(handler: HeadlessHandler): (req: IncomingMessage,
  */
 const LIMITS = { headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1_000 };
 
-/** A node:http server for the handler; closing the server also closes the handler. */
-export function createNodeServer(handler: HeadlessHandler): Server {
-  const server = createServer(LIMITS, toNodeListener(handler));
+/**
+ * A node:http server for the handler; closing the server also closes the handler. `unixSocket`:
+ * it will listen on a Unix-domain socket, whose file mode decides who may call.
+ */
+export function createNodeServer(handler: HeadlessHandler, options: { unixSocket?: boolean } = {}): Server {
+  const server = createServer(LIMITS, toNodeListener(handler, options));
   server.on('close', () => void handler.close());
   return server;
 }

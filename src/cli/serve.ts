@@ -1,3 +1,5 @@
+import { rmSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
 import { createNodeServer } from '../adapters/node';
@@ -8,6 +10,7 @@ import { SERVICE_SECRETS } from '../core/runs/env';
 import { type AdminToken, readAdminToken } from './admin-token';
 import { type DaemonConfig, loadConfig } from './config';
 import { type DataDirClaim, openDataDir } from './data-dir';
+import { openSocket } from './socket';
 import { version } from '../../package.json';
 import { LOG_LEVELS, type LogLevel, daemonLogger } from './logging';
 import { demoAgent } from './demo/agent';
@@ -18,7 +21,8 @@ import { holdYoungGeneration, youngGenerationChosen } from './young-generation';
 /** `headless-run-webhook serve`: the drop-in daemon (docs/configuration.md). */
 
 export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [--port N] [--host H] [--data-dir DIR] [--store URL]
-                                  [--admin-token-file FILE] [--log-level LEVEL] [--demo]
+                                  [--admin-token-file FILE] [--socket PATH [--socket-mode MODE]]
+                                  [--log-level LEVEL] [--demo]
 
   --config FILE    config file (default: ./headless.config.json if present)
   --port N         port (default 47331; when not given, the next 20 ports are tried)
@@ -28,6 +32,9 @@ export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [-
   --store URL      store them in PostgreSQL instead: postgres://… (or HEADLESS_STORE_URL,
                    which keeps a password out of the process list); several daemons
                    may share one database
+  --socket PATH    also serve on this Unix-domain socket: whoever its file mode lets
+                   connect is a local caller (callers use --url unix:PATH)
+  --socket-mode M  the socket file's mode, octal (default 600: this user only)
   --log-level L    debug, info (default), warn, error or silent; logs go to stderr, as
                    JSON lines unless stderr is a terminal
   --demo           add the demo agent (no model, no credentials: it lists the workspace
@@ -88,6 +95,8 @@ export async function serve(argv: string[]): Promise<void> {
         demo: { type: 'boolean' },
         'admin-token-file': { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
+        socket: { type: 'string' },
+        'socket-mode': { type: 'string', default: '600' },
         store: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -197,6 +206,9 @@ export async function serve(argv: string[]): Promise<void> {
   const agentHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   apiUrl = `http://${urlHost(agentHost)}:${bound}`;
   dataDir?.listening(apiUrl);
+  const socketPath = values.socket === undefined ? undefined : resolve(cwd, values.socket);
+  const socket = socketPath === undefined ? undefined : await openSocket(handler, socketPath, values['socket-mode']);
+  if (socketPath) logger.info({ socket: socketPath, mode: values['socket-mode'] }, 'listening on a Unix-domain socket');
   if (bound !== port && !explicitPort)
     logger.warn({ port: bound }, `port ${port} was taken, so this daemon listens on ${bound}: local callers find it in the data directory`);
   logger.info({ url: `http://${urlHost(host)}:${bound}`, version, store: storeUrl === undefined ? 'sqlite' : 'postgres' }, 'listening');
@@ -216,6 +228,9 @@ export async function serve(argv: string[]): Promise<void> {
       .finally(() => {
         server.close();
         server.closeAllConnections();
+        socket?.close();
+        socket?.closeAllConnections();
+        if (socketPath) rmSync(socketPath, { force: true });
         dataDir?.release();
         logger.info('stopped');
         process.exit(0);

@@ -3,6 +3,7 @@ import { ANSWERS } from '../contract/answers';
 import type { RunEvent } from '../contract/events';
 import { HeadlessError, RETRIED_STATUS, answer, pages, query, sleep } from './http';
 import { sseData } from './sse';
+import { unixSocketFetch } from './unix';
 
 export { HeadlessError, type ClientErrorCode } from './http';
 import type { StartBody } from '../contract/requests';
@@ -17,7 +18,7 @@ import type { InboxItem, RunRecord, RunStatus, SessionView } from '../contract/r
 export type { InboxItem, RunEvent, RunRecord, RunStatus, SessionView };
 
 export interface ClientOptions {
-  /** The service's base URL, e.g. `http://127.0.0.1:47331` (with its mount path, if any). */
+  /** The service's base URL, e.g. `http://127.0.0.1:47331` (with its mount path, if any), or `unix:/path/to.sock` (Node only). */
   url: string;
   /** The admin token (`HEADLESS_ADMIN_TOKEN`), or a run token; none for a local caller. */
   token?: string;
@@ -68,8 +69,9 @@ export interface HeadlessClient {
 }
 
 export function createClient(options: ClientOptions): HeadlessClient {
-  const base = options.url.replace(/\/+$/, '');
-  const doFetch = options.fetch ?? globalThis.fetch;
+  const socket = /^unix:(\/.+)$/.exec(options.url)?.[1];
+  const base = socket ? 'http://localhost' : options.url.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? (socket ? unixSocketFetch(socket) : globalThis.fetch);
   const headers = (extra: Record<string, string> = {}) => ({ ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...extra });
   const enc = encodeURIComponent;
 

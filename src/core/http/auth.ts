@@ -44,6 +44,8 @@ export interface AuthContext {
   remoteAddress?: string;
   /** The address the server socket is bound to; accepted as a Host name. */
   localAddress?: string;
+  /** Through a Unix-domain socket (`serve --socket`): the file's mode decided who may connect. */
+  unixSocket?: boolean;
   /** The matched route, e.g. `runs.start`, `inbox.push`, or `unknown`. */
   route: string;
   /** Who the matched route lets in, as it declares (router.ts); absent for no route. */
@@ -163,8 +165,9 @@ export function createDefaultGate(options: GateOptions): Authorize {
     }
     if (credential.kind !== 'none') throw unauthorized();
 
-    const local =
-      isLoopbackAddress(context.remoteAddress) && FORWARDING_HEADERS.every((h) => !request.headers.has(h)) && name !== undefined && LOCAL_NAMES.has(name);
-    return trustLocal && local;
+    const direct = FORWARDING_HEADERS.every((h) => !request.headers.has(h)) && name !== undefined && LOCAL_NAMES.has(name);
+    // A socket file's callers are the ones its mode lets in, whatever localCallers says.
+    if (context.unixSocket) return direct;
+    return trustLocal && direct && isLoopbackAddress(context.remoteAddress);
   };
 }

@@ -14,6 +14,8 @@ export interface HeadlessServerContext {
   localAddress?: string;
   /** Path the host framework mounted the handler under (Express `req.baseUrl`). */
   mountPath?: string;
+  /** It came through a Unix-domain socket: who could connect was decided by the socket file's mode. */
+  unixSocket?: boolean;
 }
 
 export interface PipelineOptions {
@@ -49,6 +51,7 @@ export function createPipeline(o: PipelineOptions) {
     const context: AuthContext = {
       remoteAddress: ctx.remoteAddress,
       localAddress: ctx.localAddress,
+      unixSocket: ctx.unixSocket === true,
       route: match?.route.name ?? 'unknown',
       ...(match ? { auth: match.route.auth } : {}),
       workspaceId: match?.params.workspaceId,
