@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Plugin } from 'esbuild';
-import { defineConfig } from 'tsup';
+import { type Options, defineConfig } from 'tsup';
 
 /** `import text from './file?raw'`: the file's text, as Vite gives it (the status page's real files). */
 const raw: Plugin = {
@@ -12,6 +12,9 @@ const raw: Plugin = {
   },
 };
 
+/** How a library entry is built: ESM and CommonJS, with types, for Node 20. */
+const LIBRARY = { format: ['esm', 'cjs'], dts: true, clean: true, sourcemap: true, target: 'node20', splitting: false } satisfies Options;
+
 export default defineConfig([
   {
     entry: {
@@ -21,12 +24,7 @@ export default defineConfig([
       deno: 'src/adapters/deno.ts',
       client: 'src/client/index.ts',
     },
-    format: ['esm', 'cjs'],
-    dts: true,
-    clean: true,
-    sourcemap: true,
-    target: 'node20',
-    splitting: false,
+    ...LIBRARY,
     // `import.meta.url` in the CommonJS build too (runs/inbox-command.ts finds the package by it).
     shims: true,
     esbuildPlugins: [raw],
@@ -35,12 +33,7 @@ export default defineConfig([
     // The client alone, as the headless-run-webhook-client package (packages/client): no server code.
     entry: { index: 'src/client/index.ts' },
     outDir: 'packages/client/dist',
-    format: ['esm', 'cjs'],
-    dts: true,
-    clean: true,
-    sourcemap: true,
-    target: 'node20',
-    splitting: false,
+    ...LIBRARY,
   },
   {
     // The commands are ESM only: they are run, never imported.

@@ -2,19 +2,12 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { canMountTmpfs } from '../helpers/mounts';
-import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
+import { api, daemonDirs, runCli, startDaemon, waitRun, writeConfig } from '../helpers/daemon';
 import { markedCount, noneMarked } from '../helpers/processes';
 
-const dirs: string[] = [];
-afterEach(() => cleanupDaemons(dirs));
-
-function dir(): string {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-}
+const dir = daemonDirs();
 
 function occupy(port: number): Promise<() => Promise<void>> {
   return new Promise((done, fail) => {

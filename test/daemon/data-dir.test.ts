@@ -1,18 +1,11 @@
 import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { api, cleanupDaemons, runCli, startDaemon, tempDir } from '../helpers/daemon';
+import { describe, expect, it } from 'vitest';
+import { api, daemonDirs, runCli, startDaemon } from '../helpers/daemon';
 
 /** docs/configuration.md, Data directory: outside the workspace, private, one daemon at a time. */
 
-const dirs: string[] = [];
-afterEach(() => cleanupDaemons(dirs));
-
-function dir(): string {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-}
+const dir = daemonDirs();
 
 const mode = (file: string) => statSync(file).mode & 0o777;
 /** The platform default: the state folder under a temporary XDG_STATE_HOME. */

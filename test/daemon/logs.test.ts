@@ -1,18 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
+import { api, daemonDirs, runCli, startDaemon, waitRun, writeConfig } from '../helpers/daemon';
 import { closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
 
 /** docs/deployment.md, Logs: what the daemon says, at which level, and never a secret or a prompt. */
 
-const dirs: string[] = [];
-afterEach(() => cleanupDaemons(dirs));
+const dir = daemonDirs();
 afterEach(closeAllHosts);
-
-function dir(): string {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-}
 
 type Line = { level: number; msg: string; [field: string]: unknown };
 const lines = (output: string): Line[] =>

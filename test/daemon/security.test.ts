@@ -1,32 +1,17 @@
 import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { api, cleanupDaemons, runCli, startDaemon, tempDir, writeConfig } from '../helpers/daemon';
+import { describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, adminTokenFile, api, daemonDirs, runCli, startDaemon, writeConfig } from '../helpers/daemon';
 
 /** docs/security.md: the admin token from a file, its strength, and what the daemon warns about at start. */
 
-const dirs: string[] = [];
-afterEach(() => cleanupDaemons(dirs));
+const dir = daemonDirs();
 
-function dir(): string {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-}
-
-const TOKEN = 'a-token-of-forty-characters-0123456789ab';
 /** A run that prints its parent's (the daemon's) environment, as any agent of the same user could. */
 const PEEK = { command: '/bin/sh', args: ['-c', 'tr "\\000" "\\n" < /proc/$PPID/environ; : {prompt}'] };
 
-function tokenFile(cwd: string, mode = 0o600): string {
-  const file = join(cwd, 'admin-token');
-  writeFileSync(file, `${TOKEN}\n`);
-  chmodSync(file, mode);
-  return file;
-}
-
 const peek = async (daemon: Awaited<ReturnType<typeof startDaemon>>) => {
-  const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'x', agent: 'peek', wait: true }, { authorization: `Bearer ${TOKEN}` });
+  const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'x', agent: 'peek', wait: true }, { authorization: `Bearer ${ADMIN_TOKEN}` });
   return ((await res.json()) as { output: { stdout: string } }).output.stdout;
 };
 
@@ -34,20 +19,20 @@ describe('the admin token', () => {
   it('from --admin-token-file: callers need it, and an agent reading the daemon’s environment does not find it', async () => {
     const cwd = dir();
     writeConfig(cwd, { agents: { peek: PEEK }, workspaces: [{ id: 'ws', path: '.', agents: ['peek'] }] });
-    const daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', tokenFile(cwd)], { HEADLESS_ADMIN_TOKEN: '' });
+    const daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', adminTokenFile(cwd)], { HEADLESS_ADMIN_TOKEN: '' });
     expect(daemon.output()).not.toContain('"level":40');
     const seen = await peek(daemon);
     expect(seen).toContain('PATH=');
-    expect(seen).not.toContain(TOKEN);
+    expect(seen).not.toContain(ADMIN_TOKEN);
     await daemon.stop();
   });
 
   it('from HEADLESS_ADMIN_TOKEN: it works, with a warning at start that agents can read it (and they can)', async () => {
     const cwd = dir();
     writeConfig(cwd, { agents: { peek: PEEK }, workspaces: [{ id: 'ws', path: '.', agents: ['peek'] }] });
-    const daemon = await startDaemon(cwd, ['--port', '0'], { HEADLESS_ADMIN_TOKEN: TOKEN });
+    const daemon = await startDaemon(cwd, ['--port', '0'], { HEADLESS_ADMIN_TOKEN: ADMIN_TOKEN });
     expect(daemon.output()).toMatch(/"level":40,.*"msg":"the admin token is in the environment, which agents running as this user can read/);
-    expect(await peek(daemon)).toContain(TOKEN);
+    expect(await peek(daemon)).toContain(ADMIN_TOKEN);
     await daemon.stop();
   });
 
@@ -55,12 +40,12 @@ describe('the admin token', () => {
     const cwd = dir();
     const credentials = join(cwd, 'credentials');
     mkdirSync(credentials);
-    writeFileSync(join(credentials, 'headless-admin-token'), TOKEN, { mode: 0o400 });
+    writeFileSync(join(credentials, 'headless-admin-token'), ADMIN_TOKEN, { mode: 0o400 });
     const daemon = await startDaemon(cwd, ['--host', '0.0.0.0', '--port', '0'], { CREDENTIALS_DIRECTORY: credentials, HEADLESS_ADMIN_TOKEN: '' });
     const remote = `http://127.0.0.1:${daemon.port}/api/headless?wsId=default`;
     // From loopback with a forwarding header: not local, so the token decides.
     expect((await fetch(remote, { headers: { 'x-forwarded-for': '203.0.113.9' } })).status).toBe(401);
-    expect((await fetch(remote, { headers: { 'x-forwarded-for': '203.0.113.9', authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    expect((await fetch(remote, { headers: { 'x-forwarded-for': '203.0.113.9', authorization: `Bearer ${ADMIN_TOKEN}` } })).status).toBe(200);
     await daemon.stop();
   });
 
@@ -71,7 +56,7 @@ describe('the admin token', () => {
       2,
       expect.stringContaining('the admin token must be at least 32 characters (it has 7); make one with: openssl rand -base64 32'),
     ]);
-    const open = await runCli(['serve', '--port', '0', '--admin-token-file', tokenFile(cwd, 0o644)], { cwd });
+    const open = await runCli(['serve', '--port', '0', '--admin-token-file', adminTokenFile(cwd, 0o644)], { cwd });
     expect([open.code, open.stderr]).toEqual([2, expect.stringContaining('can be read by others: chmod 600')]);
     writeFileSync(join(cwd, 'empty'), '\n', { mode: 0o600 });
     expect((await runCli(['serve', '--port', '0', '--admin-token-file', join(cwd, 'empty')], { cwd })).stderr).toContain('is empty');
@@ -84,9 +69,9 @@ describe('local callers', () => {
     const cwd = dir();
     writeConfig(cwd, { localCallers: 'token' });
     expect((await runCli(['serve', '--port', '0'], { cwd, env: { HEADLESS_ADMIN_TOKEN: '' } })).stderr).toContain('nobody could call');
-    const daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', tokenFile(cwd)], { HEADLESS_ADMIN_TOKEN: '' });
+    const daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', adminTokenFile(cwd)], { HEADLESS_ADMIN_TOKEN: '' });
     expect((await api(daemon, 'GET', '/api/headless?wsId=ws')).status).toBe(401);
-    expect((await api(daemon, 'GET', '/api/headless?wsId=ws', undefined, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+    expect((await api(daemon, 'GET', '/api/headless?wsId=ws', undefined, { authorization: `Bearer ${ADMIN_TOKEN}` })).status).toBe(200);
     // The probes stay open.
     expect((await api(daemon, 'GET', '/healthz')).status).toBe(200);
     await daemon.stop();

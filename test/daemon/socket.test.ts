@@ -1,37 +1,22 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { api, cleanupDaemons, runCli, startDaemon, tempDir, writeConfig } from '../helpers/daemon';
+import { describe, expect, it } from 'vitest';
+import { adminTokenFile, api, daemonDirs, runCli, startDaemon, writeConfig } from '../helpers/daemon';
 
 /** docs/security.md, A socket: `serve --socket`, whose file mode decides who is a local caller. */
 
-const dirs: string[] = [];
-afterEach(() => cleanupDaemons(dirs));
+const dir = daemonDirs();
 
-function dir(): string {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-}
-
-const TOKEN = 'a-token-of-forty-characters-0123456789ab';
 const curl = (socket: string, path: string, uid?: number) =>
   spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--unix-socket', socket, `http://localhost${path}`], { encoding: 'utf8', uid });
-
-function tokenFile(cwd: string): string {
-  const file = join(cwd, 'admin-token');
-  writeFileSync(file, TOKEN);
-  chmodSync(file, 0o600);
-  return file;
-}
 
 describe('serve --socket', () => {
   it('callers through the socket (0600) are local even when TCP needs the token; the CLI and the client speak to it; the file goes at stop', async () => {
     const cwd = dir();
     writeConfig(cwd, { localCallers: 'token' });
     const socket = join(cwd, 'headless.sock');
-    const daemon = await startDaemon(cwd, ['--port', '0', '--socket', socket, '--admin-token-file', tokenFile(cwd)], { HEADLESS_ADMIN_TOKEN: '' });
+    const daemon = await startDaemon(cwd, ['--port', '0', '--socket', socket, '--admin-token-file', adminTokenFile(cwd)], { HEADLESS_ADMIN_TOKEN: '' });
     expect(statSync(socket).mode & 0o777).toBe(0o600);
     expect(curl(socket, '/api/headless?wsId=ws').stdout).toBe('200');
     expect((await api(daemon, 'GET', '/api/headless?wsId=ws')).status).toBe(401);

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { afterEach } from 'vitest';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { FAKE_AGENT } from './harness';
@@ -116,6 +117,29 @@ export function startDaemon(dir: string, args: string[] = ['--port', '0'], env: 
       fail(new Error(`daemon exited (${code}) before listening:\n${out}`));
     });
   });
+}
+
+/**
+ * A test file's temporary folders: each call makes one; after each test, every daemon is killed
+ * and the folders are removed.
+ */
+export function daemonDirs(): () => string {
+  const dirs: string[] = [];
+  afterEach(() => cleanupDaemons(dirs));
+  return () => {
+    const d = tempDir();
+    dirs.push(d);
+    return d;
+  };
+}
+
+/** An admin token of 40 characters, in a 0600 file in `dir`. */
+export const ADMIN_TOKEN = 'a-token-of-forty-characters-0123456789ab';
+export function adminTokenFile(dir: string, mode = 0o600): string {
+  const file = join(dir, 'admin-token');
+  writeFileSync(file, `${ADMIN_TOKEN}\n`);
+  chmodSync(file, mode);
+  return file;
 }
 
 /** Kills every daemon a test file started and removes `dirs`. */
