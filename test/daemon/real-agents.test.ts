@@ -12,7 +12,8 @@ import { type Daemon, api, cleanupDaemons, startDaemon, waitRun } from '../helpe
  * made fast by the mock (errors marked not to be retried) or by the CLI's own retry settings.
  */
 
-const BIN = resolve(__dirname, '../../node_modules/.bin');
+// HEADLESS_REAL_CLI_BIN: other builds of the CLIs (npm run test:latest-clis puts the newest there).
+const BIN = process.env.HEADLESS_REAL_CLI_BIN || resolve(__dirname, '../../node_modules/.bin');
 const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'] as const;
 type Real = (typeof REAL)[number];
 
