@@ -7,6 +7,7 @@ import { type HeadlessStore, keyvStore } from '../../src/core/store/keyv-store';
 import { createMemoryKeyv, createPostgresKeyv } from '../../src/core/store/keyvs';
 import { closeAllHosts, createTestHost, fakeAgent } from '../helpers/harness';
 import { noneMarked } from '../helpers/processes';
+import { waitFor } from '../helpers/wait';
 import { type TestPostgres, startPostgres } from '../fixtures/postgres.mjs';
 
 /** The fleet's PostgreSQL parts in one process: each instance its own store, one database. */
@@ -137,6 +138,34 @@ describe('a fleet on PostgreSQL', () => {
     // A carries on under a renewed lease: a new run on it is not taken over.
     const next = await a.start('echo still here');
     expect(await b.waitEnded(next.taskId, 10_000)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('an owner cut off while another instance takes its run over never records what it saw of the kill: the run ends interrupted', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 30_000 });
+    const { taskId } = await a.start('sleep 30000');
+    // What a sweeper does first, as the loaded fault test caught it in the middle: it claims the
+    // run (its owner is now the sweeper), then kills what is left of it.
+    const store = keyvStore(await createPostgresKeyv(url));
+    stores.push(store);
+    const claimed: Record<string, any> = { ...(await store.get<Record<string, any>>(`run:${taskId}`))!, bootId: 'boot_sweeper' };
+    await store.set(`run:${taskId}`, claimed);
+    process.kill(claimed.process.pid, 'SIGKILL');
+    await waitFor(() => noneMarked([taskId]), { what: 'the agent to be gone' });
+    // A saw its agent killed by no stop of its own; it must not write that as the run's end.
+    for (let i = 0; i < 8; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      expect((await store.get<Record<string, any>>(`run:${taskId}`))!.status).toBe('running');
+    }
+    await store.set(`run:${taskId}`, {
+      ...claimed,
+      status: 'interrupted',
+      endedAt: new Date().toISOString(),
+      durationMs: 1,
+      error: { code: 'interrupted', message: 'x' },
+    });
+    // A's waiters and followers get the end the sweeper recorded.
+    expect(await a.waitEnded(taskId, 10_000)).toMatchObject({ status: 'interrupted' });
   });
 
   it('a cancel its owner does not hear is 503 run_owner_unreachable; once it listens again, the cancel works', async () => {

@@ -13,6 +13,10 @@ import type { LiveRun } from './live-run';
 import type { RunRecords } from './records';
 import type { RunTokens } from './tokens';
 
+/** How long, and how often, a run another instance took over is read until it has ended. */
+const TAKEN_OVER_WAIT_MS = 60_000;
+const TAKEN_OVER_POLL_MS = 250;
+
 export interface RunEndingDeps {
   records: RunRecords;
   sessions: SessionBook;
@@ -58,9 +62,27 @@ export class RunEnding {
     this.$.tokens.revoke(taskId);
     await reservation.release();
     await live.processSaved?.catch(() => undefined);
-    const change = (r: StoredRun) => (r.status === 'running' ? owe({ ...r, ...fields }, 'run.ended', fields.endedAt) : undefined);
-    const inTime = await this.$.records.finish(taskId, change, (final) => this.announce(live, final, end.output));
+    // Only while this instance owns it: one that took it over (this one was cut off) ends it.
+    const change = (r: StoredRun) => (r.status === 'running' && r.bootId === record.bootId ? owe({ ...r, ...fields }, 'run.ended', fields.endedAt) : undefined);
+    const stored = (final: StoredRun) => (final.status === 'running' ? this.takenOver(live, end.output) : this.announce(live, final, end.output));
+    const inTime = await this.$.records.finish(taskId, change, stored);
     if (!inTime) live.reject(new StorageError(`the final record of ${taskId} could not be stored yet; it is retried`));
+  }
+
+  /**
+   * Another instance took the run over (this one's lease ran out) and is ending it: its final
+   * record is awaited, then told here too, to this instance's waiters and followers.
+   */
+  private async takenOver(live: LiveRun, output: ProcessOutput): Promise<void> {
+    for (let waited = 0; waited < TAKEN_OVER_WAIT_MS; waited += TAKEN_OVER_POLL_MS) {
+      await new Promise((resolve) => setTimeout(resolve, TAKEN_OVER_POLL_MS));
+      const final = await this.$.records.find(live.taskId).catch(() => undefined);
+      if (final && final.status !== 'running') return this.announce(live, final, output);
+    }
+    this.$.log(`${live.taskId} was taken over by another instance, which has not ended it yet`);
+    this.$.records.untrack(live.taskId);
+    this.$.forget(live.taskId);
+    live.reject(new StorageError(`${live.taskId} was taken over by another instance`));
   }
 
   /** The final record is durable: now its output, timeline end, webhooks and waiters are told. */

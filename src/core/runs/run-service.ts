@@ -82,7 +82,8 @@ export class RunService {
   /** Interrupts the runs that gone instances left `running` (an earlier boot's, at start-up). */
   takeOver(isGone: (owner: string | undefined) => Promise<boolean>): Promise<number> {
     const { events, webhooks, sessions, log } = this.o;
-    return takeOverRuns({ records: this.records, events, webhooks, sessions, log, isGone, instanceId: this.bootId, isLive: (id) => this.live.has(id) });
+    const shared = this.o.fleet.shared;
+    return takeOverRuns({ records: this.records, events, webhooks, sessions, log, isGone, shared, instanceId: this.bootId, isLive: (id) => this.live.has(id) });
   }
 
   /** Acts on another instance's request about a run of this one. */
