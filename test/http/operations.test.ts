@@ -128,3 +128,14 @@ describe('GET /metrics', () => {
     await receiver.close();
   });
 });
+
+describe("the status page's icon", () => {
+  it('is an SVG at /favicon.ico, linked by the page, behind the same gate', async () => {
+    const host = await createTestHost();
+    const icon = await host.request('GET', '/favicon.ico');
+    expect([icon.status, icon.headers.get('content-type')]).toEqual([200, 'image/svg+xml']);
+    expect(await icon.text()).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect(await (await host.request('GET', '/')).text()).toContain('<link rel="icon" href="favicon.ico" type="image/svg+xml">');
+    expect((await host.request('GET', '/favicon.ico', { remote: '203.0.113.9' })).status).toBe(401);
+  });
+});

@@ -20,7 +20,7 @@ const OWN_HEADERS = new Set([
 
 /** JSON-RPC calls in one MCP batch, at most. */
 const MCP_BATCH = 20;
-import { statusPage, statusPageScript } from '../status-page';
+import { statusPage, statusPageIcon, statusPageScript } from '../status-page';
 
 /** The service itself: agent checks, workspaces, the status page, MCP. */
 export const SERVICE_ROUTES: Route[] = [
@@ -75,6 +75,16 @@ export const SERVICE_ROUTES: Route[] = [
       doc: { summary: "The status page's script", responses: { 200: { description: 'text/javascript' } }, problems: [] },
     },
     async () => statusPageScript(),
+  ),
+  route(
+    {
+      name: 'page.icon',
+      method: 'GET',
+      path: '/favicon.ico',
+      auth: 'caller',
+      doc: { summary: "The status page's icon", responses: { 200: { description: 'image/svg+xml' } }, problems: [] },
+    },
+    async () => statusPageIcon(),
   ),
   route(
     {

@@ -2,6 +2,7 @@
 import { Response } from '@whatwg-node/fetch';
 // Real files, built in as text (tsup.config.ts, and Vite's own `?raw` in the tests).
 import APP from './app.js?raw';
+import ICON from './favicon.svg?raw';
 import HTML from './page.html?raw';
 
 /**
@@ -22,6 +23,11 @@ const SECURITY_HEADERS = {
 
 export function statusPage(): Response {
   return new Response(HTML, { status: 200, headers: { 'content-type': 'text/html; charset=utf-8', ...SECURITY_HEADERS } });
+}
+
+/** Its icon, an SVG (browsers ask for `/favicon.ico` and take whatever image it is). */
+export function statusPageIcon(): Response {
+  return new Response(ICON, { status: 200, headers: { 'content-type': 'image/svg+xml', ...SECURITY_HEADERS, 'cache-control': 'max-age=86400' } });
 }
 
 export function statusPageScript(): Response {
