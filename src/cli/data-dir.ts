@@ -42,7 +42,7 @@ function stateHome(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string {
  * Moves the store of versions before 0.2 (`./.headless`, inside the workspace) to the default
  * folder, once; where that folder already holds a store it is left alone. Returns what to log.
  */
-export function migrateOldStore(dir: DataDir, cwd: string): string | undefined {
+function migrateOldStore(dir: DataDir, cwd: string): string | undefined {
   const old = join(cwd, '.headless');
   if (!dir.isDefault || !existsSync(join(old, STORE))) return undefined;
   if (existsSync(join(dir.path, STORE))) {
@@ -89,7 +89,7 @@ export interface DataDirClaim {
  * Marks the folder as this daemon's. A folder whose daemon is still alive is refused: two
  * daemons on one SQLite store would each take the other's runs for interrupted ones.
  */
-export function claimDataDir(path: string): DataDirClaim | { refused: string } {
+function claimDataDir(path: string): DataDirClaim | { refused: string } {
   mkdirSync(path, { recursive: true, mode: 0o700 });
   const holder = readDaemonFile(path)?.pid;
   if (holder && holder !== process.pid && processAlive(holder)) {

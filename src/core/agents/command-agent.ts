@@ -27,7 +27,7 @@ const PLACEHOLDER = /\{(prompt|resumeId|agentSessionId|workspacePath)\}/g;
  * such as `{promt}` passes the braces through, so the prompt never reaches the agent), or no
  * `{prompt}` at all. `doctor` reports these.
  */
-export function definitionProblems(name: string, definition: CommandAgentDefinition): string[] {
+function definitionProblems(name: string, definition: CommandAgentDefinition): string[] {
   const problems: string[] = [];
   for (const key of ['args', 'resumeArgs', 'stdin'] as const) {
     for (const [, word] of [definition[key] ?? []]

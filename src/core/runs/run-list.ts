@@ -4,7 +4,7 @@ import type { StoredRun } from '../types';
 import type { RunRecords } from './records';
 
 /** A filtered list reads at most this many runs for one page; the cursor goes on from where it stopped. */
-export const FILTER_SCAN_MAX = 2000;
+const FILTER_SCAN_MAX = 2000;
 
 export interface ListQuery {
   workspaceId: string;
