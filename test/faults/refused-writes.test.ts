@@ -147,6 +147,9 @@ describe.each([
     store.state.refuse = refusing(kind, crash);
     const first = await hostOn(store);
     const outcome = await workload(first);
+    // The refused write may be the last one the workload makes (a delivery's result): wait for it,
+    // however slow the machine, before the service is closed under it.
+    await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 30_000, what: `a write of kind "${kind}"` });
     await first.close();
     expect(store.state.refused.length).toBeGreaterThan(0);
     store.state.refuse = undefined;
