@@ -15,6 +15,9 @@ const PACKAGES = {
   qwen: '@qwen-code/qwen-code',
   opencode: 'opencode-ai',
   copilot: '@github/copilot',
+  goose: '@aaif/goose-binary-linux-x64',
+  // Its successor @ampcode/cli ships no working Linux x64 build yet (docs/agents.md).
+  amp: '@sourcegraph/amp',
 };
 const pinned = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).devDependencies;
 const npm = (args, cwd) => execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -46,14 +46,17 @@ describe('headless-run-webhook doctor', () => {
     const ws = dir();
     mkdirSync(join(ws, '.codex'));
     writeFileSync(join(ws, '.codex/config.toml'), 'model_provider = "local"\n');
+    // goose's npm package names its binary for its platform: the docs say to link it as `goose`.
+    const links = dir();
+    symlinkSync(join(REAL_BIN, 'goose-binary-linux-x64'), join(links, 'goose'));
     const r = await doctor(
       {
         workspaces: [
           {
             id: 'ws',
             path: ws,
-            agents: ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'],
-            env: { PATH: `${REAL_BIN}${delimiter}${process.env.PATH}`, HOME: ws },
+            agents: ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose', 'amp'],
+            env: { PATH: [links, REAL_BIN, process.env.PATH].join(delimiter), HOME: ws, AMP_API_KEY: 'set' },
           },
         ],
       },
@@ -62,14 +65,17 @@ describe('headless-run-webhook doctor', () => {
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout) as { workspaces: Array<{ workspaceId: string; agents: Array<Record<string, any>> }> };
     const checks: Record<string, Record<string, any>> = Object.fromEntries(report.workspaces[0]!.agents.map((a) => [a.agent, a]));
-    expect(Object.keys(checks).sort()).toEqual(['claude', 'codex', 'copilot', 'gemini', 'opencode', 'qwen']);
+    expect(Object.keys(checks).sort()).toEqual(['amp', 'claude', 'codex', 'copilot', 'gemini', 'goose', 'opencode', 'qwen']);
     for (const check of Object.values(checks)) {
       expect(check, check.agent).toMatchObject({ configured: true, canRun: true, unknownFlags: [] });
-      expect(check.path).toContain(REAL_BIN);
+      expect(check.path).toContain(check.agent === 'goose' ? links : REAL_BIN);
       expect(check.version).toMatch(/\d+\.\d+/);
     }
     expect(checks.claude).toMatchObject({ version: '2.1.328 (Claude Code)', isAgent: true, credentials: ['ANTHROPIC_API_KEY'] });
     expect(checks.codex).toMatchObject({ isAgent: true, credentials: ['~/.codex/config.toml'] });
+    // amp accepts --dangerously-allow-all without listing it in --help (the real-CLI tier proves it).
+    expect(checks.amp).toMatchObject({ credentials: ['AMP_API_KEY'], problems: [] });
+    expect(checks.goose).toMatchObject({ version: '1.52.0', isAgent: true });
     expect(checks.gemini).toMatchObject({ credentials: [] });
     expect(checks.gemini!.problems.join()).toMatch(/no credentials found: set GEMINI_API_KEY.*unless it is configured another way/);
   });

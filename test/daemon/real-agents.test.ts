@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import { type Daemon, api, cleanupDaemons, startDaemon, waitRun } from '../helpe
 
 // HEADLESS_REAL_CLI_BIN: other builds of the CLIs (npm run test:latest-clis puts the newest there).
 const BIN = process.env.HEADLESS_REAL_CLI_BIN || resolve(__dirname, '../../node_modules/.bin');
-const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'] as const;
+const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose'] as const;
 type Real = (typeof REAL)[number];
 
 /** Workspaces, one per behaviour of the mock; `wipe` has a HOME the tests can wipe; `flaky` drops every other stream. */
@@ -24,12 +25,17 @@ type Mode = keyof typeof MODES;
 let mock: MockModel;
 let daemon: Daemon;
 let root: string;
+/** The PATH of every run: BIN, after a folder with the `goose` link (goose's npm package names its binary for its platform). */
+let PATH: string;
 const homes = {} as Record<Mode, string>;
 const paths = {} as Record<Mode, string>;
 
 beforeAll(async () => {
   mock = await startMockModel();
   root = mkdtempSync(join(tmpdir(), 'hrw-real-'));
+  mkdirSync(join(root, 'bin'));
+  symlinkSync(join(BIN, 'goose-binary-linux-x64'), join(root, 'bin', 'goose'));
+  PATH = [join(root, 'bin'), BIN, process.env.PATH].join(delimiter);
   const workspaces: Array<Record<string, unknown>> = (Object.keys(MODES) as Mode[]).map((mode) => {
     homes[mode] = join(root, `home-${mode}`);
     paths[mode] = join(root, `ws-${mode}`);
@@ -38,14 +44,14 @@ beforeAll(async () => {
     return {
       id: mode,
       path: paths[mode],
-      agents: [...REAL],
-      env: { ...mockEnv(homes[mode], mock.url, MODES[mode]), PATH: `${BIN}${delimiter}${process.env.PATH}` },
+      agents: [...REAL, 'amp'],
+      env: { ...mockEnv(homes[mode], mock.url, MODES[mode]), PATH },
     };
   });
   // No credentials and a HOME with no agent config at all.
   const bare = join(root, 'home-bare');
   mkdirSync(bare);
-  workspaces.push({ id: 'bare', path: bare, agents: ['codex'], env: { HOME: bare, PATH: `${BIN}${delimiter}${process.env.PATH}` } });
+  workspaces.push({ id: 'bare', path: bare, agents: ['codex'], env: { HOME: bare, PATH } });
   const daemonDir = join(root, 'daemon');
   mkdirSync(daemonDir);
   const config = join(daemonDir, 'headless.config.json');
@@ -98,6 +104,12 @@ const REASONS: Record<Real, { e401: RegExp; e500: RegExp; nocreds: RegExp; unkno
     nocreds: /Authentication failed with provider|No authentication information found/,
     unknownResume: /No session, task, or name matched/,
   },
+  goose: {
+    e401: /Authentication failed for .*401 Unauthorized/,
+    e500: /Ran into this error: Server error.*500 Internal Server Error/,
+    nocreds: /No provider configured/,
+    unknownResume: /No session found with name 'headless-ses_[\w-]+'$/,
+  },
 };
 
 /**
@@ -111,6 +123,8 @@ const TOOL_EVENTS: Record<Exclude<Real, 'codex'>, { name: string; status: string
   opencode: { name: 'write', status: 'succeeded' },
   qwen: { name: 'write', status: 'failed' },
   copilot: { name: 'write', status: 'failed' },
+  // goose's own `write` takes `path`, not opencode's `filePath`.
+  goose: { name: 'write', status: 'failed' },
 };
 
 describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
@@ -184,6 +198,45 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
     const again = await run('wipe', { resumeId: first.resumeId, prompt: 'again' });
     expect(again.status).toBe('failed');
     expect(again.error.message).toMatch(reasons.unknownResume);
+  });
+});
+
+/**
+ * Amp asks its own service (AMP_URL) who the key belongs to before any model call, so only its
+ * refusals can be driven locally; its success path is held to its documented shape by the fake.
+ */
+describe('amp (the real CLI) through the daemon, as far as it runs without its service', () => {
+  it('rejects an unknown option, so a run that reaches its service proves the adapter’s flags are all accepted', () => {
+    const r = spawnSync(join(BIN, 'amp'), ['--execute', '--stream-json', '--no-such-flag'], {
+      input: 'x',
+      encoding: 'utf8',
+      env: { ...process.env, TERM: 'dumb' },
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/unknown option '--no-such-flag'/);
+  });
+
+  it('a refused key (401) is failed with amp’s reason, after its service was asked, and its Session is not resumable', async () => {
+    const before = mock.requests.length;
+    const record = await run('e401', { agent: 'amp', prompt: 'hello', wait: true });
+    expect(record).toMatchObject({ status: 'failed', exitCode: 1 });
+    expect(record.error.message).toMatch(/Invalid or missing API key/);
+    expect(mock.requests.slice(before).some((r) => r.protocol === 'amp' && r.key === 'mock-401')).toBe(true);
+    expect(await session(record.resumeId)).toMatchObject({ resumable: false });
+  });
+
+  it('a failing service (500) is failed with amp’s reason', async () => {
+    const record = await run('e500', { agent: 'amp', prompt: 'hello', wait: true });
+    expect(record).toMatchObject({ status: 'failed', exitCode: 1 });
+    expect(record.error.message).toMatch(/Amp server returned an error/);
+  });
+
+  it('no credentials: refused at once with spawn_failed (amp would wait at a login prompt)', async () => {
+    const res = await api(daemon, 'POST', '/api/workspaces/nocreds/headless', { agent: 'amp', prompt: 'hello', wait: true });
+    const body = (await res.json()) as Record<string, any>;
+    expect(res.status).toBe(500);
+    expect(body).toMatchObject({ code: 'spawn_failed' });
+    expect(body.detail).toMatch(/amp: it has no credentials.*AMP_API_KEY/);
   });
 });
 

@@ -26,15 +26,19 @@ interface Transcript {
   resume: Recorded;
   refused: Recorded;
   unknownResume: Recorded;
+  /** goose and amp: a failing model or service (500). */
+  failing?: Recorded;
+  /** goose: no provider configured. */
+  noProvider?: Recorded;
 }
 
-const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot'];
+const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose'];
 const DIR = resolve(__dirname, '../fixtures/transcripts');
 const transcript = (cli: string): Transcript => JSON.parse(readFileSync(join(DIR, `${cli}.json`), 'utf8')) as Transcript;
 
 function judge(cli: string, recorded: Recorded, resumeId?: string) {
   const adapter = BUILTIN_AGENTS.find((a) => a.name === cli)!;
-  const parser = adapter.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1', agentSessionId: resumeId });
+  const parser = adapter.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_record', agentSessionId: resumeId });
   const events: AgentEvent[] = [];
   for (const line of recorded.stdout) events.push(...(parser.line(line) ?? []));
   const verdict = parser.finish(recorded.exitCode);
@@ -50,6 +54,7 @@ const REFUSED: Record<string, RegExp> = {
   qwen: /API Error: 401/,
   opencode: /APIError: Incorrect API key/,
   copilot: /Authentication failed with provider/,
+  goose: /Authentication failed for .*401 Unauthorized/,
 };
 const UNKNOWN_RESUME: Record<string, RegExp> = {
   claude: /No conversation found with session ID/,
@@ -58,6 +63,7 @@ const UNKNOWN_RESUME: Record<string, RegExp> = {
   qwen: /No saved session found/,
   opencode: /Session not found/,
   copilot: /No session, task, or name matched/,
+  goose: /^The agent exited with code 1: Error: No session found with name 'headless-ses_unknown'$/,
 };
 
 describe.each(REAL)('%s: the parser on the real CLI’s recorded output', (cli) => {
@@ -157,6 +163,23 @@ describe('tool calls in each agent’s documented shape become tool events, with
       [tool('bash', 'started', 'k1'), tool('bash', 'succeeded', 'k1')],
     ],
     [
+      'goose',
+      [
+        {
+          type: 'message',
+          message: {
+            role: 'assistant',
+            content: [{ type: 'toolRequest', id: 'c1', toolCall: { status: 'success', value: { name: 'shell', arguments: { command: 'ls' } } } }],
+          },
+        },
+        {
+          type: 'message',
+          message: { role: 'user', content: [{ type: 'toolResponse', id: 'c1', toolResult: { status: 'success', value: { content: [], isError: true } } }] },
+        },
+      ],
+      [tool('shell', 'started', 'c1'), tool('shell', 'failed', 'c1')],
+    ],
+    [
       'cursor',
       [
         { type: 'tool_call', subtype: 'started', call_id: 'u1', tool_call: { shellToolCall: { args: { command: 'ls' } } } },
@@ -203,6 +226,29 @@ describe('what the transcripts showed, beyond them', () => {
       1,
     );
     expect(verdict.error).toContain('connection refused');
+  });
+
+  it('goose: a failing model (500) is a reply from goose itself with exit 0: failed with its reason, never answered', () => {
+    const { verdict, outcome, events } = judge('goose', transcript('goose').failing!);
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error!.message).toMatch(/^Ran into this error: Server error.*500 Internal Server Error/);
+    expect(verdict.answered).toBe(false);
+    expect(events.some((e) => e.type === 'message')).toBe(false);
+  });
+
+  it('goose: with no provider configured, the reason it prints on stdout as text is the run’s', () => {
+    const { outcome } = judge('goose', transcript('goose').noProvider!);
+    expect(outcome.error!.message).toBe("The agent exited with code 1: No provider configured. Run 'goose configure' first.");
+  });
+
+  it.each([
+    ['refused', /Invalid or missing API key/],
+    ['failing', /Amp server returned an error/],
+  ] as const)('amp: its service %s: failed with the reason it printed', (name, reason) => {
+    const { verdict, outcome } = judge('amp', transcript('amp')[name]!);
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error!.message).toMatch(reason);
+    expect(verdict.answered).toBe(false);
   });
 
   it('claude-style: an error_during_execution result carries errors[] as the reason', () => {

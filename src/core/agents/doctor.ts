@@ -76,7 +76,9 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     if (usage.timedOut) {
       check.problems.push(`"${command} ${adapter.help.join(' ')}" did not answer within 60 s (a busy machine?): its flags could not be checked`);
     } else {
-      check.unknownFlags = [...new Set(invocations.flatMap((i) => flagsOf(i.args)))].filter((flag) => !listed(usage.output, flag));
+      check.unknownFlags = [...new Set(invocations.flatMap((i) => flagsOf(i.args)))].filter(
+        (flag) => !listed(usage.output, flag) && !adapter.unlistedFlags?.includes(flag),
+      );
       if (check.unknownFlags.length > 0) {
         check.problems.push(`this version (${check.version ?? 'unknown'}) does not list ${check.unknownFlags.join(', ')}: upgrade ${adapter.name}`);
       }

@@ -90,6 +90,8 @@ export interface AgentAdapter {
   setupProblems?: string[];
   /** Arguments that print the usage of its headless mode; `doctor` checks the flags it passes are there. */
   help?: string[];
+  /** Flags it accepts but its usage does not list (the real-CLI tier proves they are accepted); `doctor` does not ask for them. */
+  unlistedFlags?: string[];
   invocation(input: AgentRunInput): AgentInvocation;
   parser(input: AgentRunInput): AgentOutputParser;
 }

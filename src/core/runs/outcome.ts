@@ -70,6 +70,8 @@ const MAX_REASON = 500;
 export function reasonFromStderr(stderr: string): string | undefined {
   const lines = stderr
     .replace(ANSI, '')
+    // A Rust program's backtrace (RUST_BACKTRACE=1) follows its message.
+    .split(/^Stack backtrace:$/m)[0]!
     .split(/\r?\n/)
     .map((line) => line.trim())
     // Stack frames and lone brackets say nothing about why.

@@ -4,6 +4,8 @@ import { agent } from './define';
 export const amp = agent('amp', {
   // Without credentials amp prints a login prompt and waits forever, even with stdin closed.
   credentials: { env: ['AMP_API_KEY'], files: ['.local/share/amp/secrets.json'], required: true },
+  // Accepted (amp refuses unknown options) but missing from `amp --help`.
+  unlistedFlags: ['--dangerously-allow-all'],
   run: (input) => ({
     args: [
       ...(input.agentSessionId === undefined ? [] : ['threads', 'continue', input.agentSessionId]),

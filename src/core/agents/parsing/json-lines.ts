@@ -82,6 +82,8 @@ export interface ParserSpec {
   onEvent(event: Json, state: ParseState, emit: Emit): void;
   /** The failure when the process exited 0 but printed no final event; absent: exit 0 is enough. */
   noFinal?: string;
+  /** Learns from a line that is not a JSON event (a CLI that prints some errors as text). */
+  onText?(line: string, state: ParseState): void;
 }
 
 /** A parser over JSON lines; the verdict combines the final event with the exit code. */
@@ -91,7 +93,10 @@ export function jsonLinesParser(spec: ParserSpec): () => AgentOutputParser {
     return {
       line(line) {
         const event = parseJson(line);
-        if (!event) return [];
+        if (!event) {
+          spec.onText?.(line, state);
+          return [];
+        }
         const events: AgentEvent[] = [];
         spec.onEvent(event, state, (e) => events.push(e));
         return events;
