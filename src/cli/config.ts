@@ -4,7 +4,7 @@ import * as v from 'valibot';
 import { BUILTIN_AGENTS } from '../core/agents/builtins';
 import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../contract/ids';
-import type { Workspace } from '../core/types';
+import type { QueueSettings, Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
 import { nearest } from '../core/util/text';
 import type { WebhookOptions } from '../core/delivery/targets';
@@ -37,6 +37,9 @@ const AgentSchema = v.strictObject({
 
 const webhookEvents = v.optional(v.pipe(v.array(v.picklist(WEBHOOK_EVENTS)), v.minLength(1)));
 
+const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
+const QueueSchema = v.strictObject({ max: v.optional(positiveInt), ttlMs: v.optional(positiveInt) });
+
 const WorkspaceSchema = v.strictObject({
   id: v.pipe(v.string(), v.regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)),
   path: v.pipe(v.string(), v.minLength(1)),
@@ -46,9 +49,8 @@ const WorkspaceSchema = v.strictObject({
   defaultAgent: v.optional(v.string()),
   env: v.optional(v.record(v.string(), v.string())),
   webhook: v.optional(v.strictObject({ url: v.string(), secret: v.optional(v.string()), events: webhookEvents })),
+  queue: v.optional(v.union([QueueSchema, v.literal(false)])),
 });
-
-const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
 
 const WebhooksSchema = v.strictObject({
   secret: v.optional(v.string()),
@@ -61,6 +63,7 @@ const WebhooksSchema = v.strictObject({
 
 export const ConfigSchema = v.strictObject({
   maxConcurrentRuns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  queue: v.optional(QueueSchema),
   defaultAgent: v.optional(v.string()),
   publicHosts: v.optional(stringList),
   localCallers: v.optional(v.picklist(['trusted', 'token'])),
@@ -74,6 +77,7 @@ export const ConfigSchema = v.strictObject({
 
 export interface DaemonConfig {
   maxConcurrentRuns?: number;
+  queue?: QueueSettings;
   defaultAgent?: string;
   publicHosts?: string[];
   localCallers?: 'trusted' | 'token';
@@ -201,6 +205,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
   }
   return {
     maxConcurrentRuns: config.maxConcurrentRuns,
+    queue: config.queue,
     defaultAgent: config.defaultAgent,
     publicHosts: config.publicHosts,
     localCallers: config.localCallers,

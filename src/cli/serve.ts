@@ -161,6 +161,7 @@ export async function serve(argv: string[]): Promise<void> {
       adminToken,
       localCallers: config.localCallers,
       maxConcurrentRuns: config.maxConcurrentRuns,
+      queue: config.queue,
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
       logger,

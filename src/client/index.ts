@@ -7,7 +7,7 @@ import { unixSocketFetch } from './unix';
 
 export { HeadlessError, type ClientErrorCode } from './http';
 import type { StartBody } from '../contract/requests';
-import type { InboxItem, RunRecord, RunStatus, SessionView } from '../contract/records';
+import { type InboxItem, type RunRecord, type RunStatus, type SessionView, hasEnded } from '../contract/records';
 
 /**
  * The typed client of the HTTP API (docs/client.md). Every answer is checked against the
@@ -173,7 +173,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
     }
     for (;;) {
       const record = await get(taskId);
-      if (record.status !== 'running' || o.signal?.aborted) return record;
+      if (hasEnded(record.status) || o.signal?.aborted) return record;
       await sleep(o.pollMs ?? 1000, o.signal);
     }
   }

@@ -39,6 +39,8 @@ export const RunRecordSchema = v.pipe(
     agent: v.string(),
     mode: v.picklist(['async', 'sync']),
     status: v.picklist(RUN_STATUSES),
+    queuePosition: v.optional(v.number()),
+    startedAt: v.optional(v.string()),
     createdAt: v.string(),
     endedAt: nullableString,
     durationMs: nullableNumber,
@@ -57,7 +59,12 @@ export const RunRecordSchema = v.pipe(
 
 export const ProcessOutputSchema = v.object({ stdout: v.string(), stderr: v.string(), truncated: v.boolean() });
 
-export const StartAcceptedSchema = v.object({ taskId: v.string(), resumeId: v.string(), status: v.literal('running') });
+export const StartAcceptedSchema = v.object({
+  taskId: v.string(),
+  resumeId: v.string(),
+  status: v.picklist(['running', 'queued']),
+  queuePosition: v.optional(v.number()),
+});
 
 export const SyncResultSchema = v.object({ ...RunRecordSchema.entries, output: ProcessOutputSchema });
 

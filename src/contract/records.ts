@@ -1,10 +1,13 @@
 /** The records the API shows: runs, Sessions, Inbox items, webhook deliveries. */
 
-export const RUN_STATUSES = ['running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted'] as const;
+export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted', 'expired'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
+/** Not ended yet: waiting in the queue, or running. Every other status is final. */
+export const hasEnded = (status: RunStatus): boolean => status !== 'queued' && status !== 'running';
+
 /** The types of a run's events (docs/http-api.md: Follow a run). */
-export const RUN_EVENT_TYPES = ['run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended'] as const;
+export const RUN_EVENT_TYPES = ['run.queued', 'run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended'] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 
 /** The events a webhook can be told of. */
@@ -30,6 +33,10 @@ export interface RunRecord {
   timeoutMs: number;
   exitCode: number | null;
   signal: string | null;
+  /** While `queued`: its place in the queue, 1 being the next to start. */
+  queuePosition?: number;
+  /** When it left the queue and its agent was started (only for a run that was queued). */
+  startedAt?: string;
   /** The label given at start, if any. */
   title?: string;
   /** The string pairs given at start, if any (at most 16); the list filters by them. */

@@ -68,6 +68,8 @@ export const StartBody = v.strictObject(
       TIMEOUT_DEFAULT,
     ),
     wait: v.optional(v.boolean('invalid_body'), false),
+    /** With `resumeId` and a queue: wait in the queue while the Session is busy, instead of `409 session_busy`. */
+    waitForSession: v.optional(v.boolean('invalid_body')),
     title: v.optional(
       v.pipe(
         v.string('invalid_body'),

@@ -5,7 +5,7 @@ import type { WebhookOptions } from './delivery/targets';
 import type { Authorize } from './http/auth';
 import type { Spawner } from './process/spawner';
 import type { HeadlessLogger } from './logger';
-import type { Workspace } from './types';
+import type { QueueSettings, Workspace } from './types';
 import type { WorkspaceResolver } from './workspaces';
 
 export interface HeadlessHandlerOptions {
@@ -28,6 +28,8 @@ export interface HeadlessHandlerOptions {
   localCallers?: 'trusted' | 'token';
   /** Runs allowed at once on this host, sync runs included. @default 4 */
   maxConcurrentRuns?: number;
+  /** Queue starts that find every slot busy, instead of `429` (docs/queue-and-schedules.md); a workspace may set its own. @default none */
+  queue?: QueueSettings;
   /** The installation default agent. @default none */
   defaultAgent?: string;
   /** Extra Host names accepted by the default gate (behind a TLS proxy). @default [] */

@@ -10,6 +10,7 @@ export function publicRecord(stored: StoredRun): RunRecord {
     deliveries: _deliveries,
     deliveryDueAt: _due,
     agentSessionId: _agentSession,
+    queued: _queued,
     ...record
   } = stored;
   return record;

@@ -13,6 +13,7 @@ import { createMetrics } from './telemetry/metrics';
 import { fanOut } from './telemetry/observer';
 import type { HeadlessHandlerOptions } from './options';
 import { createExecaSpawner } from './process/spawner';
+import { checkQueueSettings } from './queue/queue-policy';
 import { Retention } from './retention';
 import { Admission } from './runs/admission';
 import { RunRecords } from './runs/records';
@@ -54,7 +55,11 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
   const metrics = createMetrics();
   const observe = fanOut([logObserver(logger), metrics.observer], (error) => log('an observer failed', error));
   const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, observe, workspace: (id) => workspaces.find(id) });
-  for (const ws of workspaces.all() ?? []) webhooks.checkWorkspace(ws);
+  checkQueueSettings(options.queue, 'queue');
+  for (const ws of workspaces.all() ?? []) {
+    webhooks.checkWorkspace(ws);
+    checkQueueSettings(ws.queue, `workspace "${ws.id}": queue`);
+  }
   const admission = new Admission({
     registry,
     sessions,
@@ -78,6 +83,8 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     baseEnv: env,
     log,
     observe,
+    queue: options.queue,
+    workspace: (id) => workspaces.require(id),
   });
   const retentionDays = options.retentionDays ?? 30;
   if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
@@ -134,6 +141,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     { start: () => inbox.load() },
     { start: () => runs.load(), close: () => runs.shutdown() },
     { start: () => fleet.join({ takeOver, answer: (request) => runs.answer(request), lost: () => runs.abandon() }), close: async () => clearTimeout(retry) },
+    { start: () => runs.startQueue() },
     { start: () => retention.start(), close: () => retention.close() },
   ];
   return {

@@ -1,3 +1,4 @@
+import { hasEnded } from '../contract/records';
 import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import type { HeadlessLogger, Log } from './logger';
 import type { IdempotencyKeys } from './idempotency';
@@ -73,7 +74,7 @@ export class Retention {
         if (this.closed) return pruned;
         const run = await records.find(id);
         // A run still running (only possible with a clock gone backwards) is kept.
-        if (!run || run.status === 'running') continue;
+        if (!run || !hasEnded(run.status)) continue;
         await events.forget(run.taskId);
         await records.forget(run);
         deleted++;

@@ -23,6 +23,26 @@ export interface StoredRun extends RunRecord {
   deliveries?: Delivery[];
   /** The earliest next attempt of a pending delivery, absent when none is pending: what the dispatcher looks up. */
   deliveryDueAt?: number;
+  /** While `queued`: what starting it needs, removed by the write that starts it (the prompt is stored only this long). */
+  queued?: QueuedStart;
+}
+
+/** What a queued run needs to start later, on whichever instance takes it. */
+export interface QueuedStart {
+  prompt: string;
+  /** It resumes a Session that existed before (else its Session was made for it). */
+  resumes: boolean;
+  /** `HEADLESS_API_URL` for the run, as the accepting request saw it. */
+  apiUrl: string;
+  expiresAt: string;
+}
+
+/** A queue for starts that find every slot busy (docs/queue-and-schedules.md). */
+export interface QueueSettings {
+  /** Queued runs at most (per workspace when set on a workspace); beyond, `429 queue_full`. @default 100 */
+  max?: number;
+  /** A run still queued this long after it was accepted ends `expired`. @default 3600000 */
+  ttlMs?: number;
 }
 
 /** One webhook delivery of a run: to one target, for one event. */
@@ -70,6 +90,8 @@ export interface Workspace {
   env?: Record<string, string>;
   /** Told when each run ends (docs/webhooks.md). */
   webhook?: WorkspaceWebhook;
+  /** This workspace's queue, over the installation's; `false`: none here. @default the installation's */
+  queue?: QueueSettings | false;
 }
 
 /** Where a run's webhooks go; kept on the run record from its start. */

@@ -30,7 +30,7 @@ export async function waitEnded<R extends { status?: unknown }>(read: () => Prom
   await waitFor(
     async () => {
       record = await read();
-      return record.status !== 'running';
+      return record.status !== 'running' && record.status !== 'queued';
     },
     { timeoutMs, intervalMs: 25, what: 'the run to end' },
   );

@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { HeadlessClient, RunRecord } from '../../client/index';
-import type { RunStatus } from '../../contract/records';
+import { type RunStatus, hasEnded } from '../../contract/records';
 import { describeEvent, visible } from '../describe';
 import { fail } from '../fail';
 import { CALLER_USAGE, COMMON } from './usage';
@@ -8,7 +8,7 @@ import { CALLER_USAGE, COMMON } from './usage';
 /** What every caller command shares: its options, output, exit codes and the wait for a run's end. */
 
 /** Exit codes a script can branch on. */
-export const EXIT = { succeeded: 0, failed: 1, usage: 2, timed_out: 3, cancelled: 4, interrupted: 5, service: 6, stopped: 130 } as const;
+export const EXIT = { succeeded: 0, failed: 1, usage: 2, timed_out: 3, cancelled: 4, interrupted: 5, service: 6, expired: 7, stopped: 130 } as const;
 
 export const OPTIONS = {
   url: { type: 'string' },
@@ -62,7 +62,7 @@ export function positiveInt(command: string, name: string, value: string | undef
 
 export const workspaceOf = (v: Values) => v.workspace ?? process.env.HEADLESS_WORKSPACE ?? 'default';
 
-export const exitFor = (status: RunStatus): number => (status === 'running' ? EXIT.succeeded : EXIT[status]);
+export const exitFor = (status: RunStatus): number => (hasEnded(status) ? EXIT[status as Exclude<RunStatus, 'queued' | 'running'>] : EXIT.succeeded);
 
 /**
  * Waits for the run's end: a live progress line for people, each event with `follow`. Ctrl-C

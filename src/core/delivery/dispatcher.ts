@@ -1,3 +1,4 @@
+import { hasEnded } from '../../contract/records';
 import { Webhook } from 'standardwebhooks';
 import type { ServiceObserver } from '../telemetry/observer';
 import { StorageError } from '../../contract/problems';
@@ -81,7 +82,7 @@ export class WebhookDispatcher {
     for (const run of await this.o.records.withDueDeliveries()) {
       if (run.bootId !== this.o.instanceId) {
         // A running run is crash recovery's to take over, with its deliveries.
-        if (run.status === 'running' || !(await isGone(run.bootId))) continue;
+        if (!hasEnded(run.status) || !(await isGone(run.bootId))) continue;
         const gone = run.bootId;
         const mine = await this.o.records.update(run.taskId, (r) => (r.bootId === gone ? { ...r, bootId: this.o.instanceId } : undefined));
         if (mine) this.schedule(mine);

@@ -5,7 +5,7 @@ import type { EventPage, RunEventData } from '../../contract/events';
 import { Timeline } from './timeline';
 import { deleteTimeline, loadTimeline, saveTimeline } from './timeline-store';
 import type { HeadlessStore } from '../store/keyv-store';
-import type { RunEventType, RunRecord } from '../../contract/records';
+import { type RunEventType, type RunRecord, hasEnded } from '../../contract/records';
 
 /** A run's event timeline (docs/http-api.md: Follow a run): kept per run, bounded, stored, and followed live. */
 
@@ -71,6 +71,20 @@ export class RunEvents {
   /** Starts the timeline of an admitted run with `run.started`. */
   open(data: RunEventData['run.started']): void {
     const timeline = new Timeline([], false, this.limits);
+    this.live.set(data.taskId, { timeline, writing: Promise.resolve() });
+    this.append(data.taskId, 'run.started', data);
+  }
+
+  /** Stores the timeline of a run accepted into the queue: `run.queued`, read from the store until the run starts. */
+  async queued(data: RunEventData['run.queued']): Promise<void> {
+    const timeline = new Timeline([], false, this.limits);
+    timeline.append('run.queued', data);
+    await saveTimeline(this.o.store, data.taskId, timeline);
+  }
+
+  /** Continues the stored timeline of a queued run this instance took, with `run.started`. */
+  async resume(data: RunEventData['run.started']): Promise<void> {
+    const timeline = await loadTimeline(this.o.store, data.taskId, this.limits);
     this.live.set(data.taskId, { timeline, writing: Promise.resolve() });
     this.append(data.taskId, 'run.started', data);
   }
@@ -148,7 +162,7 @@ export class RunEvents {
    */
   private followRecord(record: RunRecord): Timeline | undefined {
     const live = this.live.get(record.taskId)?.timeline;
-    if (live && !live.ended && record.status !== 'running')
+    if (live && !live.ended && hasEnded(record.status))
       void this.end(record).catch((error: unknown) => this.o.log(`could not end the events of ${record.taskId}`, error));
     return live;
   }
@@ -164,7 +178,7 @@ export class RunEvents {
     if (cached && (!cached.timeline || cached.timeline.ended || Date.now() - cached.at < FOLLOW_POLL_MS)) return cached.loading;
     const loading = loadTimeline(this.o.store, taskId, this.limits).then((timeline) => {
       // The record is the truth: an ended run's timeline ends with it, even if its end was never stored (a crash between the two).
-      if (record.status !== 'running' && !timeline.ended) timeline.append('run.ended', record);
+      if (hasEnded(record.status) && !timeline.ended) timeline.append('run.ended', record);
       return timeline;
     });
     const entry: { loading: Promise<Timeline>; at: number; timeline?: Timeline } = { loading, at: Date.now() };

@@ -55,6 +55,7 @@ export class Admission {
   private active = 0;
   private closed = false;
   private readonly lastAgent = new Map<string, string>();
+  private readonly freed: Array<() => void> = [];
 
   constructor(private readonly o: AdmissionOptions) {}
 
@@ -75,8 +76,18 @@ export class Admission {
     this.closed = true;
   }
 
-  /** Admits a run; `plannedTaskId` is the id an idempotent start chose for it. */
-  async admit(workspace: Workspace, request: StartRequest, plannedTaskId?: string): Promise<Reservation> {
+  /** Slots free now. */
+  get free(): number {
+    return this.o.maxConcurrentRuns - this.active;
+  }
+
+  /** Calls `listener` each time a slot frees. */
+  onFree(listener: () => void): void {
+    this.freed.push(listener);
+  }
+
+  /** The agent a start runs and the Session it resumes, by the documented rules; nothing is held. */
+  async plan(workspace: Workspace, request: StartRequest): Promise<{ adapter: AgentAdapter; known?: SessionState }> {
     this.refuseIfClosed();
     const { registry, sessions } = this.o;
     let adapter = request.agent === undefined ? undefined : registry.check(workspace, request.agent);
@@ -89,8 +100,35 @@ export class Admission {
       env: this.selectionEnv(workspace),
     });
     this.refuseIfClosed();
+    return { adapter, ...(known ? { known } : {}) };
+  }
+
+  /** Admits a run; `plannedTaskId` is the id an idempotent start planned for it. */
+  async admit(workspace: Workspace, request: StartRequest, plannedTaskId?: string): Promise<Reservation> {
+    const { adapter, known } = await this.plan(workspace, request);
     const taskId = plannedTaskId ?? newSortableId('run_');
     const { resumeId, session, claim } = await this.claimSession(workspace, known, adapter, taskId);
+    return this.reserve(adapter, session, resumeId, taskId, claim);
+  }
+
+  /**
+   * Admits a queued run leaving the queue: its Session (a resumed one checked again: it may have
+   * been retired meanwhile), then a slot. Throws `session_busy` or `capacity_reached` when it must
+   * wait on, another problem when it can never start.
+   */
+  async admitQueued(workspace: Workspace, run: { agent: string; resumeId: string; taskId: string; resumes: boolean }): Promise<Reservation> {
+    this.refuseIfClosed();
+    const adapter = this.o.registry.check(workspace, run.agent);
+    const { sessions } = this.o;
+    const known = run.resumes ? await sessions.require(run.resumeId) : undefined;
+    if (!known && !(await sessions.take(run.resumeId, run.taskId))) throw new HttpProblem('session_busy', `Session "${run.resumeId}" has a run in progress.`);
+    const claimed = known ? await this.claimSession(workspace, known, adapter, run.taskId) : undefined;
+    const claim = claimed?.claim ?? once(() => sessions.release(run.resumeId, run.taskId));
+    return this.reserve(adapter, claimed?.session, run.resumeId, run.taskId, claim);
+  }
+
+  /** Takes a slot for a run whose Session is held; without one, the Session is let go. */
+  private async reserve(adapter: AgentAdapter, session: SessionState | undefined, resumeId: string, taskId: string, claim: Held): Promise<Reservation> {
     let slot: Held;
     try {
       slot = this.takeSlot();
@@ -143,6 +181,7 @@ export class Admission {
     this.active += 1;
     return once(async () => {
       this.active -= 1;
+      for (const listener of this.freed) listener();
     });
   }
 

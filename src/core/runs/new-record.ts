@@ -1,9 +1,15 @@
 import type { RunEventData } from '../../contract/events';
 import type { StartRequest } from '../../contract/requests';
-import type { StoredRun, WebhookTarget } from '../types';
+import type { QueuedStart, StoredRun, WebhookTarget } from '../types';
 
 /** What a run's `run.started` event says: who runs where, and its label, if it has one. */
-export function startedEvent(a: { taskId: string; resumeId: string; workspaceId: string; agent: string; request: StartRequest }): RunEventData['run.started'] {
+export function startedEvent(a: {
+  taskId: string;
+  resumeId: string;
+  workspaceId: string;
+  agent: string;
+  request: Pick<StartRequest, 'title' | 'metadata' | 'wait'>;
+}): RunEventData['run.started'] {
   const { title, metadata, wait } = a.request;
   return {
     taskId: a.taskId,
@@ -16,7 +22,7 @@ export function startedEvent(a: { taskId: string; resumeId: string; workspaceId:
   };
 }
 
-/** The `running` record of an admitted run, as it is first stored. */
+/** The `running` record of an admitted run (or the `queued` one of a queued run), as it is first stored. */
 export function newRunRecord(a: {
   taskId: string;
   resumeId: string;
@@ -27,6 +33,8 @@ export function newRunRecord(a: {
   owner: string;
   webhookTargets: WebhookTarget[];
   now: string;
+  /** Queued: what starting it later needs. */
+  queued?: QueuedStart;
 }): StoredRun {
   return {
     taskId: a.taskId,
@@ -34,7 +42,7 @@ export function newRunRecord(a: {
     workspaceId: a.workspaceId,
     agent: a.agent,
     mode: a.request.wait ? 'sync' : 'async',
-    status: 'running',
+    status: a.queued ? 'queued' : 'running',
     createdAt: a.now,
     endedAt: null,
     durationMs: null,
@@ -45,5 +53,6 @@ export function newRunRecord(a: {
     ...(a.request.title === undefined ? {} : { title: a.request.title }),
     ...(a.request.metadata === undefined || Object.keys(a.request.metadata).length === 0 ? {} : { metadata: a.request.metadata }),
     ...(a.webhookTargets.length > 0 ? { webhookTargets: a.webhookTargets } : {}),
+    ...(a.queued ? { queued: a.queued } : {}),
   };
 }

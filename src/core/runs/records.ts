@@ -1,5 +1,5 @@
 import { StorageError } from '../../contract/problems';
-import type { RunStatus } from '../../contract/records';
+import { type RunStatus, hasEnded } from '../../contract/records';
 import type { ProcessOutput } from '../process/spawner';
 import { Collection } from '../store/collection';
 import type { HeadlessStore } from '../store/keyv-store';
@@ -78,7 +78,22 @@ export class RunRecords {
   /** Stores a new `running` record of a run this instance runs. */
   async create(record: StoredRun): Promise<void> {
     await this.put(record);
+    this.track(record);
+  }
+
+  /** Stores a new `queued` record: any instance may take it. */
+  async add(record: StoredRun): Promise<void> {
+    await this.put(record);
+  }
+
+  /** This instance runs it from now on (a queued run it took). */
+  track(record: StoredRun): void {
     this.tracked.set(record.taskId, record);
+  }
+
+  /** The ids of the runs in `status`, oldest first. */
+  async inStatus(status: RunStatus): Promise<string[]> {
+    return (await this.runs.inBucket(status)).sort();
   }
 
   /** The latest durable record of a run this instance runs. */
@@ -131,7 +146,7 @@ export class RunRecords {
 
   private remember(record: StoredRun): void {
     if (this.tracked.has(record.taskId)) this.tracked.set(record.taskId, record);
-    if (record.status === 'running' || this.o.shared) this.cache.delete(record.taskId);
+    if (!hasEnded(record.status) || this.o.shared) this.cache.delete(record.taskId);
     else this.cache.set(record.taskId, record);
   }
 
@@ -196,7 +211,7 @@ export class RunRecords {
     const known = this.cache.get(taskId);
     if (known) return known;
     const stored = await this.runs.get(taskId);
-    if (stored && stored.status !== 'running' && !this.o.shared && !this.chains.has(taskId)) this.cache.set(taskId, stored);
+    if (stored && hasEnded(stored.status) && !this.o.shared && !this.chains.has(taskId)) this.cache.set(taskId, stored);
     return stored;
   }
 

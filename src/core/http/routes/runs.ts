@@ -1,3 +1,4 @@
+import { type RunRecord, hasEnded } from '../../../contract/records';
 import { HttpProblem, problemBody, problemHeaders } from '../../../contract/problems';
 import { ANSWERS } from '../../../contract/answers';
 import { EventsQuery, ListQuery, OutputQuery, StartBody, parseEventsQuery, parseListQuery, parseOutputQuery, parseStartBody } from '../../../contract/requests';
@@ -7,6 +8,14 @@ import { eventStreamResponse } from '../event-stream';
 import { type Route, answer, json, route } from '../router';
 
 /** Runs: start, list, read, output, events, cancel. */
+/** The `202` of a start: the run's ids and status, and its place if it was queued. */
+const accepted = (r: RunRecord) => ({
+  taskId: r.taskId,
+  resumeId: r.resumeId,
+  status: r.status,
+  ...(r.queuePosition === undefined ? {} : { queuePosition: r.queuePosition }),
+});
+
 export const RUN_ROUTES: Route[] = [
   route(
     {
@@ -47,6 +56,7 @@ export const RUN_ROUTES: Route[] = [
           'unsupported_media_type',
           'idempotency_key_reused',
           'capacity_reached',
+          'queue_full',
           'spawn_failed',
           'shutting_down',
         ],
@@ -59,8 +69,7 @@ export const RUN_ROUTES: Route[] = [
       const execute = async (taskId?: string): Promise<StoredAnswer> => {
         const workspace = await services.workspace(params.workspaceId);
         const { record, done } = await services.runs.start(workspace, start, apiUrl, taskId);
-        if (!start.wait)
-          return { status: 202, body: { taskId: record.taskId, resumeId: record.resumeId, status: record.status }, headers: location(record.taskId) };
+        if (!start.wait) return { status: 202, body: accepted(record), headers: location(record.taskId) };
         const result = await done;
         return { status: 200, body: { ...result.record, output: result.output }, headers: {} };
       };
@@ -69,9 +78,8 @@ export const RUN_ROUTES: Route[] = [
         const result = await services.runs.result(taskId);
         if (!result) return undefined;
         const { record, output } = result;
-        if (record.mode === 'async') return { status: 202, body: { taskId, resumeId: record.resumeId, status: record.status }, headers: location(taskId) };
-        if (record.status !== 'running')
-          return { status: 200, body: { ...record, output: output ?? { stdout: '', stderr: '', truncated: false } }, headers: {} };
+        if (record.mode === 'async') return { status: 202, body: accepted(record), headers: location(taskId) };
+        if (hasEnded(record.status)) return { status: 200, body: { ...record, output: output ?? { stdout: '', stderr: '', truncated: false } }, headers: {} };
         const still = new HttpProblem('idempotency_key_in_use', `The run this Idempotency-Key started, "${taskId}", has not ended yet; retry once it has.`, {
           extra: { taskId },
         });

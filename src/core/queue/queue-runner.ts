@@ -1,0 +1,80 @@
+import type { Log } from '../logger';
+import type { StoredRun } from '../types';
+import type { QueuedRuns } from './queued-runs';
+
+/** What taking a queued run here came to. */
+export type TakeResult = 'started' | 'waiting' | 'gone';
+
+export interface QueueRunnerDeps {
+  queued: QueuedRuns;
+  /** Run slots free on this instance now. */
+  freeSlots(): number;
+  /** The run's stored record, read now. */
+  find(taskId: string): Promise<StoredRun | undefined>;
+  /** Takes a queued run and starts it here; `waiting` when it cannot start yet (its Session is busy). */
+  take(record: StoredRun): Promise<TakeResult>;
+  log: Log;
+  /** How often the queue is looked at without a reason (expiries; in a fleet, slots freed elsewhere). */
+  sweepMs: number;
+}
+
+/**
+ * Starts queued runs as slots free up, oldest first, and ends those whose time ran out. A pass
+ * is made when a slot frees, when a run is queued, and every `sweepMs`; passes never overlap, and
+ * one asked for during a pass follows it. A run that must wait for its Session is passed over,
+ * not waited on, so it never holds up the runs behind it.
+ */
+export class QueueRunner {
+  private passing = false;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly $: QueueRunnerDeps) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.kick(true), this.$.sweepMs);
+    this.timer.unref();
+    this.kick(true);
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Asks for a pass; `sweep`: read every queued run, for expiries, even with no slot free. */
+  kick(sweep = false): void {
+    if (this.timer === undefined) return;
+    void this.pass(sweep).catch((error: unknown) => this.$.log('the queue could not be read', error));
+  }
+
+  private async pass(sweep: boolean): Promise<void> {
+    if (this.passing) {
+      this.again = true;
+      return;
+    }
+    this.passing = true;
+    try {
+      let full = sweep;
+      do {
+        this.again = false;
+        await this.once(full);
+        full = false;
+      } while (this.again && this.timer !== undefined);
+    } finally {
+      this.passing = false;
+    }
+  }
+
+  private async once(sweep: boolean): Promise<void> {
+    if (!sweep && this.$.freeSlots() === 0) return;
+    const now = Date.now();
+    for (const taskId of await this.$.queued.ids()) {
+      if (this.timer === undefined || (!sweep && this.$.freeSlots() === 0)) return;
+      const record = await this.$.find(taskId);
+      if (record?.status !== 'queued' || !record.queued) continue;
+      if (Date.parse(record.queued.expiresAt) <= now) await this.$.queued.end(taskId, 'expired');
+      else if (this.$.freeSlots() > 0) await this.$.take(record);
+    }
+  }
+}
