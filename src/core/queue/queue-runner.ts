@@ -2,8 +2,8 @@ import type { Log } from '../logger';
 import type { StoredRun } from '../types';
 import type { QueuedRuns } from './queued-runs';
 
-/** What taking a queued run here came to. */
-export type TakeResult = 'started' | 'waiting' | 'gone';
+/** What taking a queued run here came to; `refused`: the store refused the take, so the pass stops until the next sweep. */
+export type TakeResult = 'started' | 'waiting' | 'gone' | 'refused';
 
 export interface QueueRunnerDeps {
   queued: QueuedRuns;
@@ -74,7 +74,11 @@ export class QueueRunner {
       const record = await this.$.find(taskId);
       if (record?.status !== 'queued' || !record.queued) continue;
       if (Date.parse(record.queued.expiresAt) <= now) await this.$.queued.end(taskId, 'expired');
-      else if (this.$.freeSlots() > 0) await this.$.take(record);
+      else if (this.$.freeSlots() > 0 && (await this.$.take(record)) === 'refused') {
+        // Not again at once (its released slot asked for a pass): a refusing store is not hammered.
+        this.again = false;
+        return;
+      }
     }
   }
 }

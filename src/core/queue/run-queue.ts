@@ -116,7 +116,14 @@ export class RunQueue {
       await this.$.queued.end(taskId, { status: 'failed', error: { code: error.code, message: error.message } });
       return 'gone';
     }
-    const taken = await this.$.queued.take(taskId).catch((error: unknown) => this.$.log(`could not take ${taskId} from the queue`, error));
+    let taken: StoredRun | undefined;
+    try {
+      taken = await this.$.queued.take(taskId);
+    } catch (error) {
+      this.$.log(`could not take ${taskId} from the queue; it is tried again`, error);
+      await reservation.release();
+      return 'refused';
+    }
     if (!taken) {
       await reservation.release();
       return 'gone';
