@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, writeConfig } from '../helpers/daemon';
 import { noneMarked } from '../helpers/processes';
@@ -100,7 +102,7 @@ describe('seeded crash test', () => {
         for (const { taskId } of acked)
           if (!records.has(taskId)) {
             const r = await read(taskId);
-            if (r.status !== 'running') records.set(taskId, r);
+            if (r.status !== 'running' && r.status !== 'queued') records.set(taskId, r);
           }
         return records.size === acked.length;
       },
@@ -150,5 +152,50 @@ describe('seeded crash test', () => {
     // No agent process of any round is left.
     expect(await noneMarked(acked.map((a) => a.taskId))).toBe(true);
     await d.stop();
+  });
+});
+
+describe('a full queue across a kill -9', () => {
+  it('every queued run survives, starts once after the restart, in the order it was accepted', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const gate = join(dir, 'go');
+    writeConfig(dir, { maxConcurrentRuns: 1, queue: { max: 20 } });
+    const d = await startDaemon(dir, ['--port', '0']);
+    const start = async (prompt: string) => api(d, 'POST', '/api/workspaces/ws/headless', { prompt, agent: 'fake' });
+    expect((await start(`wait-file ${gate}; echo held`)).status).toBe(202);
+    const queued: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await start(`echo queued ${i}`);
+      expect(res.status).toBe(202);
+      const body = (await res.json()) as { taskId: string; status: string; queuePosition: number };
+      expect(body).toMatchObject({ status: 'queued', queuePosition: i + 1 });
+      queued.push(body.taskId);
+    }
+    expect((await start('echo one too many')).status).toBe(429);
+    expect(await d.stop('SIGKILL')).toBeNull();
+
+    writeFileSync(gate, '');
+    const again = await startDaemon(dir, ['--port', '0']);
+    const records: Array<Record<string, any>> = [];
+    for (const taskId of queued) {
+      await waitFor(
+        async () => !['queued', 'running'].includes(((await (await api(again, 'GET', `/api/headless/${taskId}`)).json()) as { status: string }).status),
+        {
+          timeoutMs: 60_000,
+          intervalMs: 100,
+          what: `${taskId} to end`,
+        },
+      );
+      records.push((await (await api(again, 'GET', `/api/headless/${taskId}`)).json()) as Record<string, any>);
+    }
+    expect(records.map((r) => r.status)).toEqual(queued.map(() => 'succeeded'));
+    const starts = records.map((r) => r.startedAt as string);
+    expect([...starts].sort()).toEqual(starts);
+    const listed = ((await (await api(again, 'GET', '/api/headless?wsId=ws&limit=100')).json()) as { runs: Array<{ taskId: string }> }).runs.map(
+      (r) => r.taskId,
+    );
+    for (const taskId of queued) expect(listed.filter((id) => id === taskId)).toHaveLength(1);
+    await again.stop();
   });
 });

@@ -20,12 +20,13 @@ export const run: Command = async (client, args, v) => {
     ...(v.meta ? { metadata: metadataOf('run', v.meta) } : {}),
   };
   const started = await client.start(workspaceOf(v), request);
+  const verb = started.status === 'queued' ? `queued ${started.taskId} at place ${started.queuePosition ?? '?'}` : `started ${started.taskId}`;
   if (!v.wait && !v.follow) {
     if (v.json) printJson(started);
-    else print(`started ${started.taskId} (session ${started.resumeId})`);
+    else print(`${verb} (session ${started.resumeId})`);
     return EXIT.succeeded;
   }
-  const said = v.json ? undefined : `started ${started.taskId} (session ${started.resumeId})`;
+  const said = v.json ? undefined : `${verb} (session ${started.resumeId})`;
   const record = await finish(client, started.taskId, v, 0, said);
   if (v.json && !v.follow) printJson(record);
   else if (!v.json) print(describeRun(record));

@@ -68,13 +68,13 @@ function runRow(r) {
   tr.dataset.task = r.taskId;
   tr.append(
     el('td', r.title ?? r.taskId, r.title ? 'titled' : undefined),
-    el('td', r.status, `status ${r.status}`),
+    el('td', r.status === 'queued' ? `queued #${r.queuePosition ?? '?'}` : r.status, `status ${r.status}`),
     el('td', r.agent),
     el('td', new Date(r.createdAt).toLocaleTimeString()),
     el('td', took(r)),
   );
   const actions = el('td');
-  if (r.status === 'running') {
+  if (r.status === 'running' || r.status === 'queued') {
     const b = el('button', 'Cancel');
     b.dataset.action = 'cancel';
     b.onclick = (ev) => {
@@ -125,7 +125,7 @@ async function showRun(taskId, fresh) {
   if (record.error) lines.push(`${record.error.code}: ${record.error.message}`);
   if (record.lastMessage) lines.push(`Last message: ${record.lastMessage}`);
   $('summary').replaceChildren(...lines.map((l, i) => el('div', l, i === 0 ? `status ${record.status}` : '')));
-  $('cancel').hidden = record.status !== 'running';
+  $('cancel').hidden = record.status !== 'running' && record.status !== 'queued';
   $('cancel').onclick = () => cancel(taskId);
   $('retire').onclick = () => api(`api/sessions/${encodeURIComponent(record.resumeId)}/retire`, 'POST').then(() => showRun(taskId, false), showError);
   const session = await api(`api/sessions/${encodeURIComponent(record.resumeId)}`);
