@@ -1,11 +1,13 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFleet } from '../../src/core/fleet/index';
 import { SessionBook } from '../../src/core/sessions';
 import { type HeadlessStore, keyvStore } from '../../src/core/store/keyv-store';
 import { createMemoryKeyv, createPostgresKeyv } from '../../src/core/store/keyvs';
-import { closeAllHosts, createTestHost, fakeAgent } from '../helpers/harness';
+import { type TestHost, closeAllHosts, createTestHost, fakeAgent } from '../helpers/harness';
 import { noneMarked } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
 import { type TestPostgres, startPostgres } from '../fixtures/postgres.mjs';
@@ -217,5 +219,33 @@ describe('a fleet on PostgreSQL', () => {
     await b.close();
     expect(await count()).toBe(0);
     await db.end();
+  });
+
+  it('the queue across three instances: runs queued on one are taken by the others, each exactly once, also after the one that accepted them is gone', async () => {
+    const url = await postgres.database();
+    const gates = mkdtempSync(join(tmpdir(), 'hrw-fleetq-'));
+    const hosts = [];
+    for (const name of ['a', 'b', 'c']) {
+      const host = await createTestHost({ store: await createPostgresKeyv(url), maxConcurrentRuns: 1, queue: {} });
+      await host.start(`wait-file ${join(gates, name)}; echo held`);
+      hosts.push(host);
+    }
+    const [a, b, c] = hosts as [TestHost, TestHost, TestHost];
+    const queued: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const res = await a.request('POST', '/api/workspaces/ws/headless', { json: { prompt: `echo q${i}`, agent: 'fake' } });
+      const body = (await res.json()) as { taskId: string; status: string };
+      expect(body.status).toBe('queued');
+      queued.push(body.taskId);
+    }
+    await a.close();
+    writeFileSync(join(gates, 'b'), '');
+    writeFileSync(join(gates, 'c'), '');
+    const ended = [];
+    for (const taskId of queued) ended.push(await b.waitEnded(taskId, 60_000));
+    expect(ended.map((r) => r.status)).toEqual(queued.map(() => 'succeeded'));
+    // Each queued run spawned exactly once, on b or c: one held run each, and the twelve.
+    expect(b.spawner.count + c.spawner.count).toBe(2 + 12);
+    rmSync(gates, { recursive: true, force: true });
   });
 });
