@@ -12,6 +12,7 @@ import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { createSqliteKeyv } from '../dist/index.js';
 import { startPostgres } from '../test/fixtures/postgres.mjs';
+import { queueMemory, queuePickup } from './queue.mjs';
 import { spawnDaemon, spawnServer } from './spawn-daemon.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -490,6 +491,8 @@ for (const [name, fn] of [
   ['event readers', eventReaders],
   ['postgres store', postgresStore],
   ['fleet start', fleetStart],
+  ['queue pick-up', () => queuePickup({ daemon, fakeConfig, post, row })],
+  ['queue memory', () => queueMemory({ daemon, fakeConfig, post, row, rssMb, tempDir })],
 ]) {
   if (process.env.BENCH_ONLY && !name.includes(process.env.BENCH_ONLY)) continue;
   console.error(`bench: ${name}…`);
