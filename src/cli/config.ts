@@ -1,3 +1,4 @@
+import type { ScheduleDefinition } from '../core/schedules/schedule-spec';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import * as v from 'valibot';
@@ -61,9 +62,25 @@ const WebhooksSchema = v.strictObject({
   concurrency: v.optional(positiveInt),
 });
 
+const ScheduleSchema = v.strictObject({
+  name: v.string(),
+  cron: v.string(),
+  timezone: v.optional(v.string()),
+  workspace: v.string(),
+  agent: v.optional(v.string()),
+  prompt: v.pipe(v.string(), v.minLength(1)),
+  timeoutMs: v.optional(positiveInt),
+  title: v.optional(v.string()),
+  metadata: v.optional(v.record(v.string(), v.string())),
+  overlap: v.optional(v.picklist(['skip', 'queue', 'allow'])),
+  missed: v.optional(v.picklist(['skip', 'once'])),
+  jitterMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+});
+
 export const ConfigSchema = v.strictObject({
   maxConcurrentRuns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   queue: v.optional(QueueSchema),
+  schedules: v.optional(v.array(ScheduleSchema)),
   defaultAgent: v.optional(v.string()),
   publicHosts: v.optional(stringList),
   localCallers: v.optional(v.picklist(['trusted', 'token'])),
@@ -78,6 +95,7 @@ export const ConfigSchema = v.strictObject({
 export interface DaemonConfig {
   maxConcurrentRuns?: number;
   queue?: QueueSettings;
+  schedules?: ScheduleDefinition[];
   defaultAgent?: string;
   publicHosts?: string[];
   localCallers?: 'trusted' | 'token';
@@ -206,6 +224,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
   return {
     maxConcurrentRuns: config.maxConcurrentRuns,
     queue: config.queue,
+    schedules: config.schedules,
     defaultAgent: config.defaultAgent,
     publicHosts: config.publicHosts,
     localCallers: config.localCallers,

@@ -162,6 +162,7 @@ export async function serve(argv: string[]): Promise<void> {
       localCallers: config.localCallers,
       maxConcurrentRuns: config.maxConcurrentRuns,
       queue: config.queue,
+      schedules: config.schedules,
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
       logger,

@@ -41,6 +41,8 @@ export const RunRecordSchema = v.pipe(
     status: v.picklist(RUN_STATUSES),
     queuePosition: v.optional(v.number()),
     startedAt: v.optional(v.string()),
+    schedule: v.optional(v.string()),
+    scheduledFor: v.optional(v.string()),
     createdAt: v.string(),
     endedAt: nullableString,
     durationMs: nullableNumber,
@@ -145,6 +147,21 @@ export const ANSWERS = {
   Health: HealthSchema,
   Version: VersionSchema,
   Problem: ProblemSchema,
+  ScheduleList: v.object({
+    schedules: v.array(
+      v.object({
+        name: v.string(),
+        workspaceId: v.string(),
+        cron: v.string(),
+        timezone: v.string(),
+        overlap: v.picklist(['skip', 'queue', 'allow']),
+        missed: v.picklist(['skip', 'once']),
+        nextRunAt: nullableString,
+        lastOccurrence: nullableString,
+        lastRun: v.nullable(v.object({ taskId: v.string(), status: v.picklist(RUN_STATUSES) })),
+      }),
+    ),
+  }),
 } as const;
 
 // Compile-time: each schema's output is exactly the type the service answers with.

@@ -3,8 +3,8 @@ import type { RunEventType, RunRecord, RunUsage } from './records';
 
 export interface RunEventData {
   /** Accepted into the queue: it starts when a slot (and its Session) is free. */
-  'run.queued': Pick<RunRecord, 'taskId' | 'resumeId' | 'workspaceId' | 'agent' | 'mode' | 'title' | 'metadata'> & { expiresAt: string };
-  'run.started': Pick<RunRecord, 'taskId' | 'resumeId' | 'workspaceId' | 'agent' | 'mode' | 'title' | 'metadata'>;
+  'run.queued': Pick<RunRecord, 'taskId' | 'resumeId' | 'workspaceId' | 'agent' | 'mode' | 'title' | 'metadata' | 'schedule'> & { expiresAt: string };
+  'run.started': Pick<RunRecord, 'taskId' | 'resumeId' | 'workspaceId' | 'agent' | 'mode' | 'title' | 'metadata' | 'schedule'>;
   /** The Session can now be resumed. The agent's own session id is never shown. */
   'agent.session': { resumeId: string };
   message: { text: string };

@@ -19,6 +19,7 @@ const STATUS = {
   workspace_not_found: 404,
   run_not_found: 404,
   session_not_found: 404,
+  schedule_not_found: 404,
   inbox_item_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,

@@ -37,6 +37,10 @@ export interface RunRecord {
   queuePosition?: number;
   /** When it left the queue and its agent was started (only for a run that was queued). */
   startedAt?: string;
+  /** The schedule that started it, if one did (docs/queue-and-schedules.md). */
+  schedule?: string;
+  /** The occurrence of its schedule it ran for (ISO); for a "run now", the moment it was asked. */
+  scheduledFor?: string;
   /** The label given at start, if any. */
   title?: string;
   /** The string pairs given at start, if any (at most 16); the list filters by them. */

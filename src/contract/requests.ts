@@ -48,6 +48,8 @@ export const TITLE_MAX = 200;
 export const METADATA_KEYS_MAX = 16;
 export const METADATA_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const METADATA_VALUE_MAX = 256;
+/** A schedule's name. */
+export const SCHEDULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
 export const StartBody = v.strictObject(
   {
@@ -141,6 +143,8 @@ export const ListQuery = v.strictObject(
     cursor: cursorSchema('run_'),
     /** `key:value`: only runs whose metadata has it. */
     metadata: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}:[\s\S]{0,256}$/))),
+    /** Only runs this schedule started. */
+    schedule: v.optional(v.pipe(v.string(), v.regex(SCHEDULE_NAME))),
   },
   'invalid_body',
 );
@@ -160,11 +164,12 @@ export function parseListQuery(url: URL): {
   limit: number;
   cursor?: string;
   metadata?: { key: string; value: string };
+  schedule?: string;
 } {
   const q = parse(ListQuery, queryObject(url));
   const split = q.metadata?.indexOf(':') ?? -1;
   const metadata = q.metadata === undefined ? undefined : { key: q.metadata.slice(0, split), value: q.metadata.slice(split + 1) };
-  return { workspaceId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor, metadata };
+  return { workspaceId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor, metadata, ...(q.schedule ? { schedule: q.schedule } : {}) };
 }
 
 /** At most the tail each stream keeps (64 KiB). */

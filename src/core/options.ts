@@ -1,3 +1,4 @@
+import type { ScheduleDefinition } from './schedules/schedule-spec';
 import type { Keyv } from 'keyv';
 import type { CommandAgentDefinition } from './agents/command-agent';
 import type { AgentAdapter } from './agents/types';
@@ -30,6 +31,8 @@ export interface HeadlessHandlerOptions {
   maxConcurrentRuns?: number;
   /** Queue starts that find every slot busy, instead of `429` (docs/queue-and-schedules.md); a workspace may set its own. @default none */
   queue?: QueueSettings;
+  /** Cron schedules that start runs (docs/queue-and-schedules.md). @default [] */
+  schedules?: ScheduleDefinition[];
   /** The installation default agent. @default none */
   defaultAgent?: string;
   /** Extra Host names accepted by the default gate (behind a TLS proxy). @default [] */

@@ -1,3 +1,5 @@
+import { checkSchedules } from './schedules/schedule-spec';
+import { Scheduler } from './schedules/scheduler';
 import { diagnoseWorkspace } from './agents/doctor';
 import { AgentRegistry } from './agents/registry';
 import { Webhooks } from './delivery/webhooks';
@@ -52,7 +54,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
   const inbox = new Inbox(store);
   const events = new RunEvents({ store, log });
   const records = new RunRecords({ store, log, shared: fleet.shared });
-  const metrics = createMetrics();
+  const metrics = createMetrics({ queued: async () => (await records.inStatus('queued')).length });
   const observe = fanOut([logObserver(logger), metrics.observer], (error) => log('an observer failed', error));
   const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, observe, workspace: (id) => workspaces.find(id) });
   checkQueueSettings(options.queue, 'queue');
@@ -89,6 +91,20 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
   const retentionDays = options.retentionDays ?? 30;
   if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
   const idempotency = new IdempotencyKeys(store, fleet, log);
+  const schedules = options.schedules ?? [];
+  checkSchedules(schedules, (id) => workspaces.all()?.some((w) => w.id === id));
+  const scheduler = new Scheduler({
+    schedules,
+    store,
+    idempotency,
+    start: (workspace, request, apiUrl, taskId, origin) => runs.start(workspace, request, apiUrl, taskId, origin),
+    find: (taskId) => records.find(taskId),
+    workspace: (id) => workspaces.require(id),
+    apiUrl: () => options.apiUrl ?? '',
+    log,
+    logger,
+    observe,
+  });
   const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, log, logger });
 
   const services: RouteServices = {
@@ -98,6 +114,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     sessions,
     inbox,
     idempotency,
+    schedules: scheduler,
     workspaces: () => workspaces.publicList(),
     workspace: (id) => workspaces.require(id),
     metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
@@ -142,6 +159,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     { start: () => runs.load(), close: () => runs.shutdown() },
     { start: () => fleet.join({ takeOver, answer: (request) => runs.answer(request), lost: () => runs.abandon() }), close: async () => clearTimeout(retry) },
     { start: () => runs.startQueue() },
+    { start: () => scheduler.start(), close: async () => scheduler.stop() },
     { start: () => retention.start(), close: () => retention.close() },
   ];
   return {

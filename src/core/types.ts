@@ -32,9 +32,20 @@ export interface QueuedStart {
   prompt: string;
   /** It resumes a Session that existed before (else its Session was made for it). */
   resumes: boolean;
+  /** Starts only once this run has ended (a schedule's `overlap: "queue"`). */
+  after?: string;
   /** `HEADLESS_API_URL` for the run, as the accepting request saw it. */
   apiUrl: string;
   expiresAt: string;
+}
+
+/** Where a start comes from, beyond its request: the schedule that fired it. */
+export interface RunOrigin {
+  schedule?: string;
+  /** The schedule's occurrence it runs for. */
+  scheduledFor?: string;
+  /** Queue it behind this run until that one has ended. */
+  after?: string;
 }
 
 /** A queue for starts that find every slot busy (docs/queue-and-schedules.md). */

@@ -248,4 +248,25 @@ describe('a fleet on PostgreSQL', () => {
     expect(b.spawner.count + c.spawner.count).toBe(2 + 12);
     rmSync(gates, { recursive: true, force: true });
   });
+
+  it('a schedule in a fleet: each occurrence fires exactly once, while instances start and stop around it', async () => {
+    const url = await postgres.database();
+    const schedules = [{ name: 'tick', cron: '* * * * * *', workspace: 'ws', agent: 'fake', prompt: 'echo tick' }];
+    const member = async () => createTestHost({ store: await createPostgresKeyv(url), schedules });
+    const runs = async (host: TestHost) =>
+      ((await (await host.request('GET', '/api/headless?wsId=ws&schedule=tick&limit=100')).json()) as { runs: Array<{ scheduledFor: string }> }).runs;
+    const a = await member();
+    const b = await member();
+    await waitFor(async () => (await runs(a)).length >= 2, { timeoutMs: 60_000, what: 'two firings' });
+    const c = await member();
+    await waitFor(async () => (await runs(c)).length >= 4, { timeoutMs: 60_000, what: 'four firings' });
+    await a.close();
+    await waitFor(async () => (await runs(b)).length >= 6, { timeoutMs: 60_000, what: 'six firings' });
+    await b.close();
+    await c.close();
+    const reader = await createTestHost({ store: await createPostgresKeyv(url) });
+    const fired = (await runs(reader)).map((r) => r.scheduledFor);
+    expect(fired.length).toBeGreaterThanOrEqual(6);
+    expect(new Set(fired).size).toBe(fired.length);
+  });
 });

@@ -62,6 +62,7 @@ describe('with a queue', () => {
       [second.taskId, 1],
     ]);
     expect(host.spawner.count).toBe(1);
+    expect(await (await host.request('GET', '/metrics')).text()).toMatch(/^headless_runs_queued 2$/m);
 
     writeFileSync(join(gates, 'a'), '');
     await waitFor(async () => (await read(host, second.taskId)).status === 'running', { timeoutMs: 30_000, what: 'the second run to start' });

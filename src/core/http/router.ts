@@ -1,4 +1,5 @@
 // whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
+import type { Scheduler } from '../schedules/scheduler';
 import { Response } from '@whatwg-node/fetch';
 import { ID_PATTERN } from '../../contract/ids';
 import { HttpProblem } from '../../contract/problems';
@@ -41,6 +42,7 @@ export interface RouteServices {
   /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
   workspace(id: string): Promise<Workspace>;
   idempotency: IdempotencyKeys;
+  schedules: Scheduler;
   /** The listed workspaces (none when they come from a resolver). */
   workspaces(): Array<Pick<Workspace, 'id' | 'tag'>>;
   /** The Prometheus metrics, in the text format. */

@@ -63,8 +63,8 @@ export class QueuedRuns {
   /** The one write that accepts it; its timeline starts with `run.queued`. */
   async enqueue(record: StoredRun): Promise<void> {
     await this.$.records.add(record);
-    const { taskId, resumeId, workspaceId, agent, mode, title, metadata } = record;
-    const data = { taskId, resumeId, workspaceId, agent, mode, expiresAt: record.queued!.expiresAt };
+    const { taskId, resumeId, workspaceId, agent, mode, title, metadata, schedule } = record;
+    const data = { taskId, resumeId, workspaceId, agent, mode, expiresAt: record.queued!.expiresAt, ...(schedule === undefined ? {} : { schedule }) };
     await this.$.events
       .queued({ ...data, ...(title === undefined ? {} : { title }), ...(metadata === undefined ? {} : { metadata }) })
       .catch((error: unknown) => this.$.log(`could not store the events of ${taskId}`, error));

@@ -1,5 +1,5 @@
 import { HttpProblem } from '../../contract/problems';
-import type { RunRecord } from '../../contract/records';
+import { type RunRecord, hasEnded } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
 import type { Log } from '../logger';
 import { publicRecord } from '../public-record';
@@ -10,7 +10,7 @@ import type { RunLauncher } from '../runs/run-launcher';
 import type { RunRecords } from '../runs/records';
 import type { RunEvents } from '../events/run-events';
 import type { SessionBook } from '../sessions';
-import type { StoredRun, WebhookTarget, Workspace } from '../types';
+import type { RunOrigin, StoredRun, WebhookTarget, Workspace } from '../types';
 import { newSortableId } from '../util/ids';
 import type { QueuePolicy } from './queue-policy';
 import { QueueRunner, type TakeResult } from './queue-runner';
@@ -41,6 +41,7 @@ export interface EnqueueInput {
   taskId?: string;
   policy: QueuePolicy;
   webhookTargets: WebhookTarget[];
+  origin: RunOrigin;
 }
 
 /**
@@ -88,13 +89,21 @@ export class RunQueue {
       const resumeId = known?.resumeId ?? newSortableId('ses_');
       if (!known)
         await this.$.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: iso, lastRunAt: iso, runCount: 0 });
-      const queued = {
-        prompt: request.prompt,
-        resumes: known !== undefined,
-        apiUrl: a.apiUrl,
-        expiresAt: new Date(now.getTime() + policy.ttlMs).toISOString(),
-      };
-      const record = newRunRecord({ ...a, taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, owner: this.$.instanceId, now: iso, queued });
+      const { after, schedule, scheduledFor } = a.origin;
+      const expiresAt = new Date(now.getTime() + policy.ttlMs).toISOString();
+      const queued = { prompt: request.prompt, resumes: known !== undefined, apiUrl: a.apiUrl, expiresAt, ...(after ? { after } : {}) };
+      const record = newRunRecord({
+        ...a,
+        taskId,
+        resumeId,
+        workspaceId: workspace.id,
+        agent: adapter.name,
+        owner: this.$.instanceId,
+        now: iso,
+        queued,
+        schedule,
+        scheduledFor,
+      });
       await this.$.queued.enqueue(record);
       this.runner.kick();
       return { record: await this.withPosition(record), done: this.$.queued.waitFor(taskId) };
@@ -106,6 +115,7 @@ export class RunQueue {
   /** Takes a queued run from the store and starts it here, unless it must wait on. */
   private async take(record: StoredRun): Promise<TakeResult> {
     const { taskId, resumeId, agent, queued } = record;
+    if (queued!.after !== undefined && !hasEnded((await this.$.records.find(queued!.after))?.status ?? 'succeeded')) return 'waiting';
     let workspace: Workspace;
     let reservation: Reservation;
     try {
@@ -141,7 +151,9 @@ export class RunQueue {
       .update(resumeId, (s) => ({ lastRunAt: taken.startedAt!, runCount: s.runCount + 1 }))
       .catch((e: unknown) => log(`could not update Session ${resumeId}`, e));
     const request = { wait: taken.mode === 'sync', title: taken.title, metadata: taken.metadata };
-    await this.$.events.resume(startedEvent({ ...taken, request })).catch((e: unknown) => log(`could not load the events of ${taskId}`, e));
+    await this.$.events
+      .resume(startedEvent({ ...taken, request, schedule: taken.schedule }))
+      .catch((e: unknown) => log(`could not load the events of ${taskId}`, e));
     // A spawn failure ends the run `failed` (its waiters are told by the launcher's end).
     const started = await this.$.launcher
       .launch({ workspace, prompt: queued.prompt, apiUrl: queued.apiUrl, reservation, record: taken })

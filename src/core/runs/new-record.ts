@@ -9,6 +9,7 @@ export function startedEvent(a: {
   workspaceId: string;
   agent: string;
   request: Pick<StartRequest, 'title' | 'metadata' | 'wait'>;
+  schedule?: string;
 }): RunEventData['run.started'] {
   const { title, metadata, wait } = a.request;
   return {
@@ -17,6 +18,7 @@ export function startedEvent(a: {
     workspaceId: a.workspaceId,
     agent: a.agent,
     mode: wait ? 'sync' : 'async',
+    ...(a.schedule === undefined ? {} : { schedule: a.schedule }),
     ...(title === undefined ? {} : { title }),
     ...(metadata === undefined || Object.keys(metadata).length === 0 ? {} : { metadata }),
   };
@@ -35,6 +37,9 @@ export function newRunRecord(a: {
   now: string;
   /** Queued: what starting it later needs. */
   queued?: QueuedStart;
+  /** The schedule that fired it, and for which occurrence. */
+  schedule?: string;
+  scheduledFor?: string;
 }): StoredRun {
   return {
     taskId: a.taskId,
@@ -50,6 +55,8 @@ export function newRunRecord(a: {
     exitCode: null,
     signal: null,
     bootId: a.owner,
+    ...(a.schedule === undefined ? {} : { schedule: a.schedule }),
+    ...(a.scheduledFor === undefined ? {} : { scheduledFor: a.scheduledFor }),
     ...(a.request.title === undefined ? {} : { title: a.request.title }),
     ...(a.request.metadata === undefined || Object.keys(a.request.metadata).length === 0 ? {} : { metadata: a.request.metadata }),
     ...(a.webhookTargets.length > 0 ? { webhookTargets: a.webhookTargets } : {}),

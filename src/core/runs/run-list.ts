@@ -13,6 +13,8 @@ export interface ListQuery {
   cursor?: string;
   /** Only runs whose metadata has this key with this value. */
   metadata?: { key: string; value: string };
+  /** Only runs this schedule started. */
+  schedule?: string;
 }
 
 /**
@@ -24,7 +26,11 @@ export interface ListQuery {
 export async function listRuns(records: RunRecords, find: (id: string) => Promise<StoredRun | undefined>, q: ListQuery) {
   const shown: RunRecord[] = [];
   const fits = (r: StoredRun | undefined): r is StoredRun =>
-    r !== undefined && (q.status === undefined || r.status === q.status) && (!q.metadata || r.metadata?.[q.metadata.key] === q.metadata.value);
+    r !== undefined &&
+    (q.status === undefined || r.status === q.status) &&
+    (!q.metadata || r.metadata?.[q.metadata.key] === q.metadata.value) &&
+    (q.schedule === undefined || r.schedule === q.schedule);
+  const filtered = q.metadata !== undefined || q.schedule !== undefined;
   let cursor = q.cursor;
   for (let scanned = 0; ; ) {
     const page = await records.page(q.workspaceId, q.status, q.limit, cursor);
@@ -33,9 +39,9 @@ export async function listRuns(records: RunRecords, find: (id: string) => Promis
     for (const [i, run] of runs.entries()) {
       if (fits(run)) shown.push(publicRecord(run));
       const more = i + 1 < runs.length || page.next !== null;
-      if (shown.length === q.limit || (q.metadata && ++scanned >= FILTER_SCAN_MAX)) return { runs: shown, nextCursor: more ? page.ids[i]! : null };
+      if (shown.length === q.limit || (filtered && ++scanned >= FILTER_SCAN_MAX)) return { runs: shown, nextCursor: more ? page.ids[i]! : null };
     }
-    if (!q.metadata || page.next === null) return { runs: shown, nextCursor: page.next };
+    if (!filtered || page.next === null) return { runs: shown, nextCursor: page.next };
     cursor = page.next;
   }
 }

@@ -9,12 +9,12 @@ import type { Log } from '../logger';
 import type { Spawner } from '../process/spawner';
 import type { ProcessOutput } from '../process/spawner';
 import { publicRecord } from '../public-record';
-import { queuePolicy } from '../queue/queue-policy';
+import { type QueuePolicy, queuePolicy } from '../queue/queue-policy';
 import { QueuedRuns } from '../queue/queued-runs';
 import { RunQueue } from '../queue/run-queue';
 import type { SessionBook } from '../sessions';
 import type { ServiceObserver } from '../telemetry/observer';
-import type { QueueSettings, StoredRun, WebhookTarget, Workspace } from '../types';
+import type { QueueSettings, RunOrigin, StoredRun, WebhookTarget, Workspace } from '../types';
 import { settleWithin } from '../util/settle-within';
 import type { Admission, Reservation } from './admission';
 import { cancelElsewhere } from './cancel';
@@ -109,22 +109,27 @@ export class RunService {
   }
 
   /** Starts a run, or queues it; `taskId` is the id an idempotent start planned for it. */
-  async start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId?: string): Promise<StartedRun> {
+  async start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId?: string, origin: RunOrigin = {}): Promise<StartedRun> {
     const webhookTargets = this.o.webhooks.targetsFor(workspace, request.webhook);
+    const enqueue = (policy: QueuePolicy) => this.queue.enqueue({ workspace, request, apiUrl, taskId, policy, webhookTargets, origin });
+    const before = origin.after === undefined ? undefined : await this.find(origin.after);
+    // Behind a run that has not ended (a schedule's overlap "queue"): queued, with or without a queue configured.
+    if (before && !hasEnded(before.status)) return enqueue(queuePolicy(this.o.queue, workspace) ?? queuePolicy({}, {})!);
     let reservation: Reservation;
     try {
       reservation = await this.admission.admit(workspace, request, taskId);
     } catch (error) {
       const policy = queuePolicy(this.o.queue, workspace);
       if (!policy || !queueable(error, request)) throw error;
-      return this.queue.enqueue({ workspace, request, apiUrl, taskId, policy, webhookTargets });
+      return enqueue(policy);
     }
     const { resumeId, adapter } = reservation;
+    const { schedule, scheduledFor } = origin;
     // Opened first, so a reader who learns of the run finds its timeline.
-    this.o.events.open(startedEvent({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, request }));
+    this.o.events.open(startedEvent({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, request, schedule }));
     let record: StoredRun;
     try {
-      record = await this.admitRecord(workspace, request, reservation, webhookTargets);
+      record = await this.admitRecord(workspace, request, reservation, webhookTargets, { schedule, scheduledFor });
     } catch (error) {
       this.o.events.discard(reservation.taskId);
       this.records.untrack(reservation.taskId);
@@ -136,13 +141,29 @@ export class RunService {
   }
 
   /** Makes the Session and the `running` record durable; nothing is acknowledged before. */
-  private async admitRecord(workspace: Workspace, request: StartRequest, reservation: Reservation, webhookTargets: WebhookTarget[]): Promise<StoredRun> {
+  private async admitRecord(
+    workspace: Workspace,
+    request: StartRequest,
+    reservation: Reservation,
+    webhookTargets: WebhookTarget[],
+    origin: Pick<RunOrigin, 'schedule' | 'scheduledFor'>,
+  ): Promise<StoredRun> {
     const { adapter, resumeId, taskId } = reservation;
     const now = new Date().toISOString();
     if (reservation.session) await this.o.sessions.update(resumeId, (s) => ({ lastRunAt: now, runCount: s.runCount + 1 }));
     else
       await this.o.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: now, lastRunAt: now, runCount: 1 });
-    const record = newRunRecord({ taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, request, owner: this.bootId, webhookTargets, now });
+    const record = newRunRecord({
+      taskId,
+      resumeId,
+      workspaceId: workspace.id,
+      agent: adapter.name,
+      request,
+      owner: this.bootId,
+      webhookTargets,
+      now,
+      ...origin,
+    });
     await this.records.create(record);
     return record;
   }

@@ -5,7 +5,7 @@ import type { ServiceObserver } from './observer';
  * The Prometheus metrics of one handler (docs/deployment.md: Metrics), in a registry of its own
  * (several handlers may share a process), served at `GET /metrics` behind the gate.
  */
-export function createMetrics(): { registry: Registry; observer: ServiceObserver } {
+export function createMetrics(o: { queued(): Promise<number> }): { registry: Registry; observer: ServiceObserver } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'headless_' });
   const labels = (names: string[]) => ({ registers: [registry], labelNames: names });
@@ -26,6 +26,15 @@ export function createMetrics(): { registry: Registry; observer: ServiceObserver
     help: 'From a run’s end to its run.ended webhook being delivered.',
     buckets: [0.05, 0.1, 0.5, 1, 5, 30, 300, 1800, 7200, 36000],
     registers: [registry],
+  });
+  const firings = new Counter({ name: 'headless_schedule_firings_total', help: 'Schedule occurrences, by outcome.', ...labels(['schedule', 'outcome']) });
+  new Gauge({
+    name: 'headless_runs_queued',
+    help: 'Runs waiting in the queue (every instance’s, in a fleet).',
+    registers: [registry],
+    async collect() {
+      this.set(await o.queued());
+    },
   });
   const mine = new Set<string>();
   const observer: ServiceObserver = {
@@ -48,6 +57,9 @@ export function createMetrics(): { registry: Registry; observer: ServiceObserver
     deliveryAttempted(outcome, lagMs) {
       deliveries.inc({ outcome });
       if (lagMs !== undefined) lag.observe(lagMs / 1000);
+    },
+    scheduleFired(schedule, outcome) {
+      firings.inc({ schedule, outcome });
     },
   };
   return { registry, observer };

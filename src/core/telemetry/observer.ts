@@ -9,6 +9,8 @@ export interface ServiceObserver {
   runEnded(run: StoredRun): void;
   /** A webhook attempt: delivered (with the time since its event, where known), to be retried, or given up. */
   deliveryAttempted(outcome: 'delivered' | 'retried' | 'failed', lagMs?: number): void;
+  /** A schedule's occurrence: a run started (or queued), skipped for overlap, or not started (refused). */
+  scheduleFired(schedule: string, outcome: 'started' | 'skipped' | 'refused'): void;
 }
 
 /** Tells every observer, each on its own: one that fails does not stop the others or the service. */
@@ -24,5 +26,10 @@ export function fanOut(observers: ServiceObserver[], onError: (error: unknown) =
         }
       }
     };
-  return { runStarted: each('runStarted'), runEnded: each('runEnded'), deliveryAttempted: each('deliveryAttempted') };
+  return {
+    runStarted: each('runStarted'),
+    runEnded: each('runEnded'),
+    deliveryAttempted: each('deliveryAttempted'),
+    scheduleFired: each('scheduleFired'),
+  };
 }

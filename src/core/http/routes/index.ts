@@ -5,6 +5,7 @@ import { OPERATIONS_ROUTES } from './operations';
 import { INBOX_ROUTES } from './inbox';
 import { RUN_ROUTES } from './runs';
 import { SERVICE_ROUTES } from './service';
+import { SCHEDULE_ROUTES } from './schedules';
 import { SESSION_ROUTES } from './sessions';
 
 let openApi: Record<string, unknown> | undefined;
@@ -14,6 +15,7 @@ export const ROUTES: Route[] = [
   ...RUN_ROUTES,
   ...SESSION_ROUTES,
   ...INBOX_ROUTES,
+  ...SCHEDULE_ROUTES,
   ...SERVICE_ROUTES,
   ...OPERATIONS_ROUTES,
   route(

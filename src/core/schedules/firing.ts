@@ -1,0 +1,102 @@
+import { HttpProblem } from '../../contract/problems';
+import { hasEnded } from '../../contract/records';
+import { type StartRequest, parseStartBody } from '../../contract/requests';
+import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
+import type { HeadlessLogger } from '../logger';
+import type { StartedRun } from '../runs/live-run';
+import type { HeadlessStore } from '../store/keyv-store';
+import type { RunOrigin, StoredRun, Workspace } from '../types';
+import type { ScheduleDefinition } from './schedule-spec';
+
+/** What a schedule last did, shared by every instance: `schedule:<name>`. */
+export interface ScheduleState {
+  /** The last occurrence handled (fired, or skipped for overlap), ISO. */
+  lastOccurrence?: string;
+  /** The run it last started. */
+  lastTaskId?: string;
+}
+
+const stateKey = (name: string) => `schedule:${name}`;
+
+export interface FiringDeps {
+  store: HeadlessStore;
+  idempotency: IdempotencyKeys;
+  start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId: string, origin: RunOrigin): Promise<StartedRun>;
+  find(taskId: string): Promise<StoredRun | undefined>;
+  workspace(id: string): Promise<Workspace>;
+  apiUrl(): string;
+  logger: HeadlessLogger;
+}
+
+/** Why an occurrence was not fired: another instance (or an earlier boot) handled it. */
+export const HANDLED_ALREADY = 'handled already';
+
+/** What firing an occurrence came to. */
+export type Fired = { started: string; replayed: boolean } | { skipped: string };
+
+/**
+ * Fires schedules' occurrences. Each occurrence is an idempotent start keyed by the schedule and
+ * the occurrence's time, scoped to its workspace (idempotency.ts): every instance of a fleet
+ * fires it, and exactly one run is made, also when instances start and stop around it or one
+ * dies midway (its key is bound to its run before the run starts).
+ */
+export class Firing {
+  constructor(private readonly $: FiringDeps) {}
+
+  state(name: string): Promise<ScheduleState | undefined> {
+    return this.$.store.get<ScheduleState>(stateKey(name));
+  }
+
+  /** Fires `occurrence` (ISO) of `s`; `manual`: "run now", which ignores the overlap policy. */
+  async fire(s: ScheduleDefinition, occurrence: string, manual = false): Promise<Fired> {
+    const state = await this.state(s.name);
+    // Handled already, by another instance of a fleet (or before a restart).
+    if (!manual && state?.lastOccurrence !== undefined && state.lastOccurrence >= occurrence) return { skipped: HANDLED_ALREADY };
+    const previous = state?.lastTaskId === undefined ? undefined : await this.$.find(state.lastTaskId);
+    const busy = previous !== undefined && !hasEnded(previous.status);
+    const overlap = manual ? 'allow' : (s.overlap ?? 'skip');
+    if (busy && overlap === 'skip') {
+      await this.remember(s.name, { ...state, lastOccurrence: occurrence });
+      this.$.logger.info({ schedule: s.name, occurrence, running: previous.taskId }, 'schedule occurrence skipped: its last run has not ended');
+      return { skipped: `its last run ${previous.taskId} has not ended` };
+    }
+    const origin: RunOrigin = { schedule: s.name, scheduledFor: occurrence, ...(busy && overlap === 'queue' ? { after: previous.taskId } : {}) };
+    const body = this.bodyOf(s);
+    const workspace = await this.$.workspace(s.workspace);
+    const execute = async (taskId: string): Promise<StoredAnswer> => {
+      const { record } = await this.$.start(workspace, parseStartBody(body), this.$.apiUrl(), taskId, origin);
+      return { status: 202, body: { taskId: record.taskId, resumeId: record.resumeId, status: record.status }, headers: {} };
+    };
+    const replay = async (taskId: string) => ((await this.$.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
+    const key = `schedule:${s.name}:${manual ? `now:${occurrence}` : occurrence}`;
+    const { answer, replayed } = await this.$.idempotency.run(s.workspace, key, { ...body, origin }, execute, replay);
+    const taskId = (answer.body as { taskId: string }).taskId;
+    if (!replayed) {
+      await this.remember(s.name, { lastOccurrence: manual ? state?.lastOccurrence : occurrence, lastTaskId: taskId });
+      this.$.logger.info({ schedule: s.name, occurrence, taskId, manual }, 'schedule fired');
+    }
+    return { started: taskId, replayed };
+  }
+
+  /** The start body of its runs. */
+  private bodyOf(s: ScheduleDefinition): Record<string, unknown> {
+    return {
+      prompt: s.prompt,
+      ...(s.agent === undefined ? {} : { agent: s.agent }),
+      ...(s.timeoutMs === undefined ? {} : { timeoutMs: s.timeoutMs }),
+      ...(s.title === undefined ? {} : { title: s.title }),
+      ...(s.metadata === undefined ? {} : { metadata: s.metadata }),
+    };
+  }
+
+  /** Only ever moves forward: an instance behind the others never writes an older occurrence over a newer one. */
+  private async remember(name: string, next: ScheduleState): Promise<void> {
+    const current = await this.state(name);
+    if (current?.lastOccurrence && next.lastOccurrence && next.lastOccurrence < current.lastOccurrence) return;
+    await this.$.store.set(stateKey(name), { ...current, ...next });
+  }
+}
+
+/** A firing another instance is making (or made with another overlap decision): not this one's to make. */
+export const firedElsewhere = (error: unknown) =>
+  error instanceof HttpProblem && (error.code === 'idempotency_key_in_use' || error.code === 'idempotency_key_reused');
