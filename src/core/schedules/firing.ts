@@ -72,8 +72,12 @@ export class Firing {
     const { answer, replayed } = await this.$.idempotency.run(s.workspace, key, { ...body, origin }, execute, replay);
     const taskId = (answer.body as { taskId: string }).taskId;
     if (!replayed) {
-      await this.remember(s.name, { lastOccurrence: manual ? state?.lastOccurrence : occurrence, lastTaskId: taskId });
       this.$.logger.info({ schedule: s.name, occurrence, taskId, manual }, 'schedule fired');
+      // The run is made: a refused state write costs only the overlap check of the next occurrence
+      // (a missed-run check that fires this occurrence again is answered by its key, not run twice).
+      await this.remember(s.name, { lastOccurrence: manual ? state?.lastOccurrence : occurrence, lastTaskId: taskId }).catch((error: unknown) =>
+        this.$.logger.warn({ schedule: s.name, occurrence, error: String(error) }, 'could not store what the schedule did'),
+      );
     }
     return { started: taskId, replayed };
   }
