@@ -66,6 +66,12 @@ export interface HeadlessClient {
     get(resumeId: string): Promise<SessionView>;
     retire(resumeId: string): Promise<SessionView>;
   };
+  schedules: {
+    /** Each schedule with its next occurrence and last run. */
+    list(): Promise<v.InferOutput<typeof ANSWERS.ScheduleList>>;
+    /** Starts a run of the schedule now. */
+    run(name: string): Promise<StartAccepted>;
+  };
 }
 
 export function createClient(options: ClientOptions): HeadlessClient {
@@ -206,6 +212,10 @@ export function createClient(options: ClientOptions): HeadlessClient {
     sessions: {
       get: (resumeId) => call(ANSWERS.SessionView, 'GET', `/api/sessions/${enc(resumeId)}`),
       retire: (resumeId) => call(ANSWERS.SessionView, 'POST', `/api/sessions/${enc(resumeId)}/retire`),
+    },
+    schedules: {
+      list: () => call(ANSWERS.ScheduleList, 'GET', '/api/schedules'),
+      run: (name) => call(ANSWERS.StartAccepted, 'POST', `/api/schedules/${enc(name)}/run`),
     },
   };
 }

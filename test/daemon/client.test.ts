@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeadlessError, type HeadlessClient, createClient } from '../../src/client/index';
-import { type Daemon, cleanupDaemons, startFakeDaemon } from '../helpers/daemon';
+import { type Daemon, cleanupDaemons, startDaemon, startFakeDaemon, tempDir, writeConfig } from '../helpers/daemon';
 
 /** The typed client against the real daemon. */
 
@@ -104,5 +104,29 @@ describe('the typed client', () => {
     await client.wait(taskId);
     expect(await client.sessions.get(resumeId)).toMatchObject({ resumeId, status: 'idle', resumable: true });
     expect((await client.sessions.retire(resumeId)).status).toBe('retired');
+  });
+});
+
+describe('schedules and the queue through the client', () => {
+  it('lists the schedules, runs one now, and a start at capacity comes back queued with its place', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    writeConfig(dir, {
+      maxConcurrentRuns: 1,
+      queue: {},
+      schedules: [{ name: 'yearly', cron: '0 0 1 1 *', workspace: 'ws', agent: 'fake', prompt: 'wait-file never; echo x' }],
+    });
+    const d = await startDaemon(dir);
+    const c = createClient({ url: d.url });
+    expect((await c.schedules.list()).schedules).toEqual([expect.objectContaining({ name: 'yearly', nextRunAt: expect.stringMatching(/-01-01T00:00:00/) })]);
+    const now = await c.schedules.run('yearly');
+    expect(now).toMatchObject({ status: 'running' });
+    expect(await c.get(now.taskId)).toMatchObject({ schedule: 'yearly', scheduledFor: expect.any(String) });
+    const queued = await c.start('ws', fake('echo behind'));
+    expect(queued).toMatchObject({ status: 'queued', queuePosition: 1 });
+    await expect(c.schedules.run('nope')).rejects.toMatchObject({ code: 'schedule_not_found' });
+    await c.cancel(now.taskId);
+    expect((await c.wait(queued.taskId)).status).toBe('succeeded');
+    await d.stop();
   });
 });

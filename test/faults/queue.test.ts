@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type TestHost, closeAllHosts, createTestHost } from '../helpers/harness';
-import { type Write, faultyKeyv, kindOf } from '../helpers/faulty-store';
+import { type Write, faultyKeyv, kindOf, refusingFirst } from '../helpers/faulty-store';
 import { type Receiver, closeReceivers, startReceiver } from '../helpers/receiver';
 import { eventually, waitFor } from '../helpers/wait';
 
@@ -89,15 +89,6 @@ const KIND: Record<string, (w: Write) => boolean> = {
   'run cancelled owes run.ended': (w) => kindOf(w) === 'run cancelled owes run.ended',
 };
 
-function refusing(kind: string, crash: boolean): (w: Write) => boolean {
-  let hit = false;
-  return (w) => {
-    if (hit) return crash;
-    hit = KIND[kind]!(w);
-    return hit;
-  };
-}
-
 const CASES: Array<[string, 'run' | 'cancel']> = [
   ['run queued', 'run'],
   ['run running (taken)', 'run'],
@@ -121,7 +112,7 @@ describe.each([
 ])('each queue write refused %s', (_, crash) => {
   it.each(CASES)('%s (%s)', async (kind, mode) => {
     const store = faultyKeyv();
-    store.state.refuse = refusing(kind, crash);
+    store.state.refuse = refusingFirst(KIND[kind]!, crash);
     const first = await hostOn(store);
     const outcome = await workload(first, mode);
     await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 30_000, what: `a write of kind "${kind}"` });

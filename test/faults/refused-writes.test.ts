@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type TestHost, closeAllHosts, createTestHost } from '../helpers/harness';
-import { type Write, faultyKeyv, kindOf } from '../helpers/faulty-store';
+import { faultyKeyv, kindOf, refusingFirst } from '../helpers/faulty-store';
 import { type Receiver, closeReceivers, startReceiver } from '../helpers/receiver';
 import { eventually, waitFor } from '../helpers/wait';
 
@@ -128,23 +128,13 @@ describe('refused writes: the kinds of write a start makes', () => {
   });
 });
 
-/** Refuses the first write of `kind`, and with `crash` every write after it too (the service is dead from there on). */
-function refusing(kind: string, crash: boolean): (w: Write) => boolean {
-  let hit = false;
-  return (w) => {
-    if (hit) return crash;
-    hit = kindOf(w) === kind;
-    return hit;
-  };
-}
-
 describe.each([
   ['once', false],
   ['and every write after it (a crash there)', true],
 ])('each write refused %s', (_, crash) => {
   it.each(KINDS)('%s', async (kind) => {
     const store = faultyKeyv();
-    store.state.refuse = refusing(kind, crash);
+    store.state.refuse = refusingFirst((w) => kindOf(w) === kind, crash);
     const first = await hostOn(store);
     const outcome = await workload(first);
     // The refused write may be the last one the workload makes (a delivery's result): wait for it,

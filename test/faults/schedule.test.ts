@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestHost, closeAllHosts, createTestHost } from '../helpers/harness';
-import { type Write, faultyKeyv, kindOf } from '../helpers/faulty-store';
+import { type Write, faultyKeyv, kindOf, refusingFirst } from '../helpers/faulty-store';
 import { waitFor } from '../helpers/wait';
 
 /**
@@ -27,15 +27,6 @@ const KIND: Record<string, (w: Write) => boolean> = {
   schedule: (w) => w.key.startsWith('schedule:'),
 };
 
-function refusing(kind: string, crash: boolean): (w: Write) => boolean {
-  let hit = false;
-  return (w) => {
-    if (hit) return crash;
-    hit = KIND[kind]!(w);
-    return hit;
-  };
-}
-
 describe('a firing’s writes', () => {
   it('are the ones this tier refuses', async () => {
     const store = faultyKeyv();
@@ -52,7 +43,7 @@ describe.each([
 ])('each firing write refused %s', (_, crash) => {
   it.each(Object.keys(KIND))('%s', async (kind) => {
     const store = faultyKeyv();
-    store.state.refuse = refusing(kind, crash);
+    store.state.refuse = refusingFirst(KIND[kind]!, crash);
     const first = await hostOn(store);
     await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 60_000, what: `a write of kind "${kind}"` });
     await first.close();

@@ -62,3 +62,13 @@ export function kindOf(w: Write): string {
   if (!v) return `delete ${prefix}`;
   return prefix;
 }
+
+/** Refuses the first write `match` picks, and with `crash` every write after it too (the service is dead from there on). */
+export function refusingFirst(match: (w: Write) => boolean, crash: boolean): (w: Write) => boolean {
+  let hit = false;
+  return (w) => {
+    if (hit) return crash;
+    hit = match(w);
+    return hit;
+  };
+}
