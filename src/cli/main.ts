@@ -20,6 +20,7 @@ Commands:
   cancel     cancel a run
   inbox      list the Inbox, show an item, or mark it read
   sessions   show or retire a Session
+  schedules  list the schedules, or run one now
   mcp        serve the API as MCP tools over stdio`;
 
 const USAGE = `${SHORT}

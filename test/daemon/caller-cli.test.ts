@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLI, type Daemon, api, cleanupDaemons, runCli, startFakeDaemon } from '../helpers/daemon';
+import { CLI, type Daemon, api, cleanupDaemons, runCli, startDaemon, startFakeDaemon, tempDir, writeConfig } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
 
 /** The caller commands against the real daemon: output for people and machines, and exit codes. */
@@ -181,5 +181,30 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     const down = await cli(['status', 'run_x'], { HEADLESS_URL: 'http://127.0.0.1:9' });
     expect(down.code).toBe(6);
     expect(down.stderr).toMatch(/network/);
+  });
+});
+
+describe('headless-run-webhook schedules, and a queued run', () => {
+  it('lists the schedules and runs one now; a start at capacity says it is queued and where; an expired run exits 7', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    writeConfig(dir, {
+      maxConcurrentRuns: 1,
+      queue: { ttlMs: 100 },
+      schedules: [{ name: 'hold', cron: '0 0 1 1 *', workspace: 'ws', agent: 'fake', prompt: 'wait-file never; echo x' }],
+    });
+    const d = await startDaemon(dir);
+    const run = (args: string[]) => runCli(args, { cwd: dir, env: { HEADLESS_URL: d.url, HEADLESS_WORKSPACE: 'ws' }, timeoutMs: 30_000 });
+    const listed = await run(['schedules']);
+    expect(listed).toMatchObject({ code: 0 });
+    expect(listed.stdout).toMatch(/^hold {2}0 0 1 1 \* \(UTC\) {2}workspace ws {2}next \d{4}-01-01T00:00:00\.000Z {2}never run$/m);
+    const now = await run(['schedules', 'run', 'hold']);
+    expect(now.stdout).toMatch(/^started run_\S+ \(session ses_\S+\)$/m);
+    const queued = await run(['run', 'echo late', '--agent', 'fake', '--wait']);
+    expect(`${queued.stdout}${queued.stderr}`).toMatch(/queued run_\S+ at place 1/);
+    expect(queued.stdout).toMatch(/expired/);
+    expect(queued.code).toBe(7);
+    expect((await run(['schedules', 'run', 'nope'])).code).toBe(6);
+    await d.stop();
   });
 });

@@ -5,6 +5,7 @@ import { visible } from '../describe';
 import { fail } from '../fail';
 import { inbox, sessions } from './inbox';
 import { cancel, follow, list, logs, run, status } from './runs';
+import { schedules } from './schedules';
 import { type Command, EXIT, OPTIONS, print, printJson, usage } from './shared';
 import { CALLER_USAGE, COMMON } from './usage';
 
@@ -24,6 +25,7 @@ const COMMANDS: Record<string, { command: Command; takes: Array<keyof typeof OPT
   cancel: { command: cancel, takes: ['wait'] },
   inbox: { command: inbox, takes: ['workspace', 'unread', 'limit', 'cursor'] },
   sessions: { command: sessions, takes: [] },
+  schedules: { command: schedules, takes: [] },
 };
 
 export const CALLER_COMMANDS = Object.keys(COMMANDS);

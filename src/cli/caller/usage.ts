@@ -10,8 +10,8 @@ Common options:
   --help, --version
 The admin token, when one is needed, is read from HEADLESS_ADMIN_TOKEN.
 Exit codes: 0 succeeded (or done), 1 run failed, 2 bad usage, 3 timed out, 4 cancelled,
-5 interrupted, 6 the service refused or could not be reached, 130 stopped waiting (Ctrl-C;
-the run goes on).`;
+5 interrupted, 6 the service refused or could not be reached, 7 expired in the queue,
+130 stopped waiting (Ctrl-C; the run goes on).`;
 
 export const CALLER_USAGE: Record<string, string> = {
   run: `Usage: headless-run-webhook run "<prompt>" [--workspace ID] [--agent NAME] [--resume ID] [--timeout MS]
@@ -45,4 +45,8 @@ export const CALLER_USAGE: Record<string, string> = {
        headless-run-webhook inbox read <itemId> [--workspace ID]`,
   sessions: `Usage: headless-run-webhook sessions <resumeId>
        headless-run-webhook sessions retire <resumeId>`,
+  schedules: `Usage: headless-run-webhook schedules
+       headless-run-webhook schedules run <name>
+
+  Lists the schedules (next occurrence, last run), or starts a run of one now.`,
 };
