@@ -9,12 +9,16 @@ if (process.argv.includes('--version')) {
 }
 process.stdin.resume().on('data', () => undefined);
 const count = Number(process.env.BUSY_EVENTS ?? 2000);
+// BUSY_STAMP=1: every event a message saying when it was printed (the event-latency bench).
+const stamp = process.env.BUSY_STAMP === '1';
 const perTick = Math.max(1, Math.round(Number(process.env.BUSY_RATE ?? 200) / 50));
 await write({ type: 'system', subtype: 'init', session_id: 'busy-session' });
 for (let i = 0; i < count; i += perTick) {
   for (let j = i; j < Math.min(count, i + perTick); j++) {
     const block =
-      j % 4 === 3 ? { type: 'tool_use', id: `t${j}`, name: 'Bash', input: { command: 'true' } } : { type: 'text', text: `message ${j} `.padEnd(200, '.') };
+      j % 4 === 3 && !stamp
+        ? { type: 'tool_use', id: `t${j}`, name: 'Bash', input: { command: 'true' } }
+        : { type: 'text', text: `${stamp ? `at=${Date.now()} ` : ''}message ${j} `.padEnd(200, '.') };
     await write({ type: 'assistant', message: { content: [block] } });
   }
   await new Promise((r) => setTimeout(r, 20));

@@ -12,7 +12,8 @@ import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { createSqliteKeyv } from '../dist/index.js';
 import { startPostgres } from '../test/fixtures/postgres.mjs';
-import { queueMemory, queuePickup } from './queue.mjs';
+import { eventLatency } from './event-latency.mjs';
+import { queueKill, queueMemory, queuePickup, queuePickupFleet } from './queue.mjs';
 import { spawnDaemon, spawnServer } from './spawn-daemon.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -350,10 +351,16 @@ async function follow(url, stall) {
   return { events, ended: true };
 }
 
-// 6. 200 SSE readers (50 of them stalled) on one busy run vs the daemon idle: RSS growth and GET p99 meanwhile.
-async function eventReaders() {
+/** A folder whose `claude` is bench/busy-claude.mjs. */
+function claudeBin() {
   const bin = tempDir();
   writeFileSync(join(bin, 'claude'), `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'bench/busy-claude.mjs')}" "$@"\n`, { mode: 0o755 });
+  return bin;
+}
+
+// 6. 200 SSE readers (50 of them stalled) on one busy run vs the daemon idle: RSS growth and GET p99 meanwhile.
+async function eventReaders() {
+  const bin = claudeBin();
   const EVENTS = 3000;
   const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, BUSY_EVENTS: String(EVENTS), BUSY_RATE: '300' };
   const d = await daemon(fakeConfig({ workspaces: [{ id: 'ws', path: '.', agents: ['fake', 'claude'] }] }), undefined, env);
@@ -493,6 +500,9 @@ for (const [name, fn] of [
   ['fleet start', fleetStart],
   ['queue pick-up', () => queuePickup({ daemon, fakeConfig, post, row })],
   ['queue memory', () => queueMemory({ daemon, fakeConfig, post, row, rssMb, tempDir })],
+  ['queue pick-up in a fleet', () => queuePickupFleet({ daemon, fakeConfig, post, row, tempDir, startPostgres })],
+  ['queue across kill -9', () => queueKill({ daemon, post, row, tempDir })],
+  ['event latency', () => eventLatency({ daemon, fakeConfig, post, row, tempDir, claudeBin })],
 ]) {
   if (process.env.BENCH_ONLY && !name.includes(process.env.BENCH_ONLY)) continue;
   console.error(`bench: ${name}…`);

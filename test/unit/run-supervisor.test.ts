@@ -4,7 +4,7 @@ import { type SupervisedProcess, superviseProcess } from '../../src/core/runs/su
 import { type SpawnOptions, type Spawner, createExecaSpawner } from '../../src/core/process/spawner';
 import { FAKE_AGENT } from '../helpers/harness';
 import { isDead, markedCount, noneMarked } from '../helpers/processes';
-import { sleep } from '../helpers/wait';
+import { sleep, waitFor } from '../helpers/wait';
 
 /**
  * A spawner of the kind a host might write: plain child_process, no process group of its own,
@@ -78,7 +78,8 @@ describe('the run supervisor', () => {
 
   it('SIGKILLs after the grace when SIGTERM is ignored', async () => {
     const { supervised } = await supervise(createExecaSpawner(), 'ignore-term; echo ready; sleep 20000');
-    await sleep(300);
+    // Once it says it is ready it ignores SIGTERM, however slowly it started.
+    await waitFor(() => supervised.output()?.stdout.includes('ready') === true, { timeoutMs: 30_000, what: 'the agent to be ready' });
     supervised.stop('cancel', 200);
     expect((await supervised.ended).signal).toBe('SIGKILL');
   });

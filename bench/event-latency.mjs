@@ -1,0 +1,44 @@
+// The event-latency figure for `npm run bench`: from an agent printing a line (a Claude-style
+// message saying when it was printed) to an SSE reader receiving its event. Run by bench/run.mjs.
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+
+/** Reads a run's SSE stream; for each message that says when it was printed, how long it took to arrive. */
+async function latencies(url) {
+  const res = await fetch(url);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  const out = [];
+  let text = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return out;
+    const now = Date.now();
+    text += decoder.decode(value, { stream: true });
+    const frames = text.split('\n\n');
+    text = frames.pop();
+    for (const f of frames) {
+      const at = /"text":"at=(\d+) /.exec(f)?.[1];
+      if (at) out.push(now - Number(at));
+    }
+  }
+}
+
+/** From an agent printing a line to an SSE reader receiving its event, with 1 and with 100 runs at once. */
+export async function eventLatency({ daemon, fakeConfig, post, row, tempDir, claudeBin }) {
+  const env = { ...process.env, PATH: `${claudeBin()}:${process.env.PATH}`, BUSY_EVENTS: '100', BUSY_RATE: '50', BUSY_STAMP: '1' };
+  const d = await daemon(fakeConfig({ maxConcurrentRuns: 100, workspaces: [{ id: 'ws', path: '.', agents: ['claude'] }] }), tempDir(), env);
+  for (const runs of [1, 100]) {
+    const ids = [];
+    for (let i = 0; i < runs; i++) ids.push((await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'stamp', agent: 'claude' })).json()).taskId);
+    const all = (await Promise.all(ids.map((id) => latencies(`${d.url}/api/headless/${id}/events`)))).flat();
+    row(
+      `event latency, agent line → SSE reader, ${runs} run${runs > 1 ? 's' : ''}, p50`,
+      `${pct(all, 50)} ms`,
+      '— (absolute)',
+      `p99 ${pct(all, 99)} ms`,
+      '≤ 5 ms (p99 ≤ 110 ms)',
+      pct(all, 50) <= 5 && pct(all, 99) <= 110,
+    );
+  }
+  await d.stop();
+}
