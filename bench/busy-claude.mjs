@@ -11,6 +11,14 @@ process.stdin.resume().on('data', () => undefined);
 const count = Number(process.env.BUSY_EVENTS ?? 2000);
 // BUSY_STAMP=1: every event a message saying when it was printed (the event-latency bench).
 const stamp = process.env.BUSY_STAMP === '1';
+// BUSY_GATE=<file>: say it is ready (<file>.<pid>), then print only once <file> exists, so many
+// agents' start-up does not fall on each other's printing.
+const gate = process.env.BUSY_GATE;
+if (gate) {
+  const { existsSync, writeFileSync } = await import('node:fs');
+  writeFileSync(`${gate}.${process.pid}`, '');
+  while (!existsSync(gate)) await new Promise((r) => setTimeout(r, 5));
+}
 const perTick = Math.max(1, Math.round(Number(process.env.BUSY_RATE ?? 200) / 50));
 await write({ type: 'system', subtype: 'init', session_id: 'busy-session' });
 for (let i = 0; i < count; i += perTick) {

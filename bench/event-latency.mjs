@@ -1,5 +1,8 @@
 // The event-latency figure for `npm run bench`: from an agent printing a line (a Claude-style
 // message saying when it was printed) to an SSE reader receiving its event. Run by bench/run.mjs.
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 
 /** Reads a run's SSE stream; for each message that says when it was printed, how long it took to arrive. */
@@ -25,12 +28,26 @@ async function latencies(url) {
 
 /** From an agent printing a line to an SSE reader receiving its event, with 1 and with 100 runs at once. */
 export async function eventLatency({ daemon, fakeConfig, post, row, tempDir, claudeBin }) {
-  const env = { ...process.env, PATH: `${claudeBin()}:${process.env.PATH}`, BUSY_EVENTS: '100', BUSY_RATE: '50', BUSY_STAMP: '1' };
+  const gates = tempDir();
+  const env = {
+    ...process.env,
+    PATH: `${claudeBin()}:${process.env.PATH}`,
+    BUSY_EVENTS: '100',
+    BUSY_RATE: '50',
+    BUSY_STAMP: '1',
+    BUSY_GATE: join(gates, 'go'),
+  };
   const d = await daemon(fakeConfig({ maxConcurrentRuns: 100, workspaces: [{ id: 'ws', path: '.', agents: ['claude'] }] }), tempDir(), env);
   for (const runs of [1, 100]) {
     const ids = [];
     for (let i = 0; i < runs; i++) ids.push((await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'stamp', agent: 'claude' })).json()).taskId);
-    const all = (await Promise.all(ids.map((id) => latencies(`${d.url}/api/headless/${id}/events`)))).flat();
+    const reading = ids.map((id) => latencies(`${d.url}/api/headless/${id}/events`));
+    // Every agent started and waiting: they print together, their start-up out of the way.
+    for (let i = 0; i < 3000 && readdirSync(gates).length < runs; i++) await new Promise((r) => setTimeout(r, 10));
+    writeFileSync(join(gates, 'go'), '');
+    const all = (await Promise.all(reading)).flat();
+    rmSync(join(gates, 'go'));
+    for (const f of readdirSync(gates)) rmSync(join(gates, f));
     row(
       `event latency, agent line → SSE reader, ${runs} run${runs > 1 ? 's' : ''}, p50`,
       `${pct(all, 50)} ms`,

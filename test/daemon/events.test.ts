@@ -253,7 +253,7 @@ describe('run events', () => {
 });
 
 describe('followers of a busy run', () => {
-  it('are handed new events together, at most every 100 ms: followers in step read the same batches', async () => {
+  it('many (more than 8) are handed new events together, at most every 100 ms: followers in step read the same batches', async () => {
     const events = new RunEvents({ store: keyvStore(createMemoryKeyv()), log: () => undefined });
     events.open({ taskId: 'run_1', resumeId: 'ses_1', workspaceId: 'ws', agent: 'fake', mode: 'async' });
     const follow = async () => {
@@ -267,18 +267,35 @@ describe('followers of a busy run', () => {
       throw new Error('the reader never ended');
     };
     const started = Date.now();
-    const followers = [follow(), follow()];
+    const followers = Array.from({ length: 10 }, follow);
     for (let i = 0; i < 100; i++) {
       events.append('run_1', 'message', { text: `m${i}` });
       await sleep(5);
     }
     await events.end({ taskId: 'run_1' } as RunRecord);
     const elapsed = Date.now() - started;
-    const [a, b] = await Promise.all(followers);
+    const [a, ...others] = await Promise.all(followers);
     expect(a!.flat()).toEqual(Array.from({ length: 102 }, (_, i) => i + 1));
-    expect(b).toEqual(a);
+    for (const b of others) expect(b).toEqual(a);
     // One hand-over per interval at most (the end is told at once), never one per event.
     expect(a!.length).toBeLessThanOrEqual(Math.ceil(elapsed / 100) + 2);
+  });
+
+  it('a few are handed each event at once; many get the events that follow the last hand-over only when the interval is over', async () => {
+    const events = new RunEvents({ store: keyvStore(createMemoryKeyv()), log: () => undefined });
+    const seen = async (followers: number) => {
+      const taskId = `run_${followers}`;
+      events.open({ taskId, resumeId: 'ses_1', workspaceId: 'ws', agent: 'fake', mode: 'async' });
+      const readers = Array.from({ length: followers }, () => events.reader({ taskId, status: 'running' } as RunRecord, 0));
+      // Two events in the tick after run.started was handed over.
+      events.append(taskId, 'message', { text: 'one' });
+      events.append(taskId, 'message', { text: 'two' });
+      const page = await readers[0]!.next(0);
+      for (const r of readers) r.close();
+      return page.events.map((e) => e.seq);
+    };
+    expect(await seen(1)).toEqual([1, 2, 3]);
+    expect(await seen(9)).toEqual([1]);
   });
 });
 

@@ -211,6 +211,7 @@ export class RunEvents {
         setTimeout(resolve, ms);
       });
     const live = this.live.get(taskId)?.timeline;
+    if (live) live.followers += 1;
     return {
       next: async (waitMs) => {
         let page: EventPage;
@@ -234,6 +235,7 @@ export class RunEvents {
         return page;
       },
       close: () => {
+        if (!closed && live) live.followers -= 1;
         closed = true;
         wake?.();
       },

@@ -3,14 +3,17 @@ import type { RunEventType } from '../../contract/records';
 
 /** Events per stored segment (events/timeline-store.ts). */
 export const SEGMENT = 100;
-/** Followers of a running run are handed its new events at most this often. */
+/** Followers of a running run with many followers are handed its new events at most this often. */
 const READER_INTERVAL_MS = 100;
+/** Up to this many followers are handed each event at once. */
+const FEW_FOLLOWERS = 8;
 
 /**
  * One run's timeline in memory: the retained events, and a signal for those waiting on the next.
- * Followers are handed new events at most every READER_INTERVAL_MS (the first after a quiet spell
- * at once), all at the same moment: a busy run costs each a few wake-ups a second, and followers
- * in step read the same batches, encoded once.
+ * A run with few followers hands them each event at once. With more, they are handed new events at
+ * most every READER_INTERVAL_MS (the first after a quiet spell at once), all at the same moment: a
+ * busy run costs each a few wake-ups a second, and followers in step read the same batches,
+ * encoded once.
  */
 export class Timeline {
   private sizes: number[] = [];
@@ -23,6 +26,8 @@ export class Timeline {
   private beat: NodeJS.Timeout | undefined;
   /** Readers waiting for the next change. */
   private readonly waiters = new Set<() => void>();
+  /** Readers following it now (waiting or not). */
+  followers = 0;
   /** The sequence numbers the store holds (0, 0: none yet). */
   saved = { first: 0, last: 0 };
 
@@ -40,7 +45,7 @@ export class Timeline {
   /** Hands the new events to the followers: now, or when the interval since the last time is over. */
   private wake(): void {
     if (this.publishing) return;
-    const wait = this.lastPublished + READER_INTERVAL_MS - Date.now();
+    const wait = this.followers <= FEW_FOLLOWERS ? 0 : this.lastPublished + READER_INTERVAL_MS - Date.now();
     if (wait <= 0) this.publish();
     else this.publishing = setTimeout(() => this.publish(), wait);
   }
