@@ -68,9 +68,8 @@ export class RunEvents {
     this.flushMs = FLUSH_MS;
   }
 
-  /** Starts the timeline of an admitted run with `run.started`. */
-  open(data: RunEventData['run.started']): void {
-    const timeline = new Timeline([], false, this.limits);
+  /** Starts the timeline of an admitted run with `run.started` (after what a queued run's stored one holds). */
+  open(data: RunEventData['run.started'], timeline = new Timeline([], false, this.limits)): void {
     this.live.set(data.taskId, { timeline, writing: Promise.resolve() });
     this.append(data.taskId, 'run.started', data);
   }
@@ -84,9 +83,7 @@ export class RunEvents {
 
   /** Continues the stored timeline of a queued run this instance took, with `run.started`. */
   async resume(data: RunEventData['run.started']): Promise<void> {
-    const timeline = await loadTimeline(this.o.store, data.taskId, this.limits);
-    this.live.set(data.taskId, { timeline, writing: Promise.resolve() });
-    this.append(data.taskId, 'run.started', data);
+    this.open(data, await loadTimeline(this.o.store, data.taskId, this.limits));
   }
 
   /** Forgets the timeline of a run that was never acknowledged. */
