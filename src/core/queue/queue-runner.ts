@@ -69,12 +69,17 @@ export class QueueRunner {
   private async once(sweep: boolean): Promise<void> {
     if (!sweep && this.$.freeSlots() === 0) return;
     const now = Date.now();
+    // Once a run has found no slot, none behind it is taken in this pass, even if a slot frees
+    // meanwhile: that slot asks for a new pass, from the oldest (a loaded CI run caught a sweep
+    // giving a freed slot to the run it had reached, ahead of older ones).
+    let full = false;
     for (const taskId of await this.$.queued.ids()) {
-      if (this.timer === undefined || (!sweep && this.$.freeSlots() === 0)) return;
+      if (this.timer === undefined || (!sweep && full)) return;
       const record = await this.$.find(taskId);
       if (record?.status !== 'queued' || !record.queued) continue;
       if (Date.parse(record.queued.expiresAt) <= now) await this.$.queued.end(taskId, 'expired');
-      else if (this.$.freeSlots() > 0 && (await this.$.take(record)) === 'refused') {
+      else if (full || this.$.freeSlots() === 0) full = true;
+      else if ((await this.$.take(record)) === 'refused') {
         // Not again at once (its released slot asked for a pass): a refusing store is not hammered.
         this.again = false;
         return;
