@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { checkAdminToken } from '../core/http/auth';
 
 /**
@@ -10,6 +10,8 @@ import { checkAdminToken } from '../core/http/auth';
  */
 export interface AdminToken {
   token?: string;
+  /** The file it was read from, which sandboxed runs never see. */
+  file?: string;
   /** Said on stderr at start. */
   warning?: string;
 }
@@ -17,7 +19,7 @@ export interface AdminToken {
 export function readAdminToken(flag: string | undefined, env: NodeJS.ProcessEnv): AdminToken {
   const systemd = env.CREDENTIALS_DIRECTORY ? join(env.CREDENTIALS_DIRECTORY, 'headless-admin-token') : undefined;
   const file = flag ?? (env.HEADLESS_ADMIN_TOKEN_FILE || undefined) ?? (systemd && existsSync(systemd) ? systemd : undefined);
-  if (file !== undefined) return { token: fromFile(file, file === systemd) };
+  if (file !== undefined) return { token: fromFile(file, file === systemd), file: resolve(file) };
   const token = env.HEADLESS_ADMIN_TOKEN || undefined;
   checkAdminToken(token);
   return token === undefined

@@ -51,6 +51,8 @@ const WorkspaceSchema = v.strictObject({
   env: v.optional(v.record(v.string(), v.string())),
   webhook: v.optional(v.strictObject({ url: v.string(), secret: v.optional(v.string()), events: webhookEvents })),
   queue: v.optional(v.union([QueueSchema, v.literal(false)])),
+  permissions: v.optional(v.picklist(['full', 'read-only'])),
+  sandbox: v.optional(v.boolean()),
 });
 
 const WebhooksSchema = v.strictObject({
@@ -75,6 +77,8 @@ const ScheduleSchema = v.strictObject({
   overlap: v.optional(v.picklist(['skip', 'queue', 'allow'])),
   missed: v.optional(v.picklist(['skip', 'once'])),
   jitterMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  permissions: v.optional(v.picklist(['full', 'read-only'])),
+  sandbox: v.optional(v.boolean()),
 });
 
 export const ConfigSchema = v.strictObject({
@@ -93,6 +97,8 @@ export const ConfigSchema = v.strictObject({
 });
 
 export interface DaemonConfig {
+  /** The file it was read from, if any: sandboxed runs never see it. */
+  file?: string;
   maxConcurrentRuns?: number;
   queue?: QueueSettings;
   schedules?: ScheduleDefinition[];
@@ -222,6 +228,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     if (!existsSync(ws.path)) throw new ConfigError(`config ${path}: workspace "${ws.id}" path ${ws.path} does not exist`);
   }
   return {
+    file: path,
     maxConcurrentRuns: config.maxConcurrentRuns,
     queue: config.queue,
     schedules: config.schedules,

@@ -75,6 +75,10 @@ function startWarnings(admin: AdminToken, config: DaemonConfig, loopbackBind: bo
       'publicHosts is set, so a proxy on this host forwards to this loopback address: one that adds no X-Forwarded-For makes every request local. Set "localCallers": "token" (docs/deployment.md)',
     );
   }
+  const sandboxed = [...(config.workspaces ?? []), ...(config.schedules ?? [])].some((c) => c.sandbox);
+  if (sandboxed && config.localCallers !== 'token') {
+    warnings.push('sandboxed agents share the network, so they can call this API as local callers: set "localCallers": "token" (docs/security.md)');
+  }
   return warnings;
 }
 
@@ -141,7 +145,7 @@ export async function serve(argv: string[]): Promise<void> {
   if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl))
     fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
   let store;
-  let dataDir: DataDirClaim | undefined;
+  let dataDir: (DataDirClaim & { path: string }) | undefined;
   try {
     if (storeUrl === undefined) {
       const opened = openDataDir({ flag: values['data-dir'], env: process.env, cwd }, (line) => logger.info(line));
@@ -163,6 +167,7 @@ export async function serve(argv: string[]): Promise<void> {
       maxConcurrentRuns: config.maxConcurrentRuns,
       queue: config.queue,
       schedules: config.schedules,
+      sandbox: { hidden: [config.file, dataDir?.path, admin.file, values.socket && resolve(cwd, values.socket)].filter((p) => p !== undefined) },
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
       logger,

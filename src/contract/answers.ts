@@ -49,6 +49,7 @@ export const RunRecordSchema = v.pipe(
     timeoutMs: v.number(),
     exitCode: nullableNumber,
     signal: nullableString,
+    policy: v.optional(v.object({ permissions: v.picklist(['full', 'read-only']), sandbox: v.boolean() })),
     title: v.optional(v.string()),
     metadata: v.optional(v.record(v.string(), v.string())),
     error: v.optional(RunErrorSchema),

@@ -14,6 +14,14 @@ export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 export const WEBHOOK_EVENTS = ['run.ended', 'agent.session'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
+/** What a run's agent may do, and where (docs/security.md: Confining agents). */
+export interface RunPolicy {
+  /** `read-only`: the agent's own flags forbid edits and commands (and, in a sandbox, its workspace is mounted read-only). */
+  permissions: 'full' | 'read-only';
+  /** Run inside a bubblewrap sandbox. */
+  sandbox: boolean;
+}
+
 export interface RunError {
   code: string;
   message: string;
@@ -41,6 +49,8 @@ export interface RunRecord {
   schedule?: string;
   /** The occurrence of its schedule it ran for (ISO); for a "run now", the moment it was asked. */
   scheduledFor?: string;
+  /** Set when its agent was confined: its workspace's (or schedule's) policy when it was accepted. */
+  policy?: RunPolicy;
   /** The label given at start, if any. */
   title?: string;
   /** The string pairs given at start, if any (at most 16); the list filters by them. */

@@ -31,6 +31,11 @@ export interface HeadlessHandlerOptions {
   maxConcurrentRuns?: number;
   /** Queue starts that find every slot busy, instead of `429` (docs/queue-and-schedules.md); a workspace may set its own. @default none */
   queue?: QueueSettings;
+  /**
+   * What sandboxed runs (a workspace's or schedule's `sandbox: true`) must not see, besides every
+   * other listed workspace: the daemon passes its data directory, config file, token file and socket. @default {}
+   */
+  sandbox?: { hidden?: string[] };
   /** Cron schedules that start runs (docs/queue-and-schedules.md). @default [] */
   schedules?: ScheduleDefinition[];
   /** The installation default agent. @default none */

@@ -25,6 +25,8 @@ import { SessionBook } from './sessions';
 import { type HeadlessStore, keyvStore } from './store/keyv-store';
 import { createMemoryKeyv } from './store/keyvs';
 import { Workspaces } from './workspaces';
+import { checkPolicy } from './sandbox/policy';
+import { Sandbox } from './sandbox/sandbox';
 
 /** Start-up recovery the store refused (a full disk) is tried again this often, until it succeeds. */
 const RECOVERY_RETRY_MS = 5000;
@@ -61,7 +63,9 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
   for (const ws of workspaces.all() ?? []) {
     webhooks.checkWorkspace(ws);
     checkQueueSettings(ws.queue, `workspace "${ws.id}": queue`);
+    checkPolicy(ws, `workspace "${ws.id}"`);
   }
+  const sandbox = buildSandbox(options, workspaces);
   const admission = new Admission({
     registry,
     sessions,
@@ -85,6 +89,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     baseEnv: env,
     log,
     observe,
+    sandbox,
     queue: options.queue,
     workspace: (id) => workspaces.require(id),
   });
@@ -173,4 +178,22 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
       for (const stage of [...stages].reverse()) await stage.close?.();
     },
   };
+}
+
+/** The sandbox of confined runs: it hides the service's own files and every other listed workspace; bubblewrap is required up front where one is asked for. */
+function buildSandbox(options: HeadlessHandlerOptions, workspaces: Workspaces): Sandbox {
+  const listed = workspaces.all() ?? [];
+  const sandbox = new Sandbox({ hidden: [...(options.sandbox?.hidden ?? []), ...listed.map((ws) => ws.path)] });
+  const wanted = [
+    ...listed.filter((ws) => ws.sandbox).map((ws) => `workspace "${ws.id}"`),
+    ...(options.schedules ?? []).filter((s) => s.sandbox).map((s) => `schedule "${s.name}"`),
+  ];
+  if (wanted.length > 0) {
+    try {
+      sandbox.executable();
+    } catch (error) {
+      throw new Error(`${wanted[0]} asks for a sandbox, but ${(error as Error).message}`);
+    }
+  }
+  return sandbox;
 }

@@ -1,5 +1,6 @@
 /** What the core stores and is configured with, beside the records the API shows. */
-import type { RunRecord, WebhookEvent } from '../contract/records';
+import type { RunPolicy, RunRecord, WebhookEvent } from '../contract/records';
+import type { PolicySettings } from './sandbox/policy';
 
 /** What is stored for a run: the record plus what crash recovery needs to find its processes. */
 export interface StoredRun extends RunRecord {
@@ -46,6 +47,8 @@ export interface RunOrigin {
   scheduledFor?: string;
   /** Queue it behind this run until that one has ended. */
   after?: string;
+  /** The schedule's policy settings, over the workspace's. */
+  policy?: PolicySettings;
 }
 
 /** A queue for starts that find every slot busy (docs/queue-and-schedules.md). */
@@ -103,6 +106,10 @@ export interface Workspace {
   webhook?: WorkspaceWebhook;
   /** This workspace's queue, over the installation's; `false`: none here. @default the installation's */
   queue?: QueueSettings | false;
+  /** What its runs' agents may do (docs/security.md: Confining agents); a schedule may set its own. @default "full" */
+  permissions?: RunPolicy['permissions'];
+  /** Run each agent in a bubblewrap sandbox that sees this workspace, its own state and nothing of the service. @default false */
+  sandbox?: boolean;
 }
 
 /** Where a run's webhooks go; kept on the run record from its start. */

@@ -19,7 +19,19 @@ const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose
 type Real = (typeof REAL)[number];
 
 /** Workspaces, one per behaviour of the mock; `wipe` has a HOME the tests can wipe; `flaky` drops every other stream. */
-const MODES = { ok: 'mock-ok', e401: 'mock-401', e500: 'mock-500', nocreds: undefined, wipe: 'mock-ok', flaky: 'mock-flaky' } as const;
+const MODES = {
+  ok: 'mock-ok',
+  e401: 'mock-401',
+  e500: 'mock-500',
+  nocreds: undefined,
+  wipe: 'mock-ok',
+  flaky: 'mock-flaky',
+  box: 'mock-ok',
+  ro: 'mock-ok',
+} as const;
+/** `box` runs each CLI in a bubblewrap sandbox (where bwrap is installed); `ro` with its read-only flags. */
+const POLICIES: Partial<Record<keyof typeof MODES, Record<string, unknown>>> = { box: { sandbox: true }, ro: { permissions: 'read-only' } };
+const hasBwrap = spawnSync('bwrap', ['--version']).status === 0;
 type Mode = keyof typeof MODES;
 
 let mock: MockModel;
@@ -46,6 +58,7 @@ beforeAll(async () => {
       path: paths[mode],
       agents: [...REAL, 'amp'],
       env: { ...mockEnv(homes[mode], mock.url, MODES[mode]), PATH },
+      ...(mode === 'box' && !hasBwrap ? {} : POLICIES[mode]),
     };
   });
   // No credentials and a HOME with no agent config at all.
@@ -127,6 +140,9 @@ const TOOL_EVENTS: Record<Exclude<Real, 'codex'>, { name: string; status: string
   goose: { name: 'write', status: 'failed' },
 };
 
+/** The CLIs whose file-writing call the mock names in their own vocabulary, so the file is really written. */
+const WRITES: readonly Real[] = ['claude', 'gemini', 'opencode'];
+
 describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
   const reasons = REASONS[agent];
 
@@ -167,6 +183,32 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
     const tools = timeline.events.filter((e) => e.type === 'tool').map((e) => e.data);
     expect(tools.at(-1), JSON.stringify(timeline.events)).toMatchObject(TOOL_EVENTS[agent as Exclude<Real, 'codex'>]);
     expect(JSON.stringify(tools)).not.toContain(`tool-${agent}.txt`);
+  });
+
+  it.skipIf(!hasBwrap)('runs in a sandbox: succeeded, its file written in its workspace, and a resume carries the earlier turns', async () => {
+    const first = await run('box', { agent, prompt: `Remember the word GAMMA-${agent}.`, wait: true });
+    expect(first).toMatchObject({ status: 'succeeded', policy: { permissions: 'full', sandbox: true } });
+    expect(first.lastMessage).toMatch(/^MOCK REPLY \d+$/);
+    if (WRITES.includes(agent)) {
+      expect((await run('box', { agent, prompt: `WRITE_FILE box-${agent}.txt`, wait: true })).status).toBe('succeeded');
+      expect(existsSync(join(paths.box, `box-${agent}.txt`))).toBe(true);
+    }
+    const before = mock.requests.length;
+    const again = await run('box', { resumeId: first.resumeId, prompt: `Which word? DELTA-${agent}` });
+    expect(again.status).toBe('succeeded');
+    expect(requestsSince(before).some((body) => body.includes(`DELTA-${agent}`) && body.includes(`GAMMA-${agent}`))).toBe(true);
+  });
+
+  it('read-only: its read-only flags are accepted, and a file the model asks it to write is not written', async () => {
+    const plain = await run('ro', { agent, prompt: 'hello', wait: true });
+    expect(plain).toMatchObject({ status: 'succeeded', policy: { permissions: 'read-only', sandbox: false } });
+    if (!WRITES.includes(agent)) return;
+    const record = await run('ro', { agent, prompt: `WRITE_FILE ro-${agent}.txt`, wait: true });
+    expect(record.status, JSON.stringify(record)).toBe('succeeded');
+    expect(existsSync(join(paths.ro, `ro-${agent}.txt`))).toBe(false);
+    // The same call in a full workspace writes it: the difference is the policy.
+    expect((await run('ok', { agent, prompt: `WRITE_FILE full-${agent}.txt`, wait: true })).status).toBe('succeeded');
+    expect(existsSync(join(paths.ok, `full-${agent}.txt`))).toBe(true);
   });
 
   it('a refused model call (401) is failed, with the agent’s reason, and its Session is not resumable', async () => {

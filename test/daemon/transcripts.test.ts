@@ -38,7 +38,7 @@ const transcript = (cli: string): Transcript => JSON.parse(readFileSync(join(DIR
 
 function judge(cli: string, recorded: Recorded, resumeId?: string) {
   const adapter = BUILTIN_AGENTS.find((a) => a.name === cli)!;
-  const parser = adapter.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_record', agentSessionId: resumeId });
+  const parser = adapter.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_record', agentSessionId: resumeId, permissions: 'full' });
   const events: AgentEvent[] = [];
   for (const line of recorded.stdout) events.push(...(parser.line(line) ?? []));
   const verdict = parser.finish(recorded.exitCode);
@@ -118,7 +118,7 @@ describe.each(REAL)('%s: the parser on the real CLI’s recorded output', (cli) 
 
 describe('tool calls in each agent’s documented shape become tool events, without their input', () => {
   const events = (cli: string, lines: unknown[]) => {
-    const parser = BUILTIN_AGENTS.find((a) => a.name === cli)!.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1' });
+    const parser = BUILTIN_AGENTS.find((a) => a.name === cli)!.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1', permissions: 'full' });
     return lines.flatMap((l) => parser.line(JSON.stringify(l)) ?? []).filter((e) => e.type === 'tool');
   };
   const tool = (name: string, status: string, id?: string) => ({ type: 'tool', name, status, ...(id ? { id } : {}) });
@@ -196,7 +196,7 @@ describe('tool calls in each agent’s documented shape become tool events, with
 
 describe('what the transcripts showed, beyond them', () => {
   const parse = (cli: string, events: unknown[], exitCode: number) => {
-    const parser = BUILTIN_AGENTS.find((a) => a.name === cli)!.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1' });
+    const parser = BUILTIN_AGENTS.find((a) => a.name === cli)!.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1', permissions: 'full' });
     for (const e of events) parser.line(JSON.stringify(e));
     return parser.finish(exitCode);
   };
@@ -302,7 +302,7 @@ describe.each(REAL)('%s: the fake CLI matches the real one', (cli) => {
 
 describe('usage and the last message, beyond the transcripts', () => {
   const parse = (cli: string, events: unknown[]) => {
-    const parser = BUILTIN_AGENTS.find((a) => a.name === cli)!.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1' });
+    const parser = BUILTIN_AGENTS.find((a) => a.name === cli)!.parser({ prompt: 'x', workspacePath: '/w', resumeId: 'ses_1', permissions: 'full' });
     for (const e of events) parser.line(JSON.stringify(e));
     return parser.finish(0);
   };

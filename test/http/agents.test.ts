@@ -15,7 +15,13 @@ afterAll(() => {
 
 const adapter = (name: string): AgentAdapter => BUILTIN_AGENTS.find((a) => a.name === name)!;
 const PROMPT = '--help --yolo; $(id) `x` "q"';
-const input = (extra: Partial<AgentRunInput> = {}): AgentRunInput => ({ prompt: PROMPT, workspacePath: '/w', resumeId: 'ses_1', ...extra });
+const input = (extra: Partial<AgentRunInput> = {}): AgentRunInput => ({
+  prompt: PROMPT,
+  workspacePath: '/w',
+  resumeId: 'ses_1',
+  permissions: 'full',
+  ...extra,
+});
 
 describe('built-in adapters build their CLI’s real headless command line', () => {
   const cases: Array<[string, string, string[], string[] | undefined]> = [

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { createSqliteKeyv } from '../../src/core/index';
+import { type AgentAdapter, createCommandAgent, createSqliteKeyv } from '../../src/core/index';
 import { keyvStore } from '../../src/core/store/keyv-store';
-import { type TestHost, closeAllHosts, createTestHost, problem } from '../helpers/harness';
+import { FAKE_AGENT, type TestHost, closeAllHosts, createTestHost, fakeAgent, problem } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
 
 /**
@@ -77,6 +77,30 @@ describe('schedules', () => {
     expect(res.headers.get('location')).toBe(`/api/headless/${started.taskId}`);
     expect(await host.waitEnded(started.taskId)).toMatchObject({ status: 'succeeded', schedule: 'tick' });
     expect(await problem(await host.request('POST', '/api/schedules/nope/run'))).toMatchObject({ status: 404, code: 'schedule_not_found' });
+  });
+
+  it('a schedule’s permissions reach its runs, through the queue too; the workspace’s own runs keep the workspace’s', async () => {
+    const gate = join(scratch(), 'go');
+    // The fake agent with a read-only mode: it prints the permissions it was started with.
+    const careful: AgentAdapter = {
+      ...createCommandAgent('fake', fakeAgent),
+      readOnly: true,
+      invocation: (input) => ({ command: process.execPath, args: [FAKE_AGENT, `echo permissions=${input.permissions}; ${input.prompt}`] }),
+    };
+    const host = await createTestHost({
+      agents: { fake: careful },
+      schedules: [schedule({ prompt: `wait-file ${gate}`, overlap: 'queue', permissions: 'read-only' })],
+    });
+    await waitFor(async () => (await runsOf(host, 'tick')).some((r) => r.status === 'queued'), { timeoutMs: 60_000, what: 'a queued occurrence' });
+    const own = (await (await host.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'fake', prompt: 'echo own', wait: true } })).json()) as Json;
+    expect(own.policy).toBeUndefined();
+    expect(own.output.stdout).toContain('permissions=full');
+    writeFileSync(gate, '');
+    const queued = (await runsOf(host, 'tick')).find((r) => r.status === 'queued')!;
+    const ended = await host.waitEnded(queued.taskId, 60_000);
+    expect(ended).toMatchObject({ status: 'succeeded', policy: { permissions: 'read-only', sandbox: false } });
+    const output = (await (await host.request('GET', `/api/headless/${queued.taskId}/output`)).json()) as Json;
+    expect(output.stdout).toContain('permissions=read-only');
   });
 
   it('bad schedules are refused when the handler is made, naming the schedule', async () => {

@@ -43,8 +43,13 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
 const listed = (usage: string, flag: string) => new RegExp(`(^|[\\s,[(])${escapeRegExp(flag)}(?![\\w-])`, 'm').test(usage);
 
 async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Record<string, string>, configured: boolean): Promise<AgentCheck> {
-  const sample = { prompt: 'doctor', workspacePath: workspace.path, resumeId: 'ses_doctor' };
-  const invocations = [adapter.invocation(sample), ...(adapter.supportsResume ? [adapter.invocation({ ...sample, agentSessionId: 'doctor' })] : [])];
+  const sample = { prompt: 'doctor', workspacePath: workspace.path, resumeId: 'ses_doctor', permissions: 'full' } as const;
+  // Every flag it may pass here: resuming, and its read-only ones on a read-only workspace.
+  const invocations = [
+    adapter.invocation(sample),
+    ...(adapter.supportsResume ? [adapter.invocation({ ...sample, agentSessionId: 'doctor' })] : []),
+    ...(adapter.readOnly && workspace.permissions === 'read-only' ? [adapter.invocation({ ...sample, permissions: 'read-only' })] : []),
+  ];
   const command = invocations[0]!.command;
   const sources = credentialSources(adapter);
   const check: AgentCheck = {
@@ -58,7 +63,7 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     credentials: presentCredentials(adapter, env),
     credentialSources: sources,
     canRun: false,
-    problems: [...(adapter.setupProblems ?? [])],
+    problems: [...(adapter.setupProblems ?? []), ...policyProblems(adapter, workspace)],
   };
   if (!check.path) {
     check.problems.push(`"${command}" is not on the PATH of workspace "${workspace.id}": install it, or set PATH in the workspace's env`);
@@ -90,10 +95,17 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
   }
   check.canRun =
     (adapter.setupProblems ?? []).length === 0 &&
+    policyProblems(adapter, workspace).length === 0 &&
     check.isAgent !== false &&
     (check.unknownFlags ?? []).length === 0 &&
     !(adapter.credentials?.required && check.credentials.length === 0);
   return check;
+}
+
+/** What the workspace's policy rules out for this agent (docs/security.md: Confining agents). */
+function policyProblems(adapter: AgentAdapter, workspace: Workspace): string[] {
+  if (workspace.permissions !== 'read-only' || adapter.readOnly || workspace.sandbox) return [];
+  return [`it has no read-only mode of its own, and this workspace is read-only without a sandbox: set "sandbox": true, or pick another agent`];
 }
 
 /**

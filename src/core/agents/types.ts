@@ -8,6 +8,8 @@ export interface AgentRunInput {
   resumeId: string;
   /** Set when resuming: the agent's own session id captured from an earlier run. */
   agentSessionId?: string;
+  /** `read-only`: no edits and no commands, by the CLI's own flags (only asked of an adapter with `readOnly`). */
+  permissions: 'full' | 'read-only';
 }
 
 export interface AgentInvocation {
@@ -92,6 +94,10 @@ export interface AgentAdapter {
   help?: string[];
   /** Flags it accepts but its usage does not list (the real-CLI tier proves they are accepted); `doctor` does not ask for them. */
   unlistedFlags?: string[];
+  /** Whether its own flags can keep it from editing and running commands (`permissions: "read-only"`). */
+  readOnly?: boolean;
+  /** Where it keeps its state, relative to `HOME` (a `.json` entry is a file): writable inside a sandbox. */
+  stateDirs?: string[];
   invocation(input: AgentRunInput): AgentInvocation;
   parser(input: AgentRunInput): AgentOutputParser;
 }

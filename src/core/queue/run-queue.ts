@@ -11,6 +11,7 @@ import type { RunRecords } from '../runs/records';
 import type { RunEvents } from '../events/run-events';
 import type { SessionBook } from '../sessions';
 import type { RunOrigin, StoredRun, WebhookTarget, Workspace } from '../types';
+import { runPolicy } from '../sandbox/policy';
 import { newSortableId } from '../util/ids';
 import type { QueuePolicy } from './queue-policy';
 import { QueueRunner, type TakeResult } from './queue-runner';
@@ -103,6 +104,7 @@ export class RunQueue {
         queued,
         schedule,
         scheduledFor,
+        policy: runPolicy(workspace, a.origin.policy),
       });
       await this.$.queued.enqueue(record);
       this.runner.kick();

@@ -1,4 +1,7 @@
+import type { RunPolicy } from '../../contract/records';
 import { preflight } from '../agents/preflight';
+import { SpawnFailure } from '../process/spawner';
+import type { Sandbox } from '../sandbox/sandbox';
 import type { AgentAdapter, AgentRunInput } from '../agents/types';
 import type { Workspace } from '../types';
 import { buildRunEnv } from './env';
@@ -22,11 +25,19 @@ export interface LaunchOptions {
   /** The run's own variables: its URL, ids and token. */
   run: Parameters<typeof buildRunEnv>[0]['run'];
   onStdoutLine(line: string): void;
+  /** Its confinement, if any, and the sandbox that applies it. */
+  policy?: RunPolicy;
+  sandbox: Sandbox;
 }
 
 /** Places the run, builds its environment, checks the agent can start, and starts it under supervision. */
 export async function launchProcess(o: LaunchOptions): Promise<SupervisedProcess> {
-  const { cwd, spawner } = await o.placement.place({ taskId: o.run.HEADLESS_TASK_ID, workspace: o.workspace });
+  const placed = await o.placement.place({ taskId: o.run.HEADLESS_TASK_ID, workspace: o.workspace });
+  const { cwd } = placed;
+  const readOnly = o.policy?.permissions === 'read-only';
+  if (readOnly && !o.adapter.readOnly && !o.policy?.sandbox) {
+    throw new SpawnFailure(`${o.adapter.name} has no read-only mode of its own: this workspace can run it read-only only in a sandbox ("sandbox": true)`);
+  }
   const invocation = o.adapter.invocation({ ...o.input, workspacePath: cwd });
   const env = buildRunEnv({
     base: o.baseEnv,
@@ -38,6 +49,9 @@ export async function launchProcess(o: LaunchOptions): Promise<SupervisedProcess
     run: o.run,
   });
   await preflight(o.adapter, invocation.command, env);
+  const spawner = o.policy?.sandbox
+    ? o.sandbox.confine(placed.spawner, { workspace: o.workspace.path, cwd, readOnly, stateDirs: o.adapter.stateDirs ?? [], env })
+    : placed.spawner;
   return superviseProcess({
     spawner,
     timeoutMs: o.timeoutMs,

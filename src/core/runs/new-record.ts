@@ -1,4 +1,5 @@
 import type { RunEventData } from '../../contract/events';
+import type { RunPolicy } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
 import type { QueuedStart, StoredRun, WebhookTarget } from '../types';
 
@@ -40,6 +41,8 @@ export function newRunRecord(a: {
   /** The schedule that fired it, and for which occurrence. */
   schedule?: string;
   scheduledFor?: string;
+  /** Its confinement, if any. */
+  policy?: RunPolicy;
 }): StoredRun {
   return {
     taskId: a.taskId,
@@ -57,6 +60,7 @@ export function newRunRecord(a: {
     bootId: a.owner,
     ...(a.schedule === undefined ? {} : { schedule: a.schedule }),
     ...(a.scheduledFor === undefined ? {} : { scheduledFor: a.scheduledFor }),
+    ...(a.policy === undefined ? {} : { policy: a.policy }),
     ...(a.request.title === undefined ? {} : { title: a.request.title }),
     ...(a.request.metadata === undefined || Object.keys(a.request.metadata).length === 0 ? {} : { metadata: a.request.metadata }),
     ...(a.webhookTargets.length > 0 ? { webhookTargets: a.webhookTargets } : {}),

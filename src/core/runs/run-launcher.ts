@@ -6,6 +6,7 @@ import type { RunEvents } from '../events/run-events';
 import { MACHINE } from '../process/machine';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { publicRecord } from '../public-record';
+import type { Sandbox } from '../sandbox/sandbox';
 import type { SessionBook } from '../sessions';
 import type { StoredRun, Workspace } from '../types';
 import type { Reservation } from './admission';
@@ -34,6 +35,7 @@ export interface RunLauncherDeps {
   baseEnv: NodeJS.ProcessEnv;
   log: Log;
   observe: ServiceObserver;
+  sandbox: Sandbox;
 }
 
 /** What a run's agent is started with. */
@@ -73,7 +75,7 @@ export class RunLauncher {
   /** Starts the admitted run's process. From here on, finalisation releases the reservation. */
   async launch({ workspace, prompt, apiUrl, reservation, record }: LaunchInput): Promise<StartedRun> {
     const { taskId, resumeId } = record;
-    const input = { prompt, resumeId, agentSessionId: reservation.session?.agentSessionId };
+    const input = { prompt, resumeId, agentSessionId: reservation.session?.agentSessionId, permissions: record.policy?.permissions ?? 'full' } as const;
     const parser = reservation.adapter.parser({ ...input, workspacePath: workspace.path });
     const live = newLiveRun({ taskId, reservation, parser, resumedFrom: input.agentSessionId });
     this.live.set(taskId, live);
@@ -84,6 +86,8 @@ export class RunLauncher {
         input,
         workspace,
         placement: this.placement,
+        policy: record.policy,
+        sandbox: this.o.sandbox,
         timeoutMs: record.timeoutMs,
         baseEnv: this.o.baseEnv,
         adminToken: this.o.adminToken,

@@ -20,6 +20,8 @@ import type { Admission, Reservation } from './admission';
 import { cancelElsewhere } from './cancel';
 import type { RunOutputView, StartedRun } from './live-run';
 import { newRunRecord, startedEvent } from './new-record';
+import { runPolicy } from '../sandbox/policy';
+import type { Sandbox } from '../sandbox/sandbox';
 import type { RunRecords } from './records';
 import { takeOverRuns } from './recovery';
 import { RunLauncher } from './run-launcher';
@@ -44,6 +46,8 @@ export interface RunServiceOptions {
   log: Log;
   /** Told of each run's start and end (the logs, the metrics). */
   observe: ServiceObserver;
+  /** Confines the runs whose policy asks for a sandbox. */
+  sandbox: Sandbox;
   /** The installation's queue; workspaces may set their own. */
   queue?: QueueSettings;
   /** A workspace by id, for a queued run taken from the store; throws `workspace_not_found` if this instance does not serve it. */
@@ -124,12 +128,12 @@ export class RunService {
       return enqueue(policy);
     }
     const { resumeId, adapter } = reservation;
-    const { schedule, scheduledFor } = origin;
+    const { schedule } = origin;
     // Opened first, so a reader who learns of the run finds its timeline.
     this.o.events.open(startedEvent({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, request, schedule }));
     let record: StoredRun;
     try {
-      record = await this.admitRecord(workspace, request, reservation, webhookTargets, { schedule, scheduledFor });
+      record = await this.admitRecord(workspace, request, reservation, webhookTargets, origin);
     } catch (error) {
       this.o.events.discard(reservation.taskId);
       this.records.untrack(reservation.taskId);
@@ -146,7 +150,7 @@ export class RunService {
     request: StartRequest,
     reservation: Reservation,
     webhookTargets: WebhookTarget[],
-    origin: Pick<RunOrigin, 'schedule' | 'scheduledFor'>,
+    origin: RunOrigin,
   ): Promise<StoredRun> {
     const { adapter, resumeId, taskId } = reservation;
     const now = new Date().toISOString();
@@ -162,7 +166,9 @@ export class RunService {
       owner: this.bootId,
       webhookTargets,
       now,
-      ...origin,
+      schedule: origin.schedule,
+      scheduledFor: origin.scheduledFor,
+      policy: runPolicy(workspace, origin.policy),
     });
     await this.records.create(record);
     return record;

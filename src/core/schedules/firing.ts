@@ -60,7 +60,12 @@ export class Firing {
       this.$.logger.info({ schedule: s.name, occurrence, running: previous.taskId }, 'schedule occurrence skipped: its last run has not ended');
       return { skipped: `its last run ${previous.taskId} has not ended` };
     }
-    const origin: RunOrigin = { schedule: s.name, scheduledFor: occurrence, ...(busy && overlap === 'queue' ? { after: previous.taskId } : {}) };
+    const origin: RunOrigin = {
+      schedule: s.name,
+      scheduledFor: occurrence,
+      policy: { permissions: s.permissions, sandbox: s.sandbox },
+      ...(busy && overlap === 'queue' ? { after: previous.taskId } : {}),
+    };
     const body = this.bodyOf(s);
     const workspace = await this.$.workspace(s.workspace);
     const execute = async (taskId: string): Promise<StoredAnswer> => {

@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import { SCHEDULE_NAME } from '../../contract/requests';
+import { checkPolicy } from '../sandbox/policy';
 
 /** A schedule (docs/queue-and-schedules.md): a cron expression that starts a run in a workspace. */
 export interface ScheduleDefinition {
@@ -20,6 +21,9 @@ export interface ScheduleDefinition {
   overlap?: 'skip' | 'queue' | 'allow';
   /** After the service was down over an occurrence: `skip` it, or run it `once` at start-up. @default "skip" */
   missed?: 'skip' | 'once';
+  /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
+  permissions?: 'full' | 'read-only';
+  sandbox?: boolean;
   /** Fire up to this many ms after the occurrence, at random (a fleet of schedules then spreads out). @default 0 */
   jitterMs?: number;
 }
@@ -44,6 +48,7 @@ export function checkSchedules(schedules: ScheduleDefinition[], hasWorkspace: (i
     }
     if (s.overlap !== undefined && !['skip', 'queue', 'allow'].includes(s.overlap)) throw new Error(`${where}: overlap must be skip, queue or allow`);
     if (s.missed !== undefined && !['skip', 'once'].includes(s.missed)) throw new Error(`${where}: missed must be skip or once`);
+    checkPolicy(s, where);
     if (s.jitterMs !== undefined && !(Number.isInteger(s.jitterMs) && s.jitterMs >= 0)) throw new Error(`${where}: jitterMs must be a whole number, 0 or more`);
   }
 }

@@ -6,6 +6,8 @@ export const amp = agent('amp', {
   credentials: { env: ['AMP_API_KEY'], files: ['.local/share/amp/secrets.json'], required: true },
   // Accepted (amp refuses unknown options) but missing from `amp --help`.
   unlistedFlags: ['--dangerously-allow-all'],
+  // No read-only mode on its command line: a read-only workspace runs amp only in a sandbox.
+  stateDirs: ['.local/share/amp', '.config/amp', '.cache/amp'],
   run: (input) => ({
     args: [
       ...(input.agentSessionId === undefined ? [] : ['threads', 'continue', input.agentSessionId]),

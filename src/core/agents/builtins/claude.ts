@@ -1,5 +1,8 @@
 import { claudeStyleParser } from '../parsing/claude-stream';
-import { agent, asRoot, resumeFlag } from './define';
+import { agent, asRoot, byPermissions, resumeFlag } from './define';
+
+/** Claude Code's tools that edit files or run commands. */
+const CHANGING_TOOLS = 'Bash,Edit,MultiEdit,Write,NotebookEdit,KillShell';
 
 export const claude = agent('claude', {
   identity: { args: ['--version'], pattern: /Claude Code/ },
@@ -7,12 +10,22 @@ export const claude = agent('claude', {
     env: ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX'],
     files: ['.claude/.credentials.json'],
   },
+  readOnly: true,
+  stateDirs: ['.claude', '.claude.json', '.config/claude'],
   run: (input) => ({
-    // stream-json requires --verbose in print mode; the prompt comes on stdin.
-    args: ['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions', ...resumeFlag('--resume', input)],
+    // stream-json requires --verbose in print mode; the prompt comes on stdin. Read-only: the
+    // tools that change anything are removed, and print mode denies whatever else would ask.
+    args: [
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      ...byPermissions(input, ['--dangerously-skip-permissions'], ['--permission-mode', 'default', `--disallowedTools=${CHANGING_TOOLS}`]),
+      ...resumeFlag('--resume', input),
+    ],
     stdin: input.prompt,
     // As root, Claude Code refuses bypass mode unless it is told it runs in a sandbox.
-    ...(asRoot ? { env: { IS_SANDBOX: '1' } } : {}),
+    ...(asRoot && input.permissions === 'full' ? { env: { IS_SANDBOX: '1' } } : {}),
   }),
   parser: claudeStyleParser,
 });

@@ -1,5 +1,5 @@
 import { type Json, jsonLinesParser, obj, str, toolEnded, toolStarted, usageOf } from '../parsing/json-lines';
-import { agent } from './define';
+import { agent, byPermissions } from './define';
 
 /** The items of codex that are tool calls. */
 const CODEX_TOOLS = new Set(['command_execution', 'file_change', 'mcp_tool_call', 'collab_tool_call', 'web_search']);
@@ -15,6 +15,8 @@ export const codex = agent('codex', {
     files: ['.codex/auth.json', '.codex/config.toml', '$CODEX_HOME/auth.json', '$CODEX_HOME/config.toml'],
     required: true,
   },
+  readOnly: true,
+  stateDirs: ['.codex'],
   run: (input) => ({
     // Every flag before `resume` (older parsers require it); `-` reads the prompt from stdin.
     args: [
@@ -22,7 +24,7 @@ export const codex = agent('codex', {
       '--json',
       '--skip-git-repo-check',
       '--sandbox',
-      'workspace-write',
+      byPermissions(input, 'workspace-write', 'read-only'),
       '--color',
       'never',
       ...(input.agentSessionId === undefined ? [] : ['resume', input.agentSessionId]),

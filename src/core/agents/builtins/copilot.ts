@@ -1,13 +1,22 @@
 import { jsonLinesParser, obj, str, toolEnded, toolStarted } from '../parsing/json-lines';
-import { agent } from './define';
+import { agent, byPermissions } from './define';
 
 export const copilot = agent('copilot', {
   identity: { args: ['--version'], pattern: /Copilot CLI/ },
   credentials: { env: ['COPILOT_GITHUB_TOKEN', 'GH_TOKEN', 'GITHUB_TOKEN', 'COPILOT_PROVIDER_API_KEY'], files: ['.copilot/config.json'] },
   // The prompt piped on stdin (headless when stdin is not a terminal), out of the process list.
+  // Read-only: nothing allowed beyond its defaults, writes and the shell denied; it cannot ask.
+  readOnly: true,
+  stateDirs: ['.copilot', '.cache/copilot'],
   run: (input) => ({
     stdin: input.prompt,
-    args: ['--allow-all', '--no-ask-user', '--output-format', 'json', ...(input.agentSessionId === undefined ? [] : [`--resume=${input.agentSessionId}`])],
+    args: [
+      ...byPermissions(input, ['--allow-all'], ['--deny-tool=write', '--deny-tool=shell']),
+      '--no-ask-user',
+      '--output-format',
+      'json',
+      ...(input.agentSessionId === undefined ? [] : [`--resume=${input.agentSessionId}`]),
+    ],
   }),
   // No start event carries the session id: it comes in the final `result`. The reason of a
   // failure comes in `session.error`.

@@ -12,6 +12,9 @@ export const resumeFlag = (flag: string, input: AgentRunInput): string[] => (inp
 
 export const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
+/** One flag set or the other, by the run's permissions. */
+export const byPermissions = <T>(input: AgentRunInput, full: T, readOnly: T): T => (input.permissions === 'read-only' ? readOnly : full);
+
 export type AdapterSpec = Omit<AgentAdapter, 'name' | 'kind' | 'supportsResume' | 'invocation' | 'command'> & {
   /** @default the agent's name */
   command?: string;

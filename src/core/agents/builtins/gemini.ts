@@ -1,5 +1,5 @@
 import { jsonLinesParser, obj, str, toolEnded, toolStarted, usageOf } from '../parsing/json-lines';
-import { agent, resumeFlag } from './define';
+import { agent, byPermissions, resumeFlag } from './define';
 
 export const gemini = agent('gemini', {
   credentials: {
@@ -8,8 +8,19 @@ export const gemini = agent('gemini', {
   },
   // The prompt on stdin, out of the process list: `--prompt` is appended to it, so an empty one
   // only asks for headless mode.
+  // Read-only: the default approval mode, in which headless gemini leaves out every tool that would ask.
+  readOnly: true,
+  stateDirs: ['.gemini'],
   run: (input) => ({
-    args: ['--prompt=', '--output-format', 'stream-json', '--approval-mode', 'yolo', '--skip-trust', ...resumeFlag('--resume', input)],
+    args: [
+      '--prompt=',
+      '--output-format',
+      'stream-json',
+      '--approval-mode',
+      byPermissions(input, 'yolo', 'default'),
+      '--skip-trust',
+      ...resumeFlag('--resume', input),
+    ],
     stdin: input.prompt,
   }),
   // Auth failures (exit 41) and a bad resume id (exit 42) print only on stderr.

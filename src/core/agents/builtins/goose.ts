@@ -1,5 +1,5 @@
 import { type Emit, type Json, type ParseState, jsonLinesParser, obj, str, toolEnded, toolStarted, usageOf } from '../parsing/json-lines';
-import { agent } from './define';
+import { agent, byPermissions } from './define';
 
 /**
  * What goose 1.52 prints, as recorded (test/fixtures/transcripts/goose.json): a reply is a
@@ -48,6 +48,8 @@ export const goose = agent('goose', {
   help: ['run', '--help'],
   // The npm package `goose-cli` installs an unrelated database-migration tool also named goose.
   identity: { args: ['--help'], pattern: /^(?=[\s\S]*\bsession\b)(?=[\s\S]*\brun\b)/i },
+  readOnly: true,
+  stateDirs: ['.config/goose', '.local/share/goose', '.local/state/goose', '.cache/goose'],
   run: (input) => ({
     args: [
       'run',
@@ -58,7 +60,8 @@ export const goose = agent('goose', {
       '-',
     ],
     stdin: input.prompt,
-    env: { GOOSE_MODE: 'auto' },
+    // Read-only: chat mode, in which goose uses no tools at all.
+    env: { GOOSE_MODE: byPermissions(input, 'auto', 'chat') },
   }),
   parser: (input) => {
     const inner = jsonLinesParser({

@@ -1,15 +1,17 @@
 import { addUsage, jsonLinesParser, obj, str, toolEnded, usageOf } from '../parsing/json-lines';
-import { agent, resumeFlag } from './define';
+import { agent, byPermissions, resumeFlag } from './define';
 
 export const opencode = agent('opencode', {
   help: ['run', '--help'],
   credentials: { env: [], files: ['.local/share/opencode/auth.json'] },
+  readOnly: true,
+  stateDirs: ['.local/share/opencode', '.config/opencode', '.cache/opencode', '.local/state/opencode'],
   run: (input) => ({
     // `run` reads the message from stdin when it is not a TTY. The permission variable is
     // the one auto-approve switch that has survived every flag rename.
     args: ['run', '--format', 'json', ...resumeFlag('--session', input)],
     stdin: input.prompt,
-    env: { OPENCODE_PERMISSION: '{"*":"allow"}' },
+    env: { OPENCODE_PERMISSION: byPermissions(input, '{"*":"allow"}', '{"*":"allow","edit":"deny","bash":"deny"}') },
   }),
   // There is no final event: a run without an `error` event that exits 0 succeeded.
   parser: jsonLinesParser({

@@ -1,0 +1,159 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, type Daemon, adminTokenFile, api, cleanupDaemons, runCli, startDaemon, tempDir, writeConfig } from '../helpers/daemon';
+
+/**
+ * docs/security.md, Confining agents: the same probe run unconfined (where it reaches everything,
+ * so each check can fail) and in bubblewrap sandboxes, through the built daemon.
+ */
+
+const hasBwrap = spawnSync('bwrap', ['--version']).status === 0;
+const PROBE = resolve(__dirname, '../fixtures/sandbox-probe.sh');
+const SENTINEL = 'sentinel-in-the-daemon-environment-0123456789';
+// Ended after the file, not after each test: the sandbox tests share one daemon.
+const dirs: string[] = [];
+const dir = () => {
+  const d = tempDir();
+  dirs.push(d);
+  return d;
+};
+afterAll(() => cleanupDaemons(dirs));
+
+type Reach = Record<string, 'yes' | 'no'>;
+
+async function probe(daemon: Daemon, workspace: string): Promise<{ reach: Reach; record: Record<string, any> }> {
+  const res = await api(
+    daemon,
+    'POST',
+    `/api/workspaces/${workspace}/headless`,
+    { prompt: 'x', agent: 'probe', wait: true },
+    { authorization: `Bearer ${ADMIN_TOKEN}` },
+  );
+  const record = (await res.json()) as Record<string, any>;
+  expect(res.status, JSON.stringify(record)).toBe(200);
+  const reach = Object.fromEntries(
+    (record.output.stdout as string)
+      .trim()
+      .split('\n')
+      .map((line) => line.split('=')),
+  ) as Reach;
+  return { reach, record };
+}
+
+describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
+  let daemon: Daemon;
+  let cwd: string;
+
+  beforeAll(async () => {
+    cwd = dir();
+    for (const name of ['box', 'boxro', 'open', 'other', 'outside']) mkdirSync(join(cwd, name));
+    writeFileSync(join(cwd, 'other', 'secret.txt'), 'secret');
+    const token = adminTokenFile(cwd);
+    const env = {
+      TOKEN_FILE: token,
+      STORE: join(cwd, '.headless', 'headless.sqlite'),
+      CONFIG: join(cwd, 'headless.config.json'),
+      OTHER: join(cwd, 'other'),
+      OUTSIDE: join(cwd, 'outside'),
+      SENTINEL,
+    };
+    const workspace = (id: string, extra: Record<string, unknown> = {}) => ({ id, path: id, agents: ['probe'], env, ...extra });
+    writeConfig(cwd, {
+      localCallers: 'token',
+      agents: { probe: { command: '/bin/sh', args: [PROBE], stdin: '{prompt}' } },
+      workspaces: [workspace('open'), workspace('box', { sandbox: true }), workspace('boxro', { sandbox: true, permissions: 'read-only' }), workspace('other')],
+    });
+    // The sentinel stands for any secret left in the daemon's environment.
+    daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', token], { HEADLESS_ADMIN_TOKEN: SENTINEL });
+  }, 30_000);
+  afterAll(() => daemon?.stop());
+
+  it('unconfined, the probe reaches all of it: each check below can fail', async () => {
+    const { reach, record } = await probe(daemon, 'open');
+    expect(reach).toMatchObject({
+      token: 'yes',
+      store: 'yes',
+      config: 'yes',
+      'other-read': 'yes',
+      'other-write': 'yes',
+      'outside-write': 'yes',
+      'own-write': 'yes',
+    });
+    expect(reach['daemon-process']).toBe('yes');
+    expect(record.policy).toBeUndefined();
+    // What it wrote is removed, so the sandboxed runs are judged by what they write.
+    for (const file of [join(cwd, 'other', 'written.txt'), join(cwd, 'outside', 'written.txt')]) rmSync(file);
+  });
+
+  it('sees its own workspace and a private temporary folder, never the token, the store, the config, another workspace, or the daemon', async () => {
+    const { reach, record } = await probe(daemon, 'box');
+    expect(reach).toEqual({
+      token: 'no',
+      store: 'no',
+      config: 'no',
+      'other-read': 'no',
+      'other-write': 'no',
+      'outside-write': 'no',
+      'own-write': 'yes',
+      'tmp-write': 'yes',
+      'daemon-env': 'no',
+      'daemon-process': 'no',
+    });
+    expect(record).toMatchObject({ status: 'succeeded', policy: { permissions: 'full', sandbox: true } });
+    expect(existsSync(join(cwd, 'outside', 'written.txt'))).toBe(false);
+    expect(existsSync(join(cwd, 'other', 'written.txt'))).toBe(false);
+  });
+
+  it('read-only: its own workspace is read-only too, whatever the agent does', async () => {
+    const { reach, record } = await probe(daemon, 'boxro');
+    expect(reach).toMatchObject({ 'own-write': 'no', 'outside-write': 'no', token: 'no', 'tmp-write': 'yes' });
+    expect(record.policy).toEqual({ permissions: 'read-only', sandbox: true });
+  });
+});
+
+describe('sandbox settings', () => {
+  it('an agent with no read-only mode of its own is refused on a read-only workspace without a sandbox', async () => {
+    const cwd2 = dir();
+    writeConfig(cwd2, {
+      agents: { probe: { command: '/bin/sh', args: [PROBE], stdin: '{prompt}' } },
+      workspaces: [{ id: 'ro', path: '.', agents: ['probe'], permissions: 'read-only' }],
+    });
+    const plain = await startDaemon(cwd2, ['--port', '0']);
+    const res = await api(plain, 'POST', '/api/workspaces/ro/headless', { prompt: 'x', agent: 'probe', wait: true });
+    const body = (await res.json()) as Record<string, any>;
+    expect([res.status, body.code]).toEqual([500, 'spawn_failed']);
+    expect(body.detail).toContain('probe has no read-only mode of its own');
+    // doctor says so before any run is tried.
+    const agents = (await (await api(plain, 'GET', '/api/agents?wsId=ro')).json()) as { workspaces: Array<{ agents: Array<Record<string, any>> }> };
+    expect(agents.workspaces[0]!.agents.find((a) => a.agent === 'probe')).toMatchObject({
+      canRun: false,
+      problems: [expect.stringContaining('no read-only mode of its own, and this workspace is read-only without a sandbox')],
+    });
+    await plain.stop();
+  });
+  it.skipIf(!hasBwrap)('warns at start that sandboxed agents are local callers unless localCallers is "token"', async () => {
+    const cwd = dir();
+    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', sandbox: true }] });
+    const daemon = await startDaemon(cwd, ['--port', '0']);
+    expect(daemon.output()).toMatch(/"level":40,.*sandboxed agents share the network, so they can call this API as local callers/);
+    await daemon.stop();
+  });
+
+  it('a schedule asks for a sandbox where bwrap is not on the PATH: the daemon refuses to start, saying how to install it', async () => {
+    const cwd = dir();
+    writeConfig(cwd, { schedules: [{ name: 'nightly', cron: '0 3 * * *', workspace: 'default', prompt: 'x', sandbox: true }] });
+    const r = await runCli(['serve', '--port', '0'], { cwd, env: { PATH: join(cwd, 'no-bin') } });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('schedule "nightly" asks for a sandbox, but the sandbox needs bubblewrap, which is not installed: apt-get install bubblewrap');
+  });
+
+  it('a bad permissions value is a config error naming it', async () => {
+    const cwd = dir();
+    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', permissions: 'none' }] });
+    const r = await runCli(['serve', '--port', '0'], { cwd });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/workspaces\[0\]\.permissions/);
+  });
+});

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { bubblewrapArgs } from '../../src/core/sandbox/bubblewrap';
+import { runPolicy } from '../../src/core/sandbox/policy';
+
+describe('bubblewrapArgs', () => {
+  const layout = {
+    workspace: '/srv/ws',
+    readOnly: false,
+    writable: ['/home/u/.claude', '/tmp/hrw-sandbox-1'],
+    hidden: [
+      { path: '/srv', folder: true },
+      { path: '/srv/ws/.headless', folder: true },
+      { path: '/etc/headless/token', folder: false },
+    ],
+  };
+
+  it('mounts everything read-only, hides, binds the workspace and state over, then hides again what lies inside them', () => {
+    const args = bubblewrapArgs(layout, '/srv/ws', 'claude', ['-p']);
+    const at = (...seq: string[]) => args.findIndex((_, i) => seq.every((s, j) => args[i + j] === s));
+    expect(args.slice(0, 3)).toEqual(['--ro-bind', '/', '/']);
+    // The parent of the workspace (another workspace, say) is hidden before the workspace is bound over it.
+    expect(at('--tmpfs', '/srv', '--remount-ro', '/srv')).toBeLessThan(at('--bind', '/srv/ws', '/srv/ws'));
+    // The data directory inside the workspace is hidden after the workspace is bound.
+    expect(args.lastIndexOf('/srv/ws/.headless')).toBeGreaterThan(at('--bind', '/srv/ws', '/srv/ws'));
+    expect(at('--ro-bind', '/dev/null', '/etc/headless/token')).toBeGreaterThan(0);
+    expect(at('--bind', '/home/u/.claude', '/home/u/.claude')).toBeGreaterThan(0);
+    expect(at('--unshare-pid')).toBeGreaterThan(0);
+    expect(args.slice(-5)).toEqual(['--chdir', '/srv/ws', '--', 'claude', '-p']);
+  });
+
+  it('read-only: the workspace is bound read-only', () => {
+    const args = bubblewrapArgs({ ...layout, readOnly: true }, '/srv/ws', 'x', []);
+    expect(args.join(' ')).toContain('--ro-bind /srv/ws /srv/ws');
+    expect(args.join(' ')).not.toContain('--bind /srv/ws /srv/ws');
+  });
+});
+
+describe('runPolicy', () => {
+  it('the schedule’s settings over the workspace’s; none when unconfined', () => {
+    expect(runPolicy({})).toBeUndefined();
+    expect(runPolicy({ permissions: 'read-only' })).toEqual({ permissions: 'read-only', sandbox: false });
+    expect(runPolicy({ sandbox: true }, { permissions: 'read-only' })).toEqual({ permissions: 'read-only', sandbox: true });
+    expect(runPolicy({ sandbox: true, permissions: 'read-only' }, { sandbox: false, permissions: 'full' })).toBeUndefined();
+  });
+});
