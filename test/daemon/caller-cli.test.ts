@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, type Daemon, api, cleanupDaemons, runCli, startDaemon, startFakeDaemon, tempDir, writeConfig } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
@@ -42,7 +43,8 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     expect(failed.stdout).toMatch(/failed/);
     const late = await cli(['run', 'sleep 5000', '--agent', 'fake', '--wait', '--timeout', '300']);
     expect(late.code).toBe(3);
-    const waiting = cli(['run', 'sleep 20000', '--agent', 'fake', '--wait', '--json']);
+    // Held open until it is cancelled (the file never appears; the agent gives up after 60 s).
+    const waiting = cli(['run', `wait-file ${join(dirs[0]!, 'never')}`, '--agent', 'fake', '--wait', '--json']);
     let taskId = '';
     await waitFor(
       async () => {
@@ -50,7 +52,7 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
         taskId = running[0]?.taskId ?? '';
         return taskId !== '';
       },
-      { what: 'the run to start' },
+      { timeoutMs: 60_000, what: 'the run to start' },
     );
     expect((await cli(['cancel', taskId])).code).toBe(0);
     const cancelled = await waiting;

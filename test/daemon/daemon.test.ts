@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { canMountTmpfs } from '../helpers/mounts';
 import { api, daemonDirs, runCli, startDaemon, waitRun, writeConfig } from '../helpers/daemon';
 import { markedCount, noneMarked } from '../helpers/processes';
+import { waitFor } from '../helpers/wait';
 
 const dir = daemonDirs();
 
@@ -180,8 +181,8 @@ describe('the daemon', () => {
       ids.push(started.taskId);
       sessions.push(started.resumeId);
     }
-    await new Promise((r) => setTimeout(r, 500));
-    expect(markedCount(ids)).toBe(6);
+    // Each agent and its grandchild are up, however busy the machine is.
+    await waitFor(() => markedCount(ids) === 6, { what: 'three agents and their grandchildren' });
     expect(await daemon.stop('SIGKILL')).toBeNull();
     // Detached agents outlive a kill -9 of the daemon: recovery must find them.
     expect(markedCount(ids)).toBe(6);

@@ -166,7 +166,7 @@ describe('three daemons on one PostgreSQL', () => {
     // A run that ended on A whose webhook A is still retrying, and a run still running on A.
     const ended = (await (await start(a!, { prompt: 'echo before' })).json()) as Started;
     await waitRun(b!, ended.taskId);
-    await waitFor(() => receiver.received.slice(seen).some((r) => r.body.includes(ended.taskId)), { what: "A's first, failed attempt", timeoutMs: 5000 });
+    await waitFor(() => receiver.received.slice(seen).some((r) => r.body.includes(ended.taskId)), { what: "A's first, failed attempt", timeoutMs: 30_000 });
     const running = (await (await start(a!, { prompt: 'session dies-1; sleep 60000' })).json()) as Started;
     await waitFor(async () => (await (await api(b!, 'GET', `/api/sessions/${running.resumeId}`)).json()).resumable === true, {
       what: 'the agent session id to be stored',

@@ -1,8 +1,12 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/core/util/ids';
 import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import { api, cleanupDaemons, startDaemon, startFakeDaemon, waitRun } from '../helpers/daemon';
 import { type TestHost, closeAllHosts, createTestHost, problem } from '../helpers/harness';
+import { waitFor } from '../helpers/wait';
 
 const dirs: string[] = [];
 afterEach(closeAllHosts);
@@ -42,17 +46,22 @@ describe('Idempotency-Key on a start', () => {
 
   it('a retry while the first is still in flight is 409 idempotency_key_in_use; after it, the sync answer is replayed', async () => {
     const host = await createTestHost();
-    const first = start(host, 'sync-key', { prompt: 'sleep 400; echo done', wait: true });
-    await new Promise((r) => setTimeout(r, 150));
-    expect(await problem(await start(host, 'sync-key', { prompt: 'sleep 400; echo done', wait: true }))).toMatchObject({
+    // Held open until the retry is answered: no race is won by timing.
+    const gate = join(mkdtempSync(join(tmpdir(), 'hrw-gate-')), 'open');
+    dirs.push(dirname(gate));
+    const prompt = `wait-file ${gate}; echo done`;
+    const first = start(host, 'sync-key', { prompt, wait: true });
+    await waitFor(() => host.spawner.count === 1, { what: 'the first run to start' });
+    expect(await problem(await start(host, 'sync-key', { prompt, wait: true }))).toMatchObject({
       status: 409,
       code: 'idempotency_key_in_use',
     });
+    writeFileSync(gate, '');
     const answered = await first;
     expect(answered.status).toBe(200);
     const body = (await answered.json()) as Record<string, any>;
     expect(body).toMatchObject({ status: 'succeeded', output: { stdout: 'done\n' } });
-    const replay = await start(host, 'sync-key', { prompt: 'sleep 400; echo done', wait: true });
+    const replay = await start(host, 'sync-key', { prompt, wait: true });
     expect(replay.status).toBe(200);
     expect(await replay.json()).toEqual(body);
     expect(host.spawner.count).toBe(1);

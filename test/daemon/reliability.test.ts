@@ -222,10 +222,16 @@ describe('process faults', () => {
 describe('graceful shutdown', () => {
   it('SIGTERM: new starts get 503 shutting_down while reads keep working, then exit 0', async () => {
     const own = await startFakeDaemon(dirs);
-    const { taskId } = (await (await api(own, 'POST', '/api/workspaces/ws/headless', { prompt: 'ignore-term; sleep 60000' })).json()) as { taskId: string };
-    await new Promise((r) => setTimeout(r, 300));
+    const { taskId } = (await (await api(own, 'POST', '/api/workspaces/ws/headless', { prompt: 'ignore-term; echo ready; sleep 60000' })).json()) as {
+      taskId: string;
+    };
+    // Each step waits for a state, not a moment: the agent ignores SIGTERM, then the daemon has begun
+    // its shutdown (it told the run to stop), so it now holds on for the run's 2 s grace.
+    const printed = async (text: string) =>
+      ((await (await api(own, 'GET', `/api/headless/${taskId}/output`)).json()) as { stdout: string }).stdout.includes(text);
+    await waitFor(() => printed('ready'), { timeoutMs: 30_000, intervalMs: 20, what: 'the agent to ignore SIGTERM' });
     const exited = own.stop('SIGTERM');
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(() => printed('got TERM'), { timeoutMs: 30_000, intervalMs: 20, what: 'the daemon to stop its run' });
     const refused = await api(own, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo x' });
     expect(await refused.json()).toMatchObject({ status: 503, code: 'shutting_down' });
     expect((await api(own, 'GET', `/api/headless/${taskId}`)).status).toBe(200);

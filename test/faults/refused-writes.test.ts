@@ -74,7 +74,7 @@ async function checkAfterRestart(host: TestHost, first: Outcome): Promise<void> 
   const retried = await json(retry);
   if (first.taskId) expect(retried.taskId).toBe(first.taskId);
   const taskId = retried.taskId as string;
-  const record = await host.waitEnded(taskId, 5000);
+  const record = await host.waitEnded(taskId, 30_000);
   expect(record.status).not.toBe('running');
   const list = async (query: string) =>
     ((await json(await host.request('GET', `/api/headless?wsId=ws&limit=100${query}`))).runs as Array<{ taskId: string }>).map((r) => r.taskId);
@@ -88,7 +88,7 @@ async function checkAfterRestart(host: TestHost, first: Outcome): Promise<void> 
   }>;
   expect(events.at(-1)).toMatchObject({ type: 'run.ended', data: { status: record.status } });
   // Its run.ended webhook arrives, saying what its record says; none ever said otherwise.
-  await waitFor(() => deliveries(first.path).some((d) => d.type === 'run.ended'), { timeoutMs: 5000, what: `the run.ended webhook of ${taskId}` });
+  await waitFor(() => deliveries(first.path).some((d) => d.type === 'run.ended'), { timeoutMs: 30_000, what: `the run.ended webhook of ${taskId}` });
   for (const d of deliveries(first.path).filter((x) => x.type === 'run.ended')) expect(d.data.status).toBe(record.status);
   // An agent.session webhook is only ever sent for a Session that can be resumed.
   if (deliveries(first.path).some((d) => d.type === 'agent.session')) {

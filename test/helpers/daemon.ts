@@ -158,7 +158,7 @@ export async function api(daemon: Daemon, method: string, path: string, json?: u
 }
 
 /** Polls a run on the daemon until it has ended, and returns its record. */
-export const waitRun = (daemon: Daemon, taskId: string, timeoutMs = 20_000) =>
+export const waitRun = (daemon: Daemon, taskId: string, timeoutMs = 60_000) =>
   waitEnded(async () => (await (await api(daemon, 'GET', `/api/headless/${taskId}`)).json()) as Record<string, any>, timeoutMs);
 
 /** A daemon serving the fake-agent config (`writeConfig`) in a new temp dir, which joins `dirs` for cleanup. */

@@ -3,7 +3,7 @@
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export interface WaitOptions {
-  /** @default 2000 */
+  /** Long, so a busy machine only makes a failing check fail later, never a passing one fail. @default 30000 */
   timeoutMs?: number;
   /** @default 50 */
   intervalMs?: number;
@@ -11,7 +11,7 @@ export interface WaitOptions {
 
 /** Polls `check` until it holds; resolves false if it still does not by the deadline. */
 export async function eventually(check: () => boolean | Promise<boolean>, o: WaitOptions = {}): Promise<boolean> {
-  const deadline = Date.now() + (o.timeoutMs ?? 2000);
+  const deadline = Date.now() + (o.timeoutMs ?? 30_000);
   for (;;) {
     if (await check()) return true;
     if (Date.now() > deadline) return false;
@@ -21,11 +21,11 @@ export async function eventually(check: () => boolean | Promise<boolean>, o: Wai
 
 /** Polls `check` until it holds; throws, naming `what`, if it still does not by the deadline. */
 export async function waitFor(check: () => boolean | Promise<boolean>, o: WaitOptions & { what?: string } = {}): Promise<void> {
-  if (!(await eventually(check, o))) throw new Error(`timed out after ${o.timeoutMs ?? 2000} ms waiting for ${o.what ?? 'a condition'}`);
+  if (!(await eventually(check, o))) throw new Error(`timed out after ${o.timeoutMs ?? 30_000} ms waiting for ${o.what ?? 'a condition'}`);
 }
 
 /** Polls a run record until its status is no longer `running`, and returns it. */
-export async function waitEnded<R extends { status?: unknown }>(read: () => Promise<R>, timeoutMs = 15_000): Promise<R> {
+export async function waitEnded<R extends { status?: unknown }>(read: () => Promise<R>, timeoutMs = 60_000): Promise<R> {
   let record: R | undefined;
   await waitFor(
     async () => {

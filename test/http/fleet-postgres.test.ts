@@ -133,13 +133,13 @@ describe('a fleet on PostgreSQL', () => {
     await db.connect();
     await db.query("UPDATE headless_instances SET expires_at = now() - interval '1 second' WHERE id = (SELECT min(id) FROM headless_instances)");
     await db.end();
-    expect(await b.waitEnded(taskId, 10_000)).toMatchObject({ status: 'interrupted' });
+    expect(await b.waitEnded(taskId, 60_000)).toMatchObject({ status: 'interrupted' });
     // A notices at its next renewal and stops the run it no longer owns.
-    expect(await a.waitEnded(taskId, 10_000)).toMatchObject({ status: 'interrupted' });
+    expect(await a.waitEnded(taskId, 60_000)).toMatchObject({ status: 'interrupted' });
     expect(await noneMarked([taskId])).toBe(true);
     // A carries on under a renewed lease: a new run on it is not taken over.
     const next = await a.start('echo still here');
-    expect(await b.waitEnded(next.taskId, 10_000)).toMatchObject({ status: 'succeeded' });
+    expect(await b.waitEnded(next.taskId, 60_000)).toMatchObject({ status: 'succeeded' });
   });
 
   it('an owner cut off while another instance takes its run over never records what it saw of the kill: the run ends interrupted', async () => {
@@ -167,7 +167,7 @@ describe('a fleet on PostgreSQL', () => {
       error: { code: 'interrupted', message: 'x' },
     });
     // A's waiters and followers get the end the sweeper recorded.
-    expect(await a.waitEnded(taskId, 10_000)).toMatchObject({ status: 'interrupted' });
+    expect(await a.waitEnded(taskId, 60_000)).toMatchObject({ status: 'interrupted' });
   });
 
   it('a cancel its owner does not hear is 503 run_owner_unreachable; once it listens again, the cancel works', async () => {

@@ -73,10 +73,12 @@ describe('start a run', () => {
         { remoteAddress: '127.0.0.1' },
       ),
     ).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 100));
+    // Disconnects once the run is there (however long that takes), while it still runs.
+    const listed = async () => ((await (await host.request('GET', '/api/headless?wsId=ws')).json()) as { runs: Array<{ taskId: string }> }).runs;
+    await waitFor(async () => (await listed()).length === 1, { what: 'the run to be accepted' });
     abort.abort();
     await pending;
-    const list = (await (await host.request('GET', '/api/headless?wsId=ws')).json()) as { runs: Array<{ taskId: string }> };
+    const list = { runs: await listed() };
     expect(list.runs).toHaveLength(1);
     expect(await host.waitEnded(list.runs[0]!.taskId)).toMatchObject({ status: 'succeeded' });
   });
