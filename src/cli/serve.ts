@@ -8,7 +8,9 @@ import { type HeadlessHandler, createHeadlessHandler } from '../core/handler';
 import { createPostgresKeyv, createSqliteKeyv } from '../core/store/keyvs';
 import { SERVICE_SECRETS } from '../core/runs/env';
 import { type AdminToken, readAdminToken } from './admin-token';
-import { type DaemonConfig, loadConfig } from './config';
+import { startWarnings } from './start-warnings';
+import { daemonTracing } from './tracing';
+import { loadConfig } from './config';
 import { type DataDirClaim, openDataDir } from './data-dir';
 import { openSocket } from './socket';
 import { version } from '../../package.json';
@@ -65,21 +67,6 @@ function listen(server: Server, port: number, host: string): Promise<number> {
     server.once('listening', onListening);
     server.listen(port, host);
   });
-}
-
-/** What an operator should know at start: a token others can read, a proxy that may make the internet local. */
-function startWarnings(admin: AdminToken, config: DaemonConfig, loopbackBind: boolean): string[] {
-  const warnings = admin.warning ? [admin.warning] : [];
-  if (loopbackBind && (config.publicHosts ?? []).length > 0 && config.localCallers !== 'token') {
-    warnings.push(
-      'publicHosts is set, so a proxy on this host forwards to this loopback address: one that adds no X-Forwarded-For makes every request local. Set "localCallers": "token" (docs/deployment.md)',
-    );
-  }
-  const sandboxed = [...(config.workspaces ?? []), ...(config.schedules ?? [])].some((c) => c.sandbox);
-  if (sandboxed && config.localCallers !== 'token') {
-    warnings.push('sandboxed agents share the network, so they can call this API as local callers: set "localCallers": "token" (docs/security.md)');
-  }
-  return warnings;
 }
 
 function urlHost(host: string): string {
@@ -155,6 +142,8 @@ export async function serve(argv: string[]): Promise<void> {
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error), 1);
   }
+  // Off unless the standard OTEL_* variables ask for OTLP traces.
+  const tracing = daemonTracing(process.env, version);
   let apiUrl = '';
   let handler: HeadlessHandler;
   try {
@@ -167,6 +156,7 @@ export async function serve(argv: string[]): Promise<void> {
       maxConcurrentRuns: config.maxConcurrentRuns,
       queue: config.queue,
       schedules: config.schedules,
+      tracer: tracing?.tracer,
       sandbox: { hidden: [config.file, dataDir?.path, admin.file, values.socket && resolve(cwd, values.socket)].filter((p) => p !== undefined) },
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
@@ -232,6 +222,8 @@ export async function serve(argv: string[]): Promise<void> {
     void handler
       .close()
       .catch((error: unknown) => logger.error({ err: error }, 'shutdown failed'))
+      // The last runs' spans are sent before the process exits.
+      .then(() => tracing?.shutdown())
       .finally(() => {
         server.close();
         server.closeAllConnections();

@@ -1,4 +1,5 @@
 import type { ScheduleDefinition } from './schedules/schedule-spec';
+import type { Tracer } from '@opentelemetry/api';
 import type { Keyv } from 'keyv';
 import type { CommandAgentDefinition } from './agents/command-agent';
 import type { AgentAdapter } from './agents/types';
@@ -59,6 +60,8 @@ export interface HeadlessHandlerOptions {
   instanceLeaseMs?: number;
   /** How often an idle event stream sends a keep-alive (docs/http-api.md: Follow a run). @default 15000 */
   heartbeatMs?: number;
+  /** An OpenTelemetry tracer: a span per run, with its tool calls (docs/deployment.md: Traces). @default none: no traces */
+  tracer?: Tracer;
   /**
    * Where the service logs (a pino logger fits): a line per run start and end, webhook give-ups,
    * retention passes, and the errors it handled. @default errors and warnings on stderr only

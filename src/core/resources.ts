@@ -13,6 +13,7 @@ import { type HeadlessLogger, errorLog } from './logger';
 import { logObserver } from './telemetry/log-observer';
 import { createMetrics } from './telemetry/metrics';
 import { fanOut } from './telemetry/observer';
+import { RunTracing } from './telemetry/run-tracing';
 import type { HeadlessHandlerOptions } from './options';
 import { createExecaSpawner } from './process/spawner';
 import { checkQueueSettings } from './queue/queue-policy';
@@ -57,7 +58,8 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
   const events = new RunEvents({ store, log });
   const records = new RunRecords({ store, log, shared: fleet.shared });
   const metrics = createMetrics({ queued: async () => (await records.inStatus('queued')).length });
-  const observe = fanOut([logObserver(logger), metrics.observer], (error) => log('an observer failed', error));
+  const tracing = options.tracer && new RunTracing({ tracer: options.tracer, events: async (r) => (await events.page(r, 0, 100_000)).events, log });
+  const observe = fanOut([logObserver(logger), metrics.observer, ...(tracing ? [tracing.observer()] : [])], (error) => log('an observer failed', error));
   const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, observe, workspace: (id) => workspaces.find(id) });
   checkQueueSettings(options.queue, 'queue');
   for (const ws of workspaces.all() ?? []) {
@@ -90,6 +92,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     log,
     observe,
     sandbox,
+    tracing,
     queue: options.queue,
     workspace: (id) => workspaces.require(id),
   });

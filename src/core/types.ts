@@ -38,6 +38,8 @@ export interface QueuedStart {
   /** `HEADLESS_API_URL` for the run, as the accepting request saw it. */
   apiUrl: string;
   expiresAt: string;
+  /** The caller's W3C `traceparent`, for the run's span when it starts. */
+  traceparent?: string;
 }
 
 /** Where a start comes from, beyond its request: the schedule that fired it. */
@@ -49,6 +51,8 @@ export interface RunOrigin {
   after?: string;
   /** The schedule's policy settings, over the workspace's. */
   policy?: PolicySettings;
+  /** The caller's W3C `traceparent` (docs/deployment.md: Traces). */
+  traceparent?: string;
 }
 
 /** A queue for starts that find every slot busy (docs/queue-and-schedules.md). */

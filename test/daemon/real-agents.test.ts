@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mockEnv, writeHome } from '../fixtures/mock-model/homes.mjs';
 import { type MockModel, startMockModel } from '../fixtures/mock-model/server.mjs';
 import { type Daemon, api, cleanupDaemons, startDaemon, waitRun } from '../helpers/daemon';
+import { type OtlpReceiver, startOtlpReceiver } from '../helpers/otlp-receiver';
+import { waitFor } from '../helpers/wait';
 
 /**
  * The real agent CLIs from the npm registry (pinned dev dependencies), run through the real
@@ -35,6 +37,8 @@ const hasBwrap = spawnSync('bwrap', ['--version']).status === 0;
 type Mode = keyof typeof MODES;
 
 let mock: MockModel;
+/** The daemon exports its traces here (docs/deployment.md: Traces). */
+let otlp: OtlpReceiver;
 let daemon: Daemon;
 let root: string;
 /** The PATH of every run: BIN, after a folder with the `goose` link (goose's npm package names its binary for its platform). */
@@ -70,12 +74,18 @@ beforeAll(async () => {
   const config = join(daemonDir, 'headless.config.json');
   writeFileSync(config, JSON.stringify({ maxConcurrentRuns: 4, workspaces }));
   // The daemon's own PWD is its folder: a run must never inherit it.
-  daemon = await startDaemon(daemonDir, ['--config', config, '--port', '0'], { PWD: daemonDir });
+  otlp = await startOtlpReceiver();
+  daemon = await startDaemon(daemonDir, ['--config', config, '--port', '0'], {
+    PWD: daemonDir,
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+    OTEL_BSP_SCHEDULE_DELAY: '50',
+  });
 }, 60_000);
 
 afterAll(async () => {
   await daemon?.stop();
   await mock?.close();
+  await otlp?.close();
   cleanupDaemons();
   if (root) rmSync(root, { recursive: true, force: true });
 });
@@ -313,5 +323,36 @@ describe('the working directory of a run', () => {
     };
     const tools = timeline.events.filter((e) => e.type === 'tool').map((e) => e.data);
     expect(tools).toEqual([{ name: 'write', status: 'succeeded', id: expect.any(String) }]);
+  });
+});
+
+describe('traces of a real agent', () => {
+  it('claude: its run’s span under the caller’s trace, with a child span for the tool call the model asked for', async () => {
+    const [traceId, parent] = ['5bf92f3577b34da6a3ce929d0e0e4736', '10f067aa0ba902b7'];
+    const res = await api(
+      daemon,
+      'POST',
+      '/api/workspaces/ok/headless',
+      { agent: 'claude', prompt: 'WRITE_FILE traced.txt', wait: true, timeoutMs: 120_000 },
+      { traceparent: `00-${traceId}-${parent}-01` },
+    );
+    const record = (await res.json()) as Record<string, any>;
+    expect(record.status).toBe('succeeded');
+    const run = () => otlp.spans.find((s) => s.attributes['headless.task_id'] === record.taskId);
+    await waitFor(() => run() !== undefined, { what: 'the run’s span' });
+    expect(run()).toMatchObject({
+      name: 'invoke_agent claude',
+      traceId,
+      parentSpanId: parent,
+      attributes: { 'gen_ai.usage.output_tokens': expect.any(Number) },
+    });
+    const tools = otlp.spans.filter((s) => s.parentSpanId === run()!.spanId);
+    expect(tools).toEqual([
+      expect.objectContaining({
+        name: 'execute_tool Write',
+        traceId,
+        attributes: expect.objectContaining({ 'gen_ai.tool.name': 'Write', 'gen_ai.tool.call.id': expect.any(String) }),
+      }),
+    ]);
   });
 });

@@ -92,7 +92,15 @@ export class RunQueue {
         await this.$.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: iso, lastRunAt: iso, runCount: 0 });
       const { after, schedule, scheduledFor } = a.origin;
       const expiresAt = new Date(now.getTime() + policy.ttlMs).toISOString();
-      const queued = { prompt: request.prompt, resumes: known !== undefined, apiUrl: a.apiUrl, expiresAt, ...(after ? { after } : {}) };
+      const { traceparent } = a.origin;
+      const queued = {
+        prompt: request.prompt,
+        resumes: known !== undefined,
+        apiUrl: a.apiUrl,
+        expiresAt,
+        ...(after ? { after } : {}),
+        ...(traceparent ? { traceparent } : {}),
+      };
       const record = newRunRecord({
         ...a,
         taskId,
@@ -158,7 +166,7 @@ export class RunQueue {
       .catch((e: unknown) => log(`could not load the events of ${taskId}`, e));
     // A spawn failure ends the run `failed` (its waiters are told by the launcher's end).
     const started = await this.$.launcher
-      .launch({ workspace, prompt: queued.prompt, apiUrl: queued.apiUrl, reservation, record: taken })
+      .launch({ workspace, prompt: queued.prompt, apiUrl: queued.apiUrl, reservation, record: taken, traceparent: queued.traceparent })
       .catch(() => undefined);
     const done = started?.done ?? this.$.records.find(taskId).then((r) => ({ record: publicRecord(r!), output: { stdout: '', stderr: '', truncated: false } }));
     void done.then(

@@ -11,7 +11,7 @@ export const SERVICE_SECRETS = ['HEADLESS_ADMIN_TOKEN', 'HEADLESS_ADMIN_TOKEN_FI
  * into Node-based CLIs, and the service's own run variables.
  */
 const STRIPPED = new RegExp(
-  `^(${SERVICE_SECRETS.join('|')}|CLAUDECODE|CLAUDE_CODE_.*|NODE_OPTIONS|HEADLESS_(API_URL|WORKSPACE_ID|TASK_ID|RESUME_ID|RUN_TOKEN))$`,
+  `^(${SERVICE_SECRETS.join('|')}|CLAUDECODE|CLAUDE_CODE_.*|NODE_OPTIONS|TRACEPARENT|TRACESTATE|HEADLESS_(API_URL|WORKSPACE_ID|TASK_ID|RESUME_ID|RUN_TOKEN))$`,
 );
 
 /** The `CLAUDE_CODE_*` variables that configure credentials, providers and limits: kept. */
@@ -24,15 +24,25 @@ export interface RunVariables {
   HEADLESS_TASK_ID: string;
   HEADLESS_RESUME_ID: string;
   HEADLESS_RUN_TOKEN: string;
+  /** The run's span (W3C), where traces are on: an agent that traces joins the run's trace. */
+  TRACEPARENT?: string;
 }
 
 /** The variables a run knows itself and the service by (docs/http-api.md: The Inbox). */
-export const runVariables = (o: { apiUrl: string; workspaceId: string; taskId: string; resumeId: string; token: string }): RunVariables => ({
+export const runVariables = (o: {
+  apiUrl: string;
+  workspaceId: string;
+  taskId: string;
+  resumeId: string;
+  token: string;
+  traceparent?: string;
+}): RunVariables => ({
   HEADLESS_API_URL: o.apiUrl,
   HEADLESS_WORKSPACE_ID: o.workspaceId,
   HEADLESS_TASK_ID: o.taskId,
   HEADLESS_RESUME_ID: o.resumeId,
   HEADLESS_RUN_TOKEN: o.token,
+  ...(o.traceparent === undefined ? {} : { TRACEPARENT: o.traceparent }),
 });
 
 export interface RunEnvInput {

@@ -7,6 +7,7 @@ import { MACHINE } from '../process/machine';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { Sandbox } from '../sandbox/sandbox';
+import type { RunTracing } from '../telemetry/run-tracing';
 import type { SessionBook } from '../sessions';
 import type { StoredRun, Workspace } from '../types';
 import type { Reservation } from './admission';
@@ -36,6 +37,7 @@ export interface RunLauncherDeps {
   log: Log;
   observe: ServiceObserver;
   sandbox: Sandbox;
+  tracing?: RunTracing;
 }
 
 /** What a run's agent is started with. */
@@ -46,6 +48,8 @@ export interface LaunchInput {
   reservation: Reservation;
   /** Its durable `running` record. */
   record: StoredRun;
+  /** The caller's W3C `traceparent`, if it gave one. */
+  traceparent?: string;
 }
 
 /**
@@ -73,7 +77,7 @@ export class RunLauncher {
   }
 
   /** Starts the admitted run's process. From here on, finalisation releases the reservation. */
-  async launch({ workspace, prompt, apiUrl, reservation, record }: LaunchInput): Promise<StartedRun> {
+  async launch({ workspace, prompt, apiUrl, reservation, record, traceparent }: LaunchInput): Promise<StartedRun> {
     const { taskId, resumeId } = record;
     const input = { prompt, resumeId, agentSessionId: reservation.session?.agentSessionId, permissions: record.policy?.permissions ?? 'full' } as const;
     const parser = reservation.adapter.parser({ ...input, workspacePath: workspace.path });
@@ -92,7 +96,7 @@ export class RunLauncher {
         baseEnv: this.o.baseEnv,
         adminToken: this.o.adminToken,
         binDir: this.inboxCommand.folder(),
-        run: runVariables({ apiUrl, workspaceId: workspace.id, taskId, resumeId, token }),
+        run: runVariables({ apiUrl, workspaceId: workspace.id, taskId, resumeId, token, traceparent: this.o.tracing?.begin(record, traceparent) }),
         onStdoutLine: outputPipe({
           taskId,
           adapterName: reservation.adapter.name,

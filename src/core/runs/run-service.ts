@@ -22,6 +22,7 @@ import type { RunOutputView, StartedRun } from './live-run';
 import { newRunRecord, startedEvent } from './new-record';
 import { runPolicy } from '../sandbox/policy';
 import type { Sandbox } from '../sandbox/sandbox';
+import type { RunTracing } from '../telemetry/run-tracing';
 import type { RunRecords } from './records';
 import { takeOverRuns } from './recovery';
 import { RunLauncher } from './run-launcher';
@@ -48,6 +49,8 @@ export interface RunServiceOptions {
   observe: ServiceObserver;
   /** Confines the runs whose policy asks for a sandbox. */
   sandbox: Sandbox;
+  /** A span per run, where traces are on. */
+  tracing?: RunTracing;
   /** The installation's queue; workspaces may set their own. */
   queue?: QueueSettings;
   /** A workspace by id, for a queued run taken from the store; throws `workspace_not_found` if this instance does not serve it. */
@@ -141,7 +144,7 @@ export class RunService {
       throw error;
     }
     this.admission.rememberAgent(workspace.id, adapter.name);
-    return this.launcher.launch({ workspace, prompt: request.prompt, apiUrl, reservation, record });
+    return this.launcher.launch({ workspace, prompt: request.prompt, apiUrl, reservation, record, traceparent: origin.traceparent });
   }
 
   /** Makes the Session and the `running` record durable; nothing is acknowledged before. */

@@ -3,6 +3,7 @@ import { HttpProblem, problemBody, problemHeaders } from '../../../contract/prob
 import { ANSWERS } from '../../../contract/answers';
 import { EventsQuery, ListQuery, OutputQuery, StartBody, parseEventsQuery, parseListQuery, parseOutputQuery, parseStartBody } from '../../../contract/requests';
 import type { StoredAnswer } from '../../idempotency';
+import { isTraceparent } from '../../telemetry/run-tracing';
 import { readEmptyBody, readJsonObject } from '../body';
 import { eventStreamResponse } from '../event-stream';
 import { type Route, answer, json, route } from '../router';
@@ -68,7 +69,9 @@ export const RUN_ROUTES: Route[] = [
       const location = (taskId: string) => ({ location: `${basePath}/api/headless/${encodeURIComponent(taskId)}` });
       const execute = async (taskId?: string): Promise<StoredAnswer> => {
         const workspace = await services.workspace(params.workspaceId);
-        const { record, done } = await services.runs.start(workspace, start, apiUrl, taskId);
+        const traceparent = request.headers.get('traceparent') ?? undefined;
+        const origin = traceparent !== undefined && isTraceparent(traceparent) ? { traceparent } : {};
+        const { record, done } = await services.runs.start(workspace, start, apiUrl, taskId, origin);
         if (!start.wait) return { status: 202, body: accepted(record), headers: location(record.taskId) };
         const result = await done;
         return { status: 200, body: { ...result.record, output: result.output }, headers: {} };
