@@ -8,6 +8,7 @@ import { ID_PATTERN } from '../contract/ids';
 import type { QueueSettings, Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
 import { nearest } from '../core/util/text';
+import { NETWORK_TARGET } from '../core/sandbox/policy';
 import type { WebhookOptions } from '../core/delivery/targets';
 
 /** The daemon's config file (docs/configuration.md). Unknown keys are errors that name the key. */
@@ -53,6 +54,7 @@ const WorkspaceSchema = v.strictObject({
   queue: v.optional(v.union([QueueSchema, v.literal(false)])),
   permissions: v.optional(v.picklist(['full', 'read-only'])),
   sandbox: v.optional(v.boolean()),
+  network: v.optional(v.array(v.pipe(v.string(), v.regex(NETWORK_TARGET, 'must be host:port, or *')))),
 });
 
 const WebhooksSchema = v.strictObject({

@@ -11,7 +11,7 @@ export function startWarnings(admin: AdminToken, config: DaemonConfig, loopbackB
   }
   const sandboxed = [...(config.workspaces ?? []), ...(config.schedules ?? [])].some((c) => c.sandbox);
   if (sandboxed && config.localCallers !== 'token') {
-    warnings.push('sandboxed agents share the network, so they can call this API as local callers: set "localCallers": "token" (docs/security.md)');
+    warnings.push('sandboxed agents still reach this API (headless-inbox needs it), as local callers: set "localCallers": "token" (docs/security.md)');
   }
   return warnings;
 }

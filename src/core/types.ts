@@ -114,6 +114,8 @@ export interface Workspace {
   permissions?: RunPolicy['permissions'];
   /** Run each agent in a bubblewrap sandbox that sees this workspace, its own state and nothing of the service. @default false */
   sandbox?: boolean;
+  /** What its sandboxed agents may reach besides the service: `host:port` entries (its model API); `["*"]`: the host's network. @default [] */
+  network?: string[];
 }
 
 /** Where a run's webhooks go; kept on the run record from its start. */

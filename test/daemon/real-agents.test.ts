@@ -63,6 +63,8 @@ beforeAll(async () => {
       agents: [...REAL, 'amp'],
       env: { ...mockEnv(homes[mode], mock.url, MODES[mode]), PATH },
       ...(mode === 'box' && !hasBwrap ? {} : POLICIES[mode]),
+      // In the sandbox, the network reaches the mock model (and the service) only.
+      ...(mode === 'box' ? { network: [new URL(mock.url).host] } : {}),
     };
   });
   // No credentials and a HOME with no agent config at all.

@@ -1,8 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type Daemon, adminTokenFile, api, cleanupDaemons, runCli, startDaemon, tempDir, writeConfig } from '../helpers/daemon';
+import { fakeAgent } from '../helpers/harness';
+import { markedCount, noneMarked } from '../helpers/processes';
+import { waitFor } from '../helpers/wait';
 
 /**
  * docs/security.md, Confining agents: the same probe run unconfined (where it reaches everything,
@@ -22,6 +26,15 @@ const dir = () => {
 afterAll(() => cleanupDaemons(dirs));
 
 type Reach = Record<string, 'yes' | 'no'>;
+
+/** A TCP server on loopback that accepts and closes. */
+function tcpServer(): Promise<{ port: number; close(): void }> {
+  return new Promise((done) => {
+    const server = createServer((socket) => socket.end()).listen(0, '127.0.0.1', () =>
+      done({ port: (server.address() as { port: number }).port, close: () => server.close() }),
+    );
+  });
+}
 
 async function probe(daemon: Daemon, workspace: string): Promise<{ reach: Reach; record: Record<string, any> }> {
   const res = await api(
@@ -45,13 +58,18 @@ async function probe(daemon: Daemon, workspace: string): Promise<{ reach: Reach;
 describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
   let daemon: Daemon;
   let cwd: string;
+  let servers: Array<{ port: number; close(): void }> = [];
 
   beforeAll(async () => {
     cwd = dir();
     for (const name of ['box', 'boxro', 'open', 'other', 'outside']) mkdirSync(join(cwd, name));
     writeFileSync(join(cwd, 'other', 'secret.txt'), 'secret');
     const token = adminTokenFile(cwd);
+    // Two local services: the sandbox's network lets it reach the first only.
+    servers = await Promise.all([0, 1].map(() => tcpServer()));
     const env = {
+      ALLOWED_PORT: String(servers[0]!.port),
+      OTHER_PORT: String(servers[1]!.port),
       TOKEN_FILE: token,
       STORE: join(cwd, '.headless', 'headless.sqlite'),
       CONFIG: join(cwd, 'headless.config.json'),
@@ -59,16 +77,24 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
       OUTSIDE: join(cwd, 'outside'),
       SENTINEL,
     };
-    const workspace = (id: string, extra: Record<string, unknown> = {}) => ({ id, path: id, agents: ['probe'], env, ...extra });
+    const workspace = (id: string, extra: Record<string, unknown> = {}) => ({ id, path: id, agents: ['probe', 'fake'], env, ...extra });
     writeConfig(cwd, {
       localCallers: 'token',
-      agents: { probe: { command: '/bin/sh', args: [PROBE], stdin: '{prompt}' } },
-      workspaces: [workspace('open'), workspace('box', { sandbox: true }), workspace('boxro', { sandbox: true, permissions: 'read-only' }), workspace('other')],
+      agents: { probe: { command: '/bin/sh', args: [PROBE], stdin: '{prompt}' }, fake: fakeAgent },
+      workspaces: [
+        workspace('open'),
+        workspace('box', { sandbox: true, network: [`127.0.0.1:${servers[0]!.port}`] }),
+        workspace('boxro', { sandbox: true, permissions: 'read-only' }),
+        workspace('other'),
+      ],
     });
     // The sentinel stands for any secret left in the daemon's environment.
     daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', token], { HEADLESS_ADMIN_TOKEN: SENTINEL });
   }, 30_000);
-  afterAll(() => daemon?.stop());
+  afterAll(async () => {
+    await daemon?.stop();
+    for (const server of servers) server.close();
+  });
 
   it('unconfined, the probe reaches all of it: each check below can fail', async () => {
     const { reach, record } = await probe(daemon, 'open');
@@ -81,7 +107,7 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
       'outside-write': 'yes',
       'own-write': 'yes',
     });
-    expect(reach['daemon-process']).toBe('yes');
+    expect(reach).toMatchObject({ 'daemon-process': 'yes', 'net-allowed': 'yes', 'net-other': 'yes', service: 'yes' });
     expect(record.policy).toBeUndefined();
     // What it wrote is removed, so the sandboxed runs are judged by what they write.
     for (const file of [join(cwd, 'other', 'written.txt'), join(cwd, 'outside', 'written.txt')]) rmSync(file);
@@ -100,15 +126,33 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
       'tmp-write': 'yes',
       'daemon-env': 'no',
       'daemon-process': 'no',
+      'net-allowed': 'yes',
+      'net-other': 'no',
+      service: 'yes',
+      // Its HTTPS_PROXY tunnels to what is allowed only.
+      'proxy-allowed': 'yes',
+      'proxy-other': 'no',
     });
     expect(record).toMatchObject({ status: 'succeeded', policy: { permissions: 'full', sandbox: true } });
     expect(existsSync(join(cwd, 'outside', 'written.txt'))).toBe(false);
     expect(existsSync(join(cwd, 'other', 'written.txt'))).toBe(false);
   });
 
-  it('read-only: its own workspace is read-only too, whatever the agent does', async () => {
+  it('cancel stops the whole sandbox: the agent, its grandchild, the network bridge and bubblewrap', async () => {
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    const res = await api(daemon, 'POST', '/api/workspaces/box/headless', { prompt: 'grandchild 60000; sleep 60000', agent: 'fake' }, auth);
+    const { taskId } = (await res.json()) as { taskId: string };
+    // bubblewrap, the bridge, the agent and its grandchild all carry the run's marker.
+    await waitFor(() => markedCount([taskId]) >= 4, { what: 'the sandboxed agent and its grandchild' });
+    expect((await api(daemon, 'POST', `/api/headless/${taskId}/cancel`, undefined, auth)).status).toBe(202);
+    const status = async () => ((await (await api(daemon, 'GET', `/api/headless/${taskId}`, undefined, auth)).json()) as { status: string }).status;
+    await waitFor(async () => (await status()) === 'cancelled', { what: 'the run to be cancelled' });
+    expect(await noneMarked([taskId])).toBe(true);
+  });
+
+  it('read-only: its own workspace is read-only too, whatever the agent does; with no network listed, only the service', async () => {
     const { reach, record } = await probe(daemon, 'boxro');
-    expect(reach).toMatchObject({ 'own-write': 'no', 'outside-write': 'no', token: 'no', 'tmp-write': 'yes' });
+    expect(reach).toMatchObject({ 'own-write': 'no', 'outside-write': 'no', token: 'no', 'tmp-write': 'yes', 'net-allowed': 'no', service: 'yes' });
     expect(record.policy).toEqual({ permissions: 'read-only', sandbox: true });
   });
 });
@@ -137,7 +181,7 @@ describe('sandbox settings', () => {
     const cwd = dir();
     writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', sandbox: true }] });
     const daemon = await startDaemon(cwd, ['--port', '0']);
-    expect(daemon.output()).toMatch(/"level":40,.*sandboxed agents share the network, so they can call this API as local callers/);
+    expect(daemon.output()).toMatch(/"level":40,.*sandboxed agents still reach this API \(headless-inbox needs it\), as local callers/);
     await daemon.stop();
   });
 

@@ -6,6 +6,7 @@ describe('bubblewrapArgs', () => {
   const layout = {
     workspace: '/srv/ws',
     readOnly: false,
+    isolateNetwork: false,
     writable: ['/home/u/.claude', '/tmp/hrw-sandbox-1'],
     hidden: [
       { path: '/srv', folder: true },
@@ -26,6 +27,11 @@ describe('bubblewrapArgs', () => {
     expect(at('--bind', '/home/u/.claude', '/home/u/.claude')).toBeGreaterThan(0);
     expect(at('--unshare-pid')).toBeGreaterThan(0);
     expect(args.slice(-5)).toEqual(['--chdir', '/srv/ws', '--', 'claude', '-p']);
+  });
+
+  it('a limited network: a network namespace of its own', () => {
+    expect(bubblewrapArgs(layout, '/srv/ws', 'x', [])).not.toContain('--unshare-net');
+    expect(bubblewrapArgs({ ...layout, isolateNetwork: true }, '/srv/ws', 'x', [])).toContain('--unshare-net');
   });
 
   it('read-only: the workspace is bound read-only', () => {

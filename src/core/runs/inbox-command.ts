@@ -1,8 +1,8 @@
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { processAlive } from '../process/alive';
+import { builtFile } from '../util/package-file';
 
 /**
  * Puts `headless-inbox` on every run's `PATH`, however the service was started: through npx,
@@ -19,7 +19,7 @@ export class InboxCommand {
   /** The folder to put first on a run's PATH; undefined where the package's command is not built. */
   folder(): string | undefined {
     if (this.dir) return this.dir;
-    if (this.cli === null) this.cli = findInboxCli();
+    if (this.cli === null) this.cli = builtFile('inbox-cli.js');
     const cli = this.cli;
     if (!cli) return undefined;
     removeLeftovers();
@@ -46,17 +46,5 @@ function removeLeftovers(): void {
     const dir = join(tmpdir(), name);
     if (!pid || pid === process.pid || processAlive(pid) || statSync(dir, { throwIfNoEntry: false })?.uid !== process.getuid?.()) continue;
     rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/** This package's built `headless-inbox`: up from this module to the package, then `dist/inbox-cli.js`. */
-function findInboxCli(): string | undefined {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    const manifest = join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'headless-run-webhook') {
-      const cli = join(dir, 'dist', 'inbox-cli.js');
-      return existsSync(cli) ? cli : undefined;
-    }
-    if (dirname(dir) === dir) return undefined;
   }
 }

@@ -50,7 +50,14 @@ export async function launchProcess(o: LaunchOptions): Promise<SupervisedProcess
   });
   await preflight(o.adapter, invocation.command, env);
   const spawner = o.policy?.sandbox
-    ? o.sandbox.confine(placed.spawner, { workspace: o.workspace.path, cwd, readOnly, stateDirs: o.adapter.stateDirs ?? [], env })
+    ? o.sandbox.confine(placed.spawner, {
+        workspace: o.workspace.path,
+        cwd,
+        readOnly,
+        stateDirs: o.adapter.stateDirs ?? [],
+        env,
+        network: o.workspace.network ?? [],
+      })
     : placed.spawner;
   return superviseProcess({
     spawner,

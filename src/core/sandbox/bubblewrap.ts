@@ -7,6 +7,8 @@ export interface SandboxLayout {
   writable: string[];
   /** Paths it must not see at all: folders become empty, files empty. Only paths that exist. */
   hidden: Array<{ path: string; folder: boolean }>;
+  /** A network namespace of its own (only its loopback), where its traffic goes through the egress proxy. */
+  isolateNetwork: boolean;
 }
 
 const inside = (path: string, folder: string) => path === folder || path.startsWith(folder.endsWith('/') ? folder : `${folder}/`);
@@ -36,6 +38,7 @@ export function bubblewrapArgs(layout: SandboxLayout, cwd: string, command: stri
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',
+    ...(layout.isolateNetwork ? ['--unshare-net'] : []),
     '--die-with-parent',
     '--chdir',
     cwd,

@@ -8,8 +8,12 @@ export interface PolicySettings {
   sandbox?: boolean;
 }
 
+/** An entry of a workspace's `network`: `host:port` (IPv6 in brackets), or `*`. */
+export const NETWORK_TARGET = /^(\*|[A-Za-z0-9.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5})$/;
+
 /** Throws, naming where, on a policy setting that cannot work. */
-export function checkPolicy(settings: PolicySettings, where: string): void {
+export function checkPolicy(settings: PolicySettings & { network?: string[] }, where: string): void {
+  for (const target of settings.network ?? []) if (!NETWORK_TARGET.test(target)) throw new Error(`${where}: network entry "${target}" must be host:port, or *`);
   if (settings.permissions !== undefined && !PERMISSIONS.includes(settings.permissions)) {
     throw new Error(`${where}: permissions must be "full" or "read-only"`);
   }

@@ -1,9 +1,12 @@
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { findExecutable } from '../agents/preflight';
 import { SpawnFailure, type Spawner } from '../process/spawner';
+import { builtFile } from '../util/package-file';
 import { bubblewrapArgs } from './bubblewrap';
+import { startEgressProxy } from './egress-proxy';
 
 export interface SandboxOptions {
   /** Paths no sandboxed agent may see: the daemon's data directory, config file, token file, socket; other workspaces. */
@@ -20,6 +23,8 @@ export interface ConfineInput {
   stateDirs: string[];
   /** The run's environment: its `HOME` and XDG variables place the state folders; `TMPDIR` is set here. */
   env: Record<string, string>;
+  /** `host:port` it may reach besides the service (`HEADLESS_API_URL`); `*`: the host's network. */
+  network: string[];
 }
 
 /** Where the XDG variables move a folder that defaults under HOME. */
@@ -82,15 +87,49 @@ export class Sandbox {
           const kind = kindOf(path);
           return kind ? [{ path, folder: kind === 'folder' }] : [];
         });
-      const args = bubblewrapArgs({ workspace, readOnly: run.readOnly, writable, hidden }, run.cwd, spawn.command, spawn.args);
+      let egress: Egress | undefined;
       try {
-        const child = await inner({ ...spawn, command: bwrap, args, env: { ...spawn.env, TMPDIR: tmp } });
-        child.exit.finally(() => rmSync(tmp, { recursive: true, force: true })).catch(() => undefined);
+        egress = run.network.includes('*') ? undefined : await openEgress(tmp, run.network, spawn.env.HEADLESS_API_URL);
+        const inside = egress ? { command: process.execPath, args: [egress.bridge, '--', spawn.command, ...spawn.args] } : spawn;
+        const layout = { workspace, readOnly: run.readOnly, writable, hidden, isolateNetwork: egress !== undefined };
+        const args = bubblewrapArgs(layout, run.cwd, inside.command, inside.args);
+        const child = await inner({ ...spawn, command: bwrap, args, env: { ...spawn.env, ...egress?.env, TMPDIR: tmp } });
+        child.exit.finally(() => closeSandbox(tmp, egress)).catch(() => undefined);
         return child;
       } catch (error) {
-        rmSync(tmp, { recursive: true, force: true });
+        closeSandbox(tmp, egress);
         throw error;
       }
     };
   }
+}
+
+interface Egress {
+  proxy: Server;
+  /** The built bridge program, run inside the sandbox before the agent. */
+  bridge: string;
+  env: { HEADLESS_SANDBOX_BRIDGE: string };
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\]):\d+$/;
+
+/** The egress proxy of a run whose network is limited to `network` and the service; its socket lives in the run's folder. */
+async function openEgress(tmp: string, network: string[], apiUrl: string | undefined): Promise<Egress> {
+  const bridge = builtFile('sandbox-bridge.js');
+  if (!bridge) throw new SpawnFailure('the sandbox network bridge is not built (dist/sandbox-bridge.js): run npm run build');
+  const service = apiUrl === undefined ? [] : [new URL(apiUrl)].map((u) => `${u.hostname}:${u.port || (u.protocol === 'https:' ? 443 : 80)}`);
+  const allowed = new Set([...network, ...service].map((t) => t.toLowerCase()));
+  // Loopback endpoints are served inside at the same address; the rest goes through HTTPS_PROXY.
+  const forwards = [...allowed].filter((t) => LOOPBACK.test(t));
+  const taken = new Set(forwards.map((t) => Number(t.slice(t.lastIndexOf(':') + 1))));
+  let proxyPort = 3128;
+  while (taken.has(proxyPort)) proxyPort += 1;
+  const socket = join(tmp, 'egress.sock');
+  const proxy = await startEgressProxy(socket, allowed);
+  return { proxy, bridge, env: { HEADLESS_SANDBOX_BRIDGE: JSON.stringify({ socket, forwards, proxyPort }) } };
+}
+
+function closeSandbox(tmp: string, egress: Egress | undefined): void {
+  egress?.proxy.close();
+  rmSync(tmp, { recursive: true, force: true });
 }
