@@ -37,7 +37,12 @@ export default defineConfig([
   },
   {
     // The commands are ESM only: they are run, never imported.
-    entry: { cli: 'src/cli/main.ts', 'inbox-cli': 'src/cli/inbox.ts', 'demo-agent': 'src/cli/demo/program.ts', 'sandbox-bridge': 'src/core/sandbox/bridge-program.ts' },
+    entry: {
+      cli: 'src/cli/main.ts',
+      'inbox-cli': 'src/cli/inbox.ts',
+      'demo-agent': 'src/cli/demo/program.ts',
+      'sandbox-bridge': 'src/core/sandbox/bridge-program.ts',
+    },
     format: ['esm'],
     target: 'node20',
     sourcemap: true,

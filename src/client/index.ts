@@ -42,11 +42,14 @@ export interface HeadlessClient {
   start(workspaceId: string, options: StartOptions & { wait: true }, request?: { idempotencyKey?: string }): Promise<SyncResult>;
   get(taskId: string): Promise<RunRecord>;
   /** Every run of a workspace, newest first, a page at a time. */
-  list(workspaceId: string, options?: { status?: RunStatus; pageSize?: number; metadata?: string }): AsyncIterable<RunRecord>;
+  list(
+    workspaceId: string,
+    options?: { status?: RunStatus; pageSize?: number; metadata?: string; schedule?: string; agent?: string },
+  ): AsyncIterable<RunRecord>;
   /** One page; `metadata: "key:value"` keeps the runs whose metadata has it. */
   listPage(
     workspaceId: string,
-    options?: { status?: RunStatus; limit?: number; cursor?: string; metadata?: string },
+    options?: { status?: RunStatus; limit?: number; cursor?: string; metadata?: string; schedule?: string; agent?: string },
   ): Promise<v.InferOutput<typeof ANSWERS.RunList>>;
   cancel(taskId: string): Promise<RunRecord>;
   output(taskId: string, tail?: number): Promise<RunOutput>;
@@ -126,7 +129,11 @@ export function createClient(options: ClientOptions): HeadlessClient {
   }
 
   const listPage: HeadlessClient['listPage'] = (workspaceId, o = {}) =>
-    call(ANSWERS.RunList, 'GET', `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor, metadata: o.metadata })}`);
+    call(
+      ANSWERS.RunList,
+      'GET',
+      `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor, metadata: o.metadata, schedule: o.schedule, agent: o.agent })}`,
+    );
   const inboxPage: HeadlessClient['inbox']['listPage'] = (workspaceId, o = {}) =>
     call(ANSWERS.InboxList, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.limit, cursor: o.cursor })}`);
 
@@ -190,7 +197,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
     listPage,
     list: (workspaceId, o = {}) =>
       pages(async (cursor) => {
-        const page = await listPage(workspaceId, { status: o.status, limit: o.pageSize, cursor, metadata: o.metadata });
+        const page = await listPage(workspaceId, { status: o.status, limit: o.pageSize, cursor, metadata: o.metadata, schedule: o.schedule, agent: o.agent });
         return { items: page.runs as RunRecord[], next: page.nextCursor };
       }),
     cancel: (taskId) => call(ANSWERS.RunRecord, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,

@@ -145,6 +145,8 @@ export const ListQuery = v.strictObject(
     metadata: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}:[\s\S]{0,256}$/))),
     /** Only runs this schedule started. */
     schedule: v.optional(v.pipe(v.string(), v.regex(SCHEDULE_NAME))),
+    /** Only runs of this agent. */
+    agent: v.optional(v.pipe(v.string(), v.regex(ID_PATTERN))),
   },
   'invalid_body',
 );
@@ -165,11 +167,20 @@ export function parseListQuery(url: URL): {
   cursor?: string;
   metadata?: { key: string; value: string };
   schedule?: string;
+  agent?: string;
 } {
   const q = parse(ListQuery, queryObject(url));
   const split = q.metadata?.indexOf(':') ?? -1;
   const metadata = q.metadata === undefined ? undefined : { key: q.metadata.slice(0, split), value: q.metadata.slice(split + 1) };
-  return { workspaceId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor, metadata, ...(q.schedule ? { schedule: q.schedule } : {}) };
+  return {
+    workspaceId: q.wsId,
+    status: q.status,
+    limit: Number(q.limit),
+    cursor: q.cursor,
+    metadata,
+    ...(q.schedule ? { schedule: q.schedule } : {}),
+    ...(q.agent ? { agent: q.agent } : {}),
+  };
 }
 
 /** At most the tail each stream keeps (64 KiB). */

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,10 +26,10 @@ beforeAll(async () => {
   writeConfig(dir, {
     workspaces: [
       { id: 'ws', path: '.', tag: 'main', agents: ['fake'] },
-      { id: 'other', path: '.', agents: ['fake'] },
+      { id: 'other', path: '.' },
     ],
   });
-  daemon = await startDaemon(dir);
+  daemon = await startDaemon(dir, ['--port', '0', '--demo']);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -71,7 +71,7 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
       .poll(() => page.locator('#timeline li').allTextContents(), { timeout: 10_000 })
       .toEqual(expect.arrayContaining([expect.stringContaining('run.started'), expect.stringContaining('agent.session')]));
     await expect.poll(() => row.locator('td.status').textContent(), { timeout: 15_000 }).toBe('succeeded');
-    await expect.poll(() => page.locator('#timeline li').last().textContent()).toContain('run.ended  succeeded');
+    await expect.poll(() => page.locator('#timeline li').last().textContent()).toContain('run.ended: succeeded');
     await expect.poll(() => page.locator('#output').textContent()).toBe('session=page-1\nworking\ndone\n');
 
     // Retire the selected run's Session.
@@ -83,15 +83,19 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
       title: 'Nightly checks: 2 tests fail',
       body: 'test/api.test.ts: 2 failures in "list pages"; a fix is on branch fix/list-pages.',
     });
-    const shot = process.env.SCREENSHOT ?? join(dirs[0]!, 'status-page.png');
     await expect.poll(() => page.locator('#inbox li').count(), { timeout: 10_000 }).toBe(1);
-    await page.screenshot({ path: resolve(shot) });
 
-    // Cancel from the list.
+    // Cancel from the list, confirmed in the dialog it asks.
+    const dialogs: string[] = [];
+    page.once('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.accept();
+    });
     const long = await start('sleep 30000');
     const longRow = page.locator(`tr[data-task="${long.taskId}"]`);
     await longRow.locator('button[data-action="cancel"]').click({ timeout: 10_000 });
     expect((await waitRun(daemon, long.taskId)).status).toBe('cancelled');
+    expect(dialogs).toEqual([expect.stringMatching(/^Cancel fake \w{8}\? Its agent is stopped\.$/)]);
     await expect.poll(() => longRow.locator('td.status').textContent(), { timeout: 10_000 }).toBe('cancelled');
 
     // The Inbox, with a title that would be markup if it were ever parsed as HTML.
@@ -114,6 +118,108 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 60_000);
+
+  it('is a dashboard: states, titled runs, filters, pages, a link per run, the conversation, the Inbox beside, at 1280, 800 and 400 px', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${daemon.url}/`);
+    await page.locator('#workspace').selectOption('other');
+    await expect.poll(() => page.locator('#runs-state').textContent()).toBe('No runs yet in this workspace.');
+    await expect.poll(() => page.locator('#inbox-state').textContent()).toBe('The Inbox is empty.');
+
+    const other = (body: Record<string, unknown>) => api(daemon, 'POST', '/api/workspaces/other/headless', { agent: 'fake', ...body });
+    for (let i = 1; i <= 21; i++)
+      await other({ prompt: `echo ${i}`, title: `Nightly check ${i}`, metadata: { team: i % 5 === 0 ? 'infra' : 'web' }, wait: true });
+    const demo = (await (await other({ agent: 'demo', prompt: 'What is here?', title: 'Demo summary', wait: true })).json()) as { taskId: string };
+    const gate = join(dirs[0]!, 'dashboard-gate');
+    await other({ prompt: `wait-file ${gate}`, title: 'Long task' });
+
+    // Newest first, titled, 20 a page; the running one's time goes on.
+    const names = () => page.locator('#runs td.name').allTextContents();
+    await expect.poll(async () => (await names()).slice(0, 2), { timeout: 15_000 }).toEqual(['Long task', 'Demo summary']);
+    expect(await page.locator('#runs tr').count()).toBe(20);
+    const time = page.locator('#runs tr').first().locator('td.time');
+    const before = await time.textContent();
+    await expect.poll(() => time.textContent(), { timeout: 10_000 }).not.toBe(before);
+    await page.locator('#older').click();
+    await expect.poll(names).toEqual(['Nightly check 3', 'Nightly check 2', 'Nightly check 1']);
+    expect(await page.locator('#page').textContent()).toBe('page 2');
+    await page.locator('#newest').click();
+    await expect.poll(async () => (await names())[0]).toBe('Long task');
+
+    // Filters: metadata, status, agent; a filter that matches nothing says so.
+    await page.locator('#f-metadata').fill('team:infra');
+    await page.locator('#filters button[type="submit"]').click();
+    await expect.poll(names).toEqual(['Nightly check 20', 'Nightly check 15', 'Nightly check 10', 'Nightly check 5']);
+    await page.locator('#f-metadata').fill('');
+    await page.locator('#f-status').selectOption('running');
+    await expect.poll(names).toEqual(['Long task']);
+    await page.locator('#f-status').selectOption('');
+    await page.locator('#f-agent').fill('demo');
+    await page.locator('#filters button[type="submit"]').click();
+    await expect.poll(names).toEqual(['Demo summary']);
+    await page.locator('#f-agent').fill('nobody');
+    await page.locator('#filters button[type="submit"]').click();
+    await expect.poll(() => page.locator('#runs-state').textContent()).toBe('No runs match these filters.');
+    await page.locator('#f-agent').fill('');
+    await page.locator('#filters button[type="submit"]').click();
+
+    // A link per run opens it: its conversation, messages and tool calls as text, never raw JSON.
+    const linked = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    linked.on('pageerror', (e) => errors.push(e.message));
+    await linked.goto(`${daemon.url}/#${demo.taskId}`);
+    await expect
+      .poll(() => linked.locator('#timeline li.msg').allTextContents(), { timeout: 10_000 })
+      .toContain('Demo agent: no model is called; looking at the workspace.');
+    await expect.poll(() => linked.locator('#timeline li.tool').allTextContents()).toEqual(['⚙ list_files succeeded', '⚙ headless-inbox succeeded']);
+    expect(await linked.locator('#timeline').textContent()).not.toContain('{');
+    await linked.close();
+
+    // The Inbox beside the runs, the run panel in view while the page scrolls.
+    await page.locator(`#runs a[href="#${demo.taskId}"]`).click();
+    await expect.poll(() => page.locator('#inbox li').count(), { timeout: 10_000 }).toBe(1);
+    const runsBox = (await page.locator('#runs-section').boundingBox())!;
+    const inboxBox = (await page.locator('#inbox-section').boundingBox())!;
+    expect(inboxBox.x).toBeGreaterThan(runsBox.x + runsBox.width);
+    expect(Math.abs(inboxBox.y - runsBox.y)).toBeLessThan(2);
+    await page.setViewportSize({ width: 800, height: 500 });
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    const detail = (await page.locator('#detail').boundingBox())!;
+    expect(detail.y).toBeGreaterThanOrEqual(0);
+    expect(detail.y).toBeLessThan(500);
+
+    // Three widths: nothing wider than the window; a picture of each (SCREENSHOTS=docs writes the docs' ones).
+    for (const width of [1280, 800, 400]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.evaluate(() => window.scrollTo(0, 0));
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+      const folder = process.env.SCREENSHOTS ? resolve(process.env.SCREENSHOTS) : dirs[0]!;
+      await page.screenshot({ path: join(folder, `status-page-${width}.png`) });
+    }
+    expect(await page.locator('#runs th.wide').first().isVisible()).toBe(false);
+    writeFileSync(gate, '');
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it('passes an accessibility check (axe-core) with runs, a conversation and the Inbox shown', async () => {
+    // axe is injected past the page's CSP, which allows the page's own script only.
+    const context = await browser.newContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${daemon.url}/`);
+    await page.locator('#workspace').selectOption('other');
+    await expect.poll(() => page.locator('#runs tr').count(), { timeout: 10_000 }).toBeGreaterThan(0);
+    await page.locator('#runs tr').nth(1).click();
+    await expect.poll(() => page.locator('#timeline li').count(), { timeout: 10_000 }).toBeGreaterThan(0);
+    await page.evaluate(readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8'));
+    const violations = await page.evaluate(async () => {
+      const result = await (window as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; nodes: unknown[] }> }> } }).axe.run();
+      return result.violations.map((v) => `${v.id} (${v.nodes.length})`);
+    });
+    expect(violations).toEqual([]);
+    await context.close();
+  });
 
   it('is refused to a page of another site, like every route', async () => {
     const res = await fetch(`${daemon.url}/`, { headers: { 'sec-fetch-site': 'cross-site' } });

@@ -19,8 +19,8 @@ export interface OtlpReceiver {
 }
 
 type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
-const valueOf = (v: AnyValue) => v.stringValue ?? (v.intValue === undefined ? undefined : Number(v.intValue)) ?? v.boolValue ?? v.doubleValue;
-const attributesOf = (list: Array<{ key: string; value: AnyValue }> = []) => Object.fromEntries(list.map((a) => [a.key, valueOf(a.value)]));
+const plain = (v: AnyValue) => v.stringValue ?? (v.intValue === undefined ? undefined : Number(v.intValue)) ?? v.boolValue ?? v.doubleValue;
+const attributesOf = (list: Array<{ key: string; value: AnyValue }> = []) => Object.fromEntries(list.map((a) => [a.key, plain(a.value)]));
 
 /** A collector-compatible OTLP/HTTP receiver on loopback: `POST /v1/traces` with JSON, answered as a collector does. */
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {

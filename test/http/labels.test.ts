@@ -46,6 +46,17 @@ describe('title and metadata', () => {
     expect(none).toEqual({ runs: [], nextCursor: null });
   });
 
+  it('the list filters by agent', async () => {
+    const host = await createTestHost();
+    const fake = await host.start('echo hi');
+    await host.waitEnded(fake.taskId);
+    const ids = async (agent: string) =>
+      ((await (await host.request('GET', `/api/headless?wsId=ws&agent=${agent}`)).json()) as { runs: Array<{ taskId: string }> }).runs.map((r) => r.taskId);
+    expect(await ids('fake')).toEqual([fake.taskId]);
+    expect(await ids('claude')).toEqual([]);
+    expect((await host.request('GET', '/api/headless?wsId=ws&agent=../x')).status).toBe(400);
+  });
+
   it('bad ones are 400 invalid_body and start nothing', async () => {
     const host = await createTestHost();
     const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']));

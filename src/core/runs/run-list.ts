@@ -15,6 +15,8 @@ export interface ListQuery {
   metadata?: { key: string; value: string };
   /** Only runs this schedule started. */
   schedule?: string;
+  /** Only runs of this agent. */
+  agent?: string;
 }
 
 /**
@@ -29,8 +31,9 @@ export async function listRuns(records: RunRecords, find: (id: string) => Promis
     r !== undefined &&
     (q.status === undefined || r.status === q.status) &&
     (!q.metadata || r.metadata?.[q.metadata.key] === q.metadata.value) &&
-    (q.schedule === undefined || r.schedule === q.schedule);
-  const filtered = q.metadata !== undefined || q.schedule !== undefined;
+    (q.schedule === undefined || r.schedule === q.schedule) &&
+    (q.agent === undefined || r.agent === q.agent);
+  const filtered = q.metadata !== undefined || q.schedule !== undefined || q.agent !== undefined;
   let cursor = q.cursor;
   for (let scanned = 0; ; ) {
     const page = await records.page(q.workspaceId, q.status, q.limit, cursor);

@@ -1,4 +1,4 @@
-// The status page's script (served as /app.js; the page's CSP allows nothing else).
+// The status page's script (served as /app.js; the page's CSP allows nothing else). Data is only ever set as text.
 
 const $ = (id) => document.getElementById(id);
 const api = async (path, method = 'GET') => {
@@ -13,34 +13,24 @@ const el = (tag, text, cls) => {
   if (cls) e.className = cls;
   return e;
 };
-const took = (r) => (r.durationMs === null ? '' : `${(r.durationMs / 1000).toFixed(1)}s`);
+const seconds = (ms) => (ms < 60_000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.floor(ms / 60_000)}m ${Math.round((ms % 60_000) / 1000)}s`);
+const ended = (r) => r.status !== 'running' && r.status !== 'queued';
+/** Its duration once ended; while running, the time since it started (kept current every second). */
+const took = (r) =>
+  r.durationMs !== null ? seconds(r.durationMs) : r.status === 'running' ? seconds(Date.now() - Date.parse(r.startedAt ?? r.createdAt)) : '';
+const label = (r) => r.title ?? `${r.agent} ${r.taskId.slice(-8)}`;
 const showError = (e) => {
   $('error').textContent = e ? String(e.message || e) : '';
 };
 const live = new Map();
 const MAX_LIVE = 4;
+const PAGE = 20;
 let workspace = '';
 let selected = null;
 let timelineSource = null;
-
-function describe(e) {
-  const d = e.data || {};
-  const what =
-    e.type === 'message'
-      ? d.text
-      : e.type === 'tool'
-        ? `${d.name} ${d.status}`
-        : e.type === 'usage'
-          ? `${d.inputTokens} in, ${d.outputTokens} out`
-          : e.type === 'error'
-            ? d.message
-            : e.type === 'run.ended'
-              ? d.status
-              : e.type === 'run.started'
-                ? d.agent
-                : '';
-  return `${e.time.slice(11, 19)}  ${e.type}  ${what || ''}`;
-}
+/** The cursors of the pages before this one; this page's. */
+let earlier = [];
+let cursor = '';
 
 function follow(taskId) {
   if (live.has(taskId) || live.size >= MAX_LIVE) return;
@@ -66,42 +56,84 @@ function updateRow(record) {
 function runRow(r) {
   const tr = el('tr', undefined, `run${r.taskId === selected ? ' selected' : ''}`);
   tr.dataset.task = r.taskId;
-  tr.append(
-    el('td', r.title ?? r.taskId, r.title ? 'titled' : undefined),
-    el('td', r.status === 'queued' ? `queued #${r.queuePosition ?? '?'}` : r.status, `status ${r.status}`),
-    el('td', r.agent),
-    el('td', new Date(r.createdAt).toLocaleTimeString()),
-    el('td', took(r)),
-  );
+  const name = el('td', undefined, 'name');
+  const link = el('a', label(r));
+  link.href = `#${r.taskId}`;
+  link.title = `${r.taskId}, started ${new Date(r.createdAt).toLocaleString()}`;
+  name.append(link);
+  const time = el('td', took(r), 'time');
+  if (r.status === 'running') time.dataset.since = r.startedAt ?? r.createdAt;
+  tr.append(name, el('td', r.status === 'queued' ? `queued #${r.queuePosition ?? '?'}` : r.status, `status ${r.status}`), el('td', r.agent, 'wide'), time);
   const actions = el('td');
-  if (r.status === 'running' || r.status === 'queued') {
+  if (!ended(r)) {
     const b = el('button', 'Cancel');
     b.dataset.action = 'cancel';
+    b.setAttribute('aria-label', `Cancel ${label(r)}`);
     b.onclick = (ev) => {
       ev.stopPropagation();
-      cancel(r.taskId);
+      cancel(r);
     };
     actions.append(b);
     follow(r.taskId);
   }
   tr.append(actions);
-  tr.onclick = () => showRun(r.taskId, true);
+  tr.onclick = () => {
+    location.hash = r.taskId;
+  };
   return tr;
+}
+
+function filterQuery() {
+  const q = new URLSearchParams({ wsId: workspace, limit: String(PAGE) });
+  for (const [key, id] of [
+    ['status', 'f-status'],
+    ['agent', 'f-agent'],
+    ['schedule', 'f-schedule'],
+    ['metadata', 'f-metadata'],
+  ]) {
+    const value = $(id).value.trim();
+    if (value) q.set(key, value);
+  }
+  if (cursor) q.set('cursor', cursor);
+  return q;
 }
 
 async function refreshRuns() {
   if (!workspace) return;
-  const { runs } = await api(`api/headless?wsId=${encodeURIComponent(workspace)}&limit=50`);
-  $('runs').replaceChildren(...runs.map(runRow));
+  const q = filterQuery();
+  const filtered = [...q.keys()].some((k) => !['wsId', 'limit', 'cursor'].includes(k));
+  let page;
+  try {
+    page = await api(`api/headless?${q}`);
+  } catch (error) {
+    $('runs-state').textContent = `Could not load the runs: ${error.message}`;
+    return;
+  }
+  $('runs').replaceChildren(...page.runs.map(runRow));
+  $('runs-state').textContent = page.runs.length > 0 ? '' : filtered ? 'No runs match these filters.' : 'No runs yet in this workspace.';
+  $('older').disabled = page.nextCursor === null;
+  $('older').onclick = () => {
+    earlier.push(cursor);
+    cursor = page.nextCursor;
+    refreshRuns().catch(showError);
+  };
+  $('newest').disabled = earlier.length === 0;
+  $('page').textContent = `page ${earlier.length + 1}`;
 }
 
 async function refreshInbox() {
   if (!workspace) return;
   const { items } = await api(`api/workspaces/${encodeURIComponent(workspace)}/inbox?limit=20`);
+  $('inbox-state').textContent = items.length > 0 ? '' : 'The Inbox is empty.';
   $('inbox').replaceChildren(
     ...items.map((i) => {
       const li = el('li', undefined, i.readAt ? '' : 'unread');
-      li.append(el('span', i.title), el('span', `  ${new Date(i.createdAt).toLocaleTimeString()}${i.taskId ? `  ${i.taskId}` : ''}`, 'muted'));
+      li.append(el('span', i.title), el('span', `  ${new Date(i.createdAt).toLocaleTimeString()}`, 'muted'));
+      if (i.taskId) {
+        const a = el('a', ' run');
+        a.href = `#${i.taskId}`;
+        li.append(a);
+      }
       if (i.body) li.append(el('pre', i.body));
       if (!i.readAt) {
         const b = el('button', 'Mark read');
@@ -113,20 +145,45 @@ async function refreshInbox() {
   );
 }
 
+/** One event of the timeline as part of the conversation: messages as text, tool calls by name, never raw JSON. */
+function render(e) {
+  const d = e.data || {};
+  if (e.type === 'message') return el('li', d.text, 'msg');
+  if (e.type === 'tool') {
+    const li = el('li', `⚙ ${d.name} ${d.status === 'started' ? '…' : d.status}`, `tool ${d.status}`);
+    if (d.id) li.dataset.tool = d.id;
+    return li;
+  }
+  if (e.type === 'error') return el('li', d.message, 'err');
+  if (e.type === 'usage') return el('li', `${d.inputTokens} tokens in, ${d.outputTokens} out${d.costUsd === undefined ? '' : `, $${d.costUsd}`}`, 'note');
+  if (e.type === 'run.started') return el('li', `${e.time.slice(11, 19)} run.started: ${d.agent}`, 'note');
+  if (e.type === 'run.queued') return el('li', `${e.time.slice(11, 19)} queued`, 'note');
+  if (e.type === 'run.ended') return el('li', `${e.time.slice(11, 19)} run.ended: ${d.status}`, 'note');
+  if (e.type === 'agent.session') return el('li', 'agent.session: the session can be resumed', 'note');
+  return undefined;
+}
+
+function append(e) {
+  const item = render(e);
+  if (!item) return;
+  // A tool call's end replaces its start: one line per call.
+  const open = e.type === 'tool' && e.data.id ? $('timeline').querySelector(`li[data-tool="${CSS.escape(e.data.id)}"]`) : null;
+  if (open) open.replaceWith(item);
+  else $('timeline').append(item);
+}
+
 async function showRun(taskId, fresh) {
   selected = taskId;
   for (const tr of document.querySelectorAll('tr.run')) tr.classList.toggle('selected', tr.dataset.task === taskId);
   const record = await api(`api/headless/${encodeURIComponent(taskId)}`);
   $('hint').hidden = true;
   $('run').hidden = false;
-  const lines = [
-    `${record.title ? `${record.title}  ` : ''}${record.taskId}  ${record.status}  ${record.agent}${record.durationMs === null ? '' : `  ${took(record)}`}`,
-  ];
+  const lines = [`${label(record)} · ${record.status} · ${record.agent}${record.durationMs === null ? '' : ` · ${took(record)}`}`, record.taskId];
   if (record.error) lines.push(`${record.error.code}: ${record.error.message}`);
   if (record.lastMessage) lines.push(`Last message: ${record.lastMessage}`);
-  $('summary').replaceChildren(...lines.map((l, i) => el('div', l, i === 0 ? `status ${record.status}` : '')));
-  $('cancel').hidden = record.status !== 'running' && record.status !== 'queued';
-  $('cancel').onclick = () => cancel(taskId);
+  $('summary').replaceChildren(...lines.map((l, i) => el('div', l, i === 0 ? `status ${record.status}` : 'muted')));
+  $('cancel').hidden = ended(record);
+  $('cancel').onclick = () => cancel(record);
   $('retire').onclick = () => api(`api/sessions/${encodeURIComponent(record.resumeId)}/retire`, 'POST').then(() => showRun(taskId, false), showError);
   const session = await api(`api/sessions/${encodeURIComponent(record.resumeId)}`);
   $('session').textContent = `session ${session.resumeId}: ${session.status}`;
@@ -137,11 +194,10 @@ async function showRun(taskId, fresh) {
   $('timeline').replaceChildren();
   const source = new EventSource(`api/headless/${encodeURIComponent(taskId)}/events`);
   timelineSource = source;
-  source.onmessage = null;
-  for (const type of ['run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended']) {
+  for (const type of ['run.queued', 'run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended']) {
     source.addEventListener(type, (m) => {
       const e = JSON.parse(m.data);
-      $('timeline').append(el('li', describe(e)));
+      append(e);
       if (type === 'run.ended') {
         source.close();
         updateRow(e.data);
@@ -151,8 +207,14 @@ async function showRun(taskId, fresh) {
   source.onerror = () => source.close();
 }
 
-function cancel(taskId) {
-  api(`api/headless/${encodeURIComponent(taskId)}/cancel`, 'POST').then(() => showError(null), showError);
+function cancel(r) {
+  if (!confirm(`Cancel ${label(r)}? Its agent is stopped.`)) return;
+  api(`api/headless/${encodeURIComponent(r.taskId)}/cancel`, 'POST').then(() => showError(null), showError);
+}
+
+function reload() {
+  refreshRuns().then(() => showError(null), showError);
+  refreshInbox().catch(showError);
 }
 
 async function start() {
@@ -162,16 +224,27 @@ async function start() {
     $('workspace').options[i].value = w.id;
   });
   workspace = workspaces[0] ? workspaces[0].id : '';
+  const fromStart = () => {
+    earlier = [];
+    cursor = '';
+    reload();
+  };
   $('workspace').onchange = () => {
     workspace = $('workspace').value;
-    selected = null;
-    refreshRuns().catch(showError);
-    refreshInbox().catch(showError);
+    fromStart();
   };
+  $('filters').onchange = fromStart;
+  $('filters').onsubmit = (ev) => {
+    ev.preventDefault();
+    fromStart();
+  };
+  $('newest').onclick = fromStart;
+  window.onhashchange = () => location.hash.length > 1 && showRun(decodeURIComponent(location.hash.slice(1)), true).catch(showError);
   await Promise.all([refreshRuns(), refreshInbox()]);
+  window.onhashchange();
+  setInterval(reload, 3000);
   setInterval(() => {
-    refreshRuns().then(() => showError(null), showError);
-    refreshInbox().catch(showError);
-  }, 3000);
+    for (const td of document.querySelectorAll('td.time[data-since]')) td.textContent = seconds(Date.now() - Date.parse(td.dataset.since));
+  }, 1000);
 }
 start().catch(showError);
