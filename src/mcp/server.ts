@@ -37,6 +37,8 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
       agent: StartBody.entries.agent,
       resumeId: StartBody.entries.resumeId,
       timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      title: StartBody.entries.title,
+      metadata: StartBody.entries.metadata,
     }),
     call: (client, { workspaceId, ...request }) => client.start(workspaceId, request),
   }),
@@ -46,8 +48,16 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
     call: (client, { taskId }) => client.get(taskId),
   }),
   list_runs: tool({
-    description: "List a workspace's runs, newest first.",
-    input: v.strictObject({ workspaceId: id, status: v.optional(v.picklist(RUN_STATUSES)), limit, cursor: v.optional(v.string()) }),
+    description: "List a workspace's runs, newest first; metadata is one `key:value` pair.",
+    input: v.strictObject({
+      workspaceId: id,
+      status: v.optional(v.picklist(RUN_STATUSES)),
+      agent: v.optional(v.string()),
+      schedule: v.optional(v.string()),
+      metadata: v.optional(v.string()),
+      limit,
+      cursor: v.optional(v.string()),
+    }),
     call: (client, { workspaceId, ...page }) => client.listPage(workspaceId, page),
   }),
   cancel_run: tool({

@@ -58,13 +58,22 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
 
   it('start_run, wait_run, get_run, list_runs, cancel_run, read_inbox', async () => {
     const client = await connect(transport);
-    const started = await call(client, 'start_run', { workspaceId: 'ws', prompt: 'echo from mcp', agent: 'fake' });
+    const started = await call(client, 'start_run', { workspaceId: 'ws', prompt: 'echo from mcp', agent: 'fake', title: 'From MCP', metadata: { via: 'mcp' } });
     expect(started.isError).toBeFalsy();
     const { taskId } = started.structuredContent!;
     const ended = await call(client, 'wait_run', { taskId });
     expect(ended.structuredContent).toMatchObject({ taskId, status: 'succeeded' });
     expect(JSON.parse(ended.content[0]!.text)).toMatchObject({ taskId, status: 'succeeded' });
-    expect((await call(client, 'get_run', { taskId })).structuredContent).toMatchObject({ taskId, status: 'succeeded' });
+    expect((await call(client, 'get_run', { taskId })).structuredContent).toMatchObject({
+      taskId,
+      status: 'succeeded',
+      title: 'From MCP',
+      metadata: { via: 'mcp' },
+    });
+    const filtered = (await call(client, 'list_runs', { workspaceId: 'ws', metadata: 'via:mcp', agent: 'fake' })).structuredContent!;
+    // Both transports' runs are on this daemon: every one listed has the pair, this one among them.
+    expect(filtered.runs.map((r: { taskId: string }) => r.taskId)).toContain(taskId);
+    expect(filtered.runs.every((r: { metadata?: Record<string, string> }) => r.metadata?.via === 'mcp')).toBe(true);
     expect((await call(client, 'list_runs', { workspaceId: 'ws', limit: 50 })).structuredContent!.runs.map((r: { taskId: string }) => r.taskId)).toContain(
       taskId,
     );
