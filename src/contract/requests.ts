@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { ID_PATTERN, sortableIdPattern } from './ids';
 import { HttpProblem, type ProblemCode } from './problems';
-import { RUN_STATUSES, type RunStatus, WEBHOOK_EVENTS } from './records';
+import { RUN_STATUSES, WEBHOOK_EVENTS } from './records';
 
 /**
  * Request schemas. Each validator's message is the problem code it stands for, so the first
@@ -160,27 +160,12 @@ function queryObject(url: URL): Record<string, string> {
   return { ...query };
 }
 
-export function parseListQuery(url: URL): {
-  workspaceId: string;
-  status?: RunStatus;
-  limit: number;
-  cursor?: string;
-  metadata?: { key: string; value: string };
-  schedule?: string;
-  agent?: string;
-} {
+/** The list query, its metadata pair split in two. */
+export function parseListQuery(url: URL) {
   const q = parse(ListQuery, queryObject(url));
   const split = q.metadata?.indexOf(':') ?? -1;
   const metadata = q.metadata === undefined ? undefined : { key: q.metadata.slice(0, split), value: q.metadata.slice(split + 1) };
-  return {
-    workspaceId: q.wsId,
-    status: q.status,
-    limit: Number(q.limit),
-    cursor: q.cursor,
-    metadata,
-    ...(q.schedule ? { schedule: q.schedule } : {}),
-    ...(q.agent ? { agent: q.agent } : {}),
-  };
+  return { workspaceId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor, metadata, schedule: q.schedule, agent: q.agent };
 }
 
 /** At most the tail each stream keeps (64 KiB). */
