@@ -208,8 +208,6 @@ export async function serve(argv: string[]): Promise<void> {
   if (socketPath) logger.info({ socket: socketPath, mode: values['socket-mode'] }, 'listening on a Unix-domain socket');
   if (bound !== port && !explicitPort)
     logger.warn({ port: bound }, `port ${port} was taken, so this daemon listens on ${bound}: local callers find it in the data directory`);
-  logger.info({ url: `http://${urlHost(host)}:${bound}`, version, store: storeUrl === undefined ? 'sqlite' : 'postgres' }, 'listening');
-  process.stdout.write(`listening on http://${urlHost(host)}:${bound}\n`);
 
   let stopping = false;
   const stop = () => {
@@ -235,6 +233,9 @@ export async function serve(argv: string[]): Promise<void> {
         process.exit(0);
       });
   };
+  // Before it says it listens: a SIGTERM with no listener would end the process at once.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  logger.info({ url: `http://${urlHost(host)}:${bound}`, version, store: storeUrl === undefined ? 'sqlite' : 'postgres' }, 'listening');
+  process.stdout.write(`listening on http://${urlHost(host)}:${bound}\n`);
 }

@@ -93,7 +93,7 @@ describe('the story of a busy day, line by line', () => {
     const cut = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { agent: 'fake', prompt: 'sleep 30000' })).json()) as { taskId: string };
     expect(await first.stop()).toBe(0);
     const second = await startDaemon(cwd, args);
-    await second.stop();
+    expect(await second.stop()).toBe(0);
     receiver.close();
 
     const story = lines(first.output());
