@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm test`: lint, format and layering checks, type check and build (the daemon tests run dist/), make sure Debian's chromium is there for the
-// status-page test, run vitest, then print the plain "N passed, N failed" line CI reads
+// `npm test`: lint, format and layering checks, type check and build (the daemon tests run dist/), make sure Debian's chromium and bubblewrap are there for the
+// status-page and sandbox tests, run vitest, then print the plain "N passed, N failed" line CI reads
 // (vitest's own summary is not one it recognises).
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -22,16 +22,20 @@ for (const [tool, args] of checks) {
   }
 }
 
-// The browser test drives Debian's chromium (no browser download: none is reachable here). As
-// root with apt it is installed once; otherwise the test says it is skipped, except in CI.
-const CHROMIUM = '/usr/bin/chromium';
-if (!existsSync(CHROMIUM) && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
+// The browser test drives Debian's chromium (no browser download: none is reachable here) and the
+// sandbox tests Debian's bubblewrap. As root with apt they are installed once; otherwise those
+// tests say they are skipped, except in CI.
+const DEBIAN = { '/usr/bin/chromium': 'chromium', '/usr/bin/bwrap': 'bubblewrap' };
+const missing = Object.entries(DEBIAN)
+  .filter(([file]) => !existsSync(file))
+  .map(([, name]) => name);
+if (missing.length > 0 && process.getuid?.() === 0 && existsSync('/usr/bin/apt-get')) {
   const install = () =>
-    spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
+    spawnSync('apt-get', ['install', '-y', '--no-install-recommends', ...missing], {
       stdio: 'ignore',
       env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
     }).status === 0;
-  console.log('installing Debian chromium for the status-page test…');
+  console.log(`installing Debian ${missing.join(' and ')} for the status-page and sandbox tests…`);
   if (!install()) {
     spawnSync('apt-get', ['update'], { stdio: 'ignore' });
     install();

@@ -33,7 +33,8 @@ const MODES = {
 } as const;
 /** `box` runs each CLI in a bubblewrap sandbox (where bwrap is installed); `ro` with its read-only flags. */
 const POLICIES: Partial<Record<keyof typeof MODES, Record<string, unknown>>> = { box: { sandbox: true }, ro: { permissions: 'read-only' } };
-const hasBwrap = spawnSync('bwrap', ['--version']).status === 0;
+// In CI the sandboxed runs must run (npm test installs bubblewrap); elsewhere they need it installed.
+const hasBwrap = spawnSync('bwrap', ['--version']).status === 0 || Boolean(process.env.CI);
 type Mode = keyof typeof MODES;
 
 let mock: MockModel;
