@@ -1,5 +1,5 @@
 import type { Workspace } from '../types';
-import { credentialSources, findExecutable, isTheAgent, presentCredentials, probe } from './preflight';
+import { credentialSources, findExecutable, isTheAgent, policyRefusal, presentCredentials, probe } from './preflight';
 import type { AgentRegistry } from './registry';
 import type { AgentAdapter } from './types';
 
@@ -52,6 +52,7 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
   ];
   const command = invocations[0]!.command;
   const sources = credentialSources(adapter);
+  const refusal = policyRefusal(adapter, workspace);
   const check: AgentCheck = {
     agent: adapter.name,
     command,
@@ -63,7 +64,7 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     credentials: presentCredentials(adapter, env),
     credentialSources: sources,
     canRun: false,
-    problems: [...(adapter.setupProblems ?? []), ...policyProblems(adapter, workspace)],
+    problems: [...(adapter.setupProblems ?? []), ...(refusal ? [refusal] : [])],
   };
   if (!check.path) {
     check.problems.push(`"${command}" is not on the PATH of workspace "${workspace.id}": install it, or set PATH in the workspace's env`);
@@ -95,17 +96,11 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
   }
   check.canRun =
     (adapter.setupProblems ?? []).length === 0 &&
-    policyProblems(adapter, workspace).length === 0 &&
+    refusal === undefined &&
     check.isAgent !== false &&
     (check.unknownFlags ?? []).length === 0 &&
     !(adapter.credentials?.required && check.credentials.length === 0);
   return check;
-}
-
-/** What the workspace's policy rules out for this agent (docs/security.md: Confining agents). */
-function policyProblems(adapter: AgentAdapter, workspace: Workspace): string[] {
-  if (workspace.permissions !== 'read-only' || adapter.readOnly || workspace.sandbox) return [];
-  return [`it has no read-only mode of its own, and this workspace is read-only without a sandbox: set "sandbox": true, or pick another agent`];
 }
 
 /**

@@ -137,3 +137,12 @@ export async function preflight(adapter: AgentAdapter, command: string, env: Rec
     throw new SpawnFailure(`cannot start ${adapter.name}: it has no credentials, and without any it never ends by itself; set ${sources}`);
   }
 }
+
+/** Why an agent cannot run under a policy: read-only needs its own read-only mode, or a sandbox (which mounts the workspace read-only). */
+export function policyRefusal(
+  agent: { name: string; readOnly?: boolean },
+  policy: { permissions?: 'full' | 'read-only'; sandbox?: boolean } | undefined,
+): string | undefined {
+  if (policy?.permissions !== 'read-only' || agent.readOnly || policy.sandbox) return undefined;
+  return `${agent.name} has no read-only mode of its own, and this workspace is read-only without a sandbox: set "sandbox": true, or pick another agent`;
+}

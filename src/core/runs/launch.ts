@@ -1,5 +1,5 @@
 import type { RunPolicy } from '../../contract/records';
-import { preflight } from '../agents/preflight';
+import { policyRefusal, preflight } from '../agents/preflight';
 import { SpawnFailure } from '../process/spawner';
 import type { Sandbox } from '../sandbox/sandbox';
 import type { AgentAdapter, AgentRunInput } from '../agents/types';
@@ -35,9 +35,8 @@ export async function launchProcess(o: LaunchOptions): Promise<SupervisedProcess
   const placed = await o.placement.place({ taskId: o.run.HEADLESS_TASK_ID, workspace: o.workspace });
   const { cwd } = placed;
   const readOnly = o.policy?.permissions === 'read-only';
-  if (readOnly && !o.adapter.readOnly && !o.policy?.sandbox) {
-    throw new SpawnFailure(`${o.adapter.name} has no read-only mode of its own: this workspace can run it read-only only in a sandbox ("sandbox": true)`);
-  }
+  const refusal = policyRefusal(o.adapter, o.policy);
+  if (refusal) throw new SpawnFailure(refusal);
   const invocation = o.adapter.invocation({ ...o.input, workspacePath: cwd });
   const env = buildRunEnv({
     base: o.baseEnv,
