@@ -11,6 +11,7 @@ export function publicRecord(stored: StoredRun): RunRecord {
     deliveryDueAt: _due,
     agentSessionId: _agentSession,
     queued: _queued,
+    placement: _placement,
     ...record
   } = stored;
   return record;

@@ -16,11 +16,15 @@ import { fanOut } from './telemetry/observer';
 import { RunTracing } from './telemetry/run-tracing';
 import type { HeadlessHandlerOptions } from './options';
 import { createExecaSpawner } from './process/spawner';
-import { checkQueueSettings } from './queue/queue-policy';
+import { checkQueueSettings } from './queue/policy';
 import { Retention } from './retention';
 import { Admission } from './runs/admission';
 import { RunRecords } from './runs/records';
+import { RunLauncher } from './runs/launcher';
+import { RunLifecycle } from './runs/lifecycle';
+import { inWorkspace } from './runs/placement';
 import { RunService } from './runs/run-service';
+import { RunQueue } from './queue/queue';
 import { RunTokens } from './runs/tokens';
 import { SessionBook } from './sessions';
 import { type HeadlessStore, keyvStore } from './store/keyv-store';
@@ -78,24 +82,21 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     baseEnv: env,
     log,
   });
-  const runs = new RunService({
-    admission,
-    sessions,
-    tokens,
-    spawner: options.spawner ?? createExecaSpawner(),
-    events,
-    webhooks,
-    fleet,
-    records,
+  const spawner = options.spawner ?? createExecaSpawner();
+  // What the run units share, each taking the part it needs.
+  const shared = { records, events, webhooks, sessions, tokens, fleet, admission, observe, log, instanceId: fleet.instanceId };
+  const lifecycle = new RunLifecycle({ ...shared, placement: inWorkspace(spawner) });
+  const launcher = new RunLauncher({
+    ...shared,
+    lifecycle,
+    placement: inWorkspace(spawner),
     adminToken: options.adminToken,
     baseEnv: env,
-    log,
-    observe,
     sandbox,
     tracing,
-    queue: options.queue,
-    workspace: (id) => workspaces.require(id),
   });
+  const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
+  const runs = new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
   const retentionDays = options.retentionDays ?? 30;
   if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
   const idempotency = new IdempotencyKeys(store, fleet, log);

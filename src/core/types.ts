@@ -11,6 +11,8 @@ export interface StoredRun extends RunRecord {
     /** The machine it runs on (host name and kernel boot id): its pid means nothing elsewhere. */
     machine: string;
   };
+  /** Where it was placed (runs/placement.ts), recorded with its process: what `release` undoes when it ends. */
+  placement?: PlacementRecord;
   /** The instance that runs it, or delivers its webhooks (new at every start of the service): its owner in a fleet. */
   bootId: string;
   /** Where its webhooks go. */
@@ -26,6 +28,12 @@ export interface StoredRun extends RunRecord {
   deliveryDueAt?: number;
   /** While `queued`: what starting it needs, removed by the write that starts it (the prompt is stored only this long). */
   queued?: QueuedStart;
+}
+
+/** Where a run was placed (runs/placement.ts), as recorded on it. */
+export interface PlacementRecord {
+  /** The run's working directory. */
+  cwd: string;
 }
 
 /** What a queued run needs to start later, on whichever instance takes it. */

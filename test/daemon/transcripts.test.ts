@@ -42,7 +42,7 @@ function judge(cli: string, recorded: Recorded, resumeId?: string) {
   const events: AgentEvent[] = [];
   for (const line of recorded.stdout) events.push(...(parser.line(line) ?? []));
   const verdict = parser.finish(recorded.exitCode);
-  const outcome = judgeOutcome({ exitCode: recorded.exitCode, signal: null, agentError: verdict.error, stderr: recorded.stderr, timeoutMs: 1000 });
+  const outcome = judgeOutcome({ exitCode: recorded.exitCode, signal: null, agentError: verdict.error, stderr: recorded.stderr });
   return { verdict, outcome, events };
 }
 

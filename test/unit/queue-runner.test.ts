@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { QueuedRuns } from '../../src/core/queue/queued-runs';
-import { QueueRunner } from '../../src/core/queue/queue-runner';
+import { QueueRunner } from '../../src/core/queue/runner';
 import type { StoredRun } from '../../src/core/types';
 import { waitFor } from '../helpers/wait';
 
@@ -14,7 +13,8 @@ describe('the queue runner', () => {
       ({ taskId, status: 'queued', queued: { prompt: 'x', resumes: false, apiUrl: '', expiresAt: '2999-01-01T00:00:00Z' } }) as StoredRun;
     let runner!: QueueRunner;
     runner = new QueueRunner({
-      queued: { ids: async () => [...queued].sort() } as unknown as QueuedRuns,
+      ids: async () => [...queued].sort(),
+      expire: async () => undefined,
       freeSlots: () => free,
       async find(taskId) {
         // The slot frees while the pass reads run_b, after it found none for run_a.

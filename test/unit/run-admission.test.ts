@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AgentRegistry } from '../../src/core/agents/registry';
 import type { HttpProblem } from '../../src/contract/problems';
-import { Admission } from '../../src/core/runs/admission';
+import { Admission, type AdmissionDecision } from '../../src/core/runs/admission';
 import { createFleet } from '../../src/core/fleet/index';
 import { SessionBook } from '../../src/core/sessions';
 import { createMemoryKeyv } from '../../src/core/store/keyvs';
@@ -40,9 +40,16 @@ async function setup(maxConcurrentRuns = 2) {
   return { admission, sessions, session };
 }
 
-const code = async (p: Promise<unknown>) => {
+/** The reservation of an admitted run; a decision to wait is thrown as its problem. */
+const reserved = async (p: Promise<AdmissionDecision>) => {
+  const decision = await p;
+  if ('wait' in decision) throw decision.problem;
+  return decision.admitted;
+};
+
+const code = async (p: Promise<AdmissionDecision>) => {
   try {
-    await p;
+    await reserved(p);
   } catch (e) {
     return (e as HttpProblem).code;
   }
@@ -61,7 +68,7 @@ describe('admission', () => {
   it('of simultaneous resumes of one Session exactly one is admitted; release frees it, once', async () => {
     const { admission, sessions, session } = await setup(10);
     const s = await session();
-    const attempts = Array.from({ length: 8 }, () => admission.admit(ws, request({ resumeId: s.resumeId })).catch((e: HttpProblem) => e.code));
+    const attempts = Array.from({ length: 8 }, () => reserved(admission.admit(ws, request({ resumeId: s.resumeId }))).catch((e: HttpProblem) => e.code));
     const results = await Promise.all(attempts);
     const won = results.filter((r) => typeof r !== 'string');
     expect(won).toHaveLength(1);
@@ -94,7 +101,7 @@ describe('admission', () => {
     const { admission, session } = await setup();
     const s = await session();
     expect(await code(admission.admit(ws, request({ resumeId: s.resumeId, agent: 'other' })))).toBe('session_not_resumable');
-    const reservation = await admission.admit(ws, request({ resumeId: s.resumeId }));
+    const reservation = await reserved(admission.admit(ws, request({ resumeId: s.resumeId })));
     expect(reservation.adapter.name).toBe('fake');
     expect(reservation.resumeId).toBe(s.resumeId);
     expect(reservation.taskId).toMatch(/^run_/);
@@ -125,11 +132,11 @@ describe('admission', () => {
       });
     const first = make();
     first.rememberAgent('ws', 'other');
-    expect((await first.admit(ws, request())).adapter.name).toBe('other');
+    expect((await reserved(first.admit(ws, request()))).adapter.name).toBe('other');
     await new Promise((r) => setTimeout(r, 10));
     const second = make();
     await second.loadLastAgents();
-    expect((await second.admit(ws, request())).adapter.name).toBe('other');
+    expect((await reserved(second.admit(ws, request()))).adapter.name).toBe('other');
   });
 });
 
@@ -137,12 +144,12 @@ describe('the Session claim and the capacity slot', () => {
   it('are held apart: freeing the slot lets another run in while the Session stays busy', async () => {
     const { admission, session } = await setup(1);
     const s = await session();
-    const first = await admission.admit(ws, request({ agent: 'fake', resumeId: s.resumeId }));
+    const first = await reserved(admission.admit(ws, request({ agent: 'fake', resumeId: s.resumeId })));
     expect(await code(admission.admit(ws, request({ agent: 'fake' })))).toBe('capacity_reached');
     await first.slot.release();
     expect(admission.running).toBe(0);
     expect(await code(admission.admit(ws, request({ agent: 'fake', resumeId: s.resumeId })))).toBe('session_busy');
-    const other = await admission.admit(ws, request({ agent: 'fake' }));
+    const other = await reserved(admission.admit(ws, request({ agent: 'fake' })));
     await first.claim.release();
     await other.release();
     expect(await code(admission.admit(ws, request({ agent: 'fake', resumeId: s.resumeId })))).toBe('admitted');

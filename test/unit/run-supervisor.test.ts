@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
+import { type Guard, watchdog } from '../../src/core/runs/guards';
+import { STOPS } from '../../src/core/runs/outcome';
 import { type SupervisedProcess, superviseProcess } from '../../src/core/runs/supervisor';
 import { type SpawnOptions, type Spawner, createExecaSpawner } from '../../src/core/process/spawner';
 import { FAKE_AGENT } from '../helpers/harness';
@@ -41,12 +43,12 @@ function spawnOptions(prompt: string): SpawnOptions & { taskId: string } {
 
 const started: SupervisedProcess[] = [];
 afterEach(async () => {
-  for (const s of started.splice(0)) s.stop('shutdown', 0);
+  for (const s of started.splice(0)) s.stop(STOPS.shutdown, 0);
 });
 
-async function supervise(spawner: Spawner, prompt: string, timeoutMs = 20_000, killGraceMs = 5000) {
+async function supervise(spawner: Spawner, prompt: string, timeoutMs = 20_000, killGraceMs = 5000, more: Guard[] = []) {
   const spawn = spawnOptions(prompt);
-  const supervised = await superviseProcess({ spawner, spawn, timeoutMs, killGraceMs });
+  const supervised = await superviseProcess({ spawner, spawn, guards: [watchdog(timeoutMs), ...more], killGraceMs });
   started.push(supervised);
   return { supervised, taskId: spawn.taskId };
 }
@@ -57,30 +59,49 @@ describe('the run supervisor', () => {
     const end = await supervised.ended;
     expect(end).toMatchObject({ exitCode: 3, signal: null });
     expect(end.stdout).toContain('hello');
-    expect(supervised.stopReason).toBeUndefined();
+    expect(supervised.stopped).toBeUndefined();
   });
 
   it('the watchdog stops a process that overruns, with reason timeout', async () => {
     const { supervised } = await supervise(createExecaSpawner(), 'sleep 20000', 300);
     const end = await supervised.ended;
-    expect(supervised.stopReason).toBe('timeout');
+    expect(supervised.stopped?.reason).toBe('timeout');
     expect(end.signal).toBe('SIGTERM');
+  });
+
+  it('a guard of the list sees each line and stops the run with its own stop; its watch ends with the process', async () => {
+    const seen: string[] = [];
+    let ended = false;
+    const onMarker: Guard = (run) => {
+      run.onLine((line) => {
+        seen.push(line);
+        if (line === 'marker') run.stop({ reason: 'marker', status: 'failed', error: { code: 'marker', message: 'saw the marker' } });
+      });
+      return () => {
+        ended = true;
+      };
+    };
+    const { supervised } = await supervise(createExecaSpawner(), 'echo first; echo marker; sleep 20000', 20_000, 5000, [onMarker]);
+    await supervised.ended;
+    expect(seen).toEqual(['first', 'marker']);
+    expect(supervised.stopped).toMatchObject({ reason: 'marker', status: 'failed' });
+    expect(ended).toBe(true);
   });
 
   it('the first stop decides; later stops and stops after the end are refused', async () => {
     const { supervised } = await supervise(createExecaSpawner(), 'sleep 20000');
-    expect(supervised.stop('cancel', 5000)).toBe(true);
-    expect(supervised.stop('shutdown', 0)).toBe(false);
+    expect(supervised.stop(STOPS.cancel, 5000)).toBe(true);
+    expect(supervised.stop(STOPS.shutdown, 0)).toBe(false);
     await supervised.ended;
-    expect(supervised.stopReason).toBe('cancel');
-    expect(supervised.stop('timeout', 0)).toBe(false);
+    expect(supervised.stopped?.reason).toBe('cancel');
+    expect(supervised.stop(STOPS.unrecorded, 0)).toBe(false);
   });
 
   it('SIGKILLs after the grace when SIGTERM is ignored', async () => {
     const { supervised } = await supervise(createExecaSpawner(), 'ignore-term; echo ready; sleep 20000');
     // Once it says it is ready it ignores SIGTERM, however slowly it started.
     await waitFor(() => supervised.output()?.stdout.includes('ready') === true, { timeoutMs: 30_000, what: 'the agent to be ready' });
-    supervised.stop('cancel', 200);
+    supervised.stop(STOPS.cancel, 200);
     expect((await supervised.ended).signal).toBe('SIGKILL');
   });
 
@@ -113,6 +134,6 @@ describe('the run supervisor', () => {
 
   it('rejects when the spawner cannot start the process', async () => {
     const spawn = { ...spawnOptions(''), command: '/nonexistent/agent' };
-    await expect(superviseProcess({ spawner: createExecaSpawner(), spawn, timeoutMs: 1000, killGraceMs: 0 })).rejects.toThrow(/cannot start/);
+    await expect(superviseProcess({ spawner: createExecaSpawner(), spawn, guards: [watchdog(1000)], killGraceMs: 0 })).rejects.toThrow(/cannot start/);
   });
 });

@@ -105,10 +105,13 @@ export class RunEvents {
     }, this.flushMs);
   }
 
-  /** Ends a running run's timeline with its final record at once (before it awaits), then stores it. */
+  /**
+   * Ends a run's timeline with its final record: one followed here at once (before it awaits),
+   * then stored; any other (queued, or taken over from a gone instance) in the store.
+   */
   async end(record: RunRecord): Promise<void> {
     const entry = this.live.get(record.taskId);
-    if (!entry) return;
+    if (!entry) return this.endStored(record);
     // Ended already (a reader saw the final record first): its write is under way.
     if (entry.timeline.ended) return entry.writing;
     clearTimeout(entry.timer);
@@ -119,8 +122,8 @@ export class RunEvents {
     this.live.delete(record.taskId);
   }
 
-  /** Ends the stored timeline of a run taken over from a gone instance, unless it has ended. */
-  async endStored(record: RunRecord): Promise<void> {
+  /** Ends a stored timeline, unless it has ended. */
+  private async endStored(record: RunRecord): Promise<void> {
     const timeline = await loadTimeline(this.o.store, record.taskId, this.limits);
     if (timeline.ended) return;
     timeline.append('run.ended', record);

@@ -32,6 +32,22 @@ export interface Reservation {
   release(): Promise<void>;
 }
 
+/**
+ * What admission decided: the run is admitted (start it), or it must wait for a slot or for its
+ * Session (queue it where a queue is configured, else refuse it with `problem`). Refusals that
+ * no wait can mend (no such Session, a retired one, ...) are thrown.
+ */
+export type AdmissionDecision = { admitted: Reservation } | { wait: 'capacity' | 'session'; problem: HttpProblem };
+
+const waitForSlot = (max: number): AdmissionDecision => ({
+  wait: 'capacity',
+  problem: new HttpProblem('capacity_reached', `All ${max} run slots are busy; retry later.`, { headers: { 'retry-after': '5' } }),
+});
+const waitForSession = (resumeId: string): AdmissionDecision => ({
+  wait: 'session',
+  problem: new HttpProblem('session_busy', `Session "${resumeId}" has a run in progress.`),
+});
+
 export interface AdmissionOptions {
   registry: AgentRegistry;
   sessions: SessionBook;
@@ -103,40 +119,39 @@ export class Admission {
     return { adapter, ...(known ? { known } : {}) };
   }
 
-  /** Admits a run; `plannedTaskId` is the id an idempotent start planned for it. */
-  async admit(workspace: Workspace, request: StartRequest, plannedTaskId?: string): Promise<Reservation> {
+  /** Admits a run, or says what it waits for; `plannedTaskId` is the id an idempotent start planned for it. */
+  async admit(workspace: Workspace, request: StartRequest, plannedTaskId?: string): Promise<AdmissionDecision> {
     const { adapter, known } = await this.plan(workspace, request);
     const taskId = plannedTaskId ?? newSortableId('run_');
-    const { resumeId, session, claim } = await this.claimSession(workspace, known, adapter, taskId);
-    return this.reserve(adapter, session, resumeId, taskId, claim);
+    const claimed = await this.claimSession(workspace, known, adapter, taskId);
+    if (!claimed) return waitForSession(known?.resumeId ?? '');
+    return this.reserve(adapter, claimed.session, claimed.resumeId, taskId, claimed.claim);
   }
 
   /**
    * Admits a queued run leaving the queue: its Session (a resumed one checked again: it may have
-   * been retired meanwhile), then a slot. Throws `session_busy` or `capacity_reached` when it must
-   * wait on, another problem when it can never start.
+   * been retired meanwhile), then a slot. Throws a problem when it can never start.
    */
-  async admitQueued(workspace: Workspace, run: { agent: string; resumeId: string; taskId: string; resumes: boolean }): Promise<Reservation> {
+  async admitQueued(workspace: Workspace, run: { agent: string; resumeId: string; taskId: string; resumes: boolean }): Promise<AdmissionDecision> {
     this.refuseIfClosed();
     const adapter = this.o.registry.check(workspace, run.agent);
     const { sessions } = this.o;
     const known = run.resumes ? await sessions.require(run.resumeId) : undefined;
-    if (!known && !(await sessions.take(run.resumeId, run.taskId))) throw new HttpProblem('session_busy', `Session "${run.resumeId}" has a run in progress.`);
+    if (!known && !(await sessions.take(run.resumeId, run.taskId))) return waitForSession(run.resumeId);
     const claimed = known ? await this.claimSession(workspace, known, adapter, run.taskId) : undefined;
+    if (known && !claimed) return waitForSession(run.resumeId);
     const claim = claimed?.claim ?? once(() => sessions.release(run.resumeId, run.taskId));
     return this.reserve(adapter, claimed?.session, run.resumeId, run.taskId, claim);
   }
 
   /** Takes a slot for a run whose Session is held; without one, the Session is let go. */
-  private async reserve(adapter: AgentAdapter, session: SessionState | undefined, resumeId: string, taskId: string, claim: Held): Promise<Reservation> {
-    let slot: Held;
-    try {
-      slot = this.takeSlot();
-    } catch (error) {
+  private async reserve(adapter: AgentAdapter, session: SessionState | undefined, resumeId: string, taskId: string, claim: Held): Promise<AdmissionDecision> {
+    const slot = this.takeSlot();
+    if (!slot) {
       await claim.release();
-      throw error;
+      return waitForSlot(this.o.maxConcurrentRuns);
     }
-    return {
+    const admitted: Reservation = {
       adapter,
       session,
       resumeId,
@@ -148,16 +163,17 @@ export class Admission {
         await claim.release();
       },
     };
+    return { admitted };
   }
 
-  /** Claims the Session the run resumes (checked again on its latest state once held), or a new one. */
+  /** Claims the Session the run resumes (checked again on its latest state once held), or a new one; undefined while it is busy. */
   private async claimSession(workspace: Workspace, known: SessionState | undefined, adapter: AgentAdapter, taskId: string) {
     const { sessions } = this.o;
     const resumeId = known?.resumeId ?? newSortableId('ses_');
     let session: SessionState | undefined;
     if (known) {
       // Busy first: the agent's session id of a run in flight is only known once it has printed it.
-      if (!(await sessions.take(resumeId, taskId))) throw new HttpProblem('session_busy', `Session "${resumeId}" has a run in progress.`);
+      if (!(await sessions.take(resumeId, taskId))) return undefined;
       try {
         // Read again now that it is held: a run that just ended may have changed it.
         session = await sessions.require(resumeId);
@@ -173,11 +189,9 @@ export class Admission {
     return { resumeId, session, claim: once(() => sessions.release(resumeId, taskId)) };
   }
 
-  /** A capacity slot, or 429. From the check to taking it: no await, so no other request can pass it meanwhile. */
-  private takeSlot(): Held {
-    if (this.active >= this.o.maxConcurrentRuns) {
-      throw new HttpProblem('capacity_reached', `All ${this.o.maxConcurrentRuns} run slots are busy; retry later.`, { headers: { 'retry-after': '5' } });
-    }
+  /** A capacity slot, or none free. From the check to taking it: no await, so no other request can pass it meanwhile. */
+  private takeSlot(): Held | undefined {
+    if (this.active >= this.o.maxConcurrentRuns) return undefined;
     this.active += 1;
     return once(async () => {
       this.active -= 1;

@@ -1,13 +1,30 @@
+/**
+ * @module How a run whose agent ran here ends: its outcome judged from the process and the agent's
+ * verdict, its Session settled and its reservation released, then the final record written
+ * through the lifecycle (whose one "ended" path tells everyone once it is durable). Also the one
+ * state change between start and end: the agent's session id.
+ */
+import { StorageError } from '../../contract/problems';
 import type { RunError } from '../../contract/records';
-import type { AgentOutputParser, AgentVerdict } from '../agents/types';
+import type { AgentVerdict } from '../agents/types';
+import type { RunEvents } from '../events/run-events';
+import type { Log } from '../logger';
 import type { ProcessOutput } from '../process/spawner';
 import type { SessionBook } from '../sessions';
 import type { StoredRun } from '../types';
 import { clip } from '../util/text';
+import type { RunLifecycle } from './lifecycle';
+import type { LiveRun } from './live-run';
 import { judgeOutcome } from './outcome';
-import type { ProcessEnd, SupervisedProcess } from './supervisor';
+import type { RunRecords } from './records';
+import type { ProcessEnd } from './supervisor';
+import type { RunTokens } from './tokens';
+import type { FinishFields } from './transitions';
 
 const LAST_MESSAGE_MAX = 4000;
+/** How long, and how often, a run another instance took over is read until it has ended. */
+const TAKEN_OVER_WAIT_MS = 60_000;
+const TAKEN_OVER_POLL_MS = 250;
 
 /** How a run's process ended, as the final record needs it. */
 export interface EndInput {
@@ -28,48 +45,97 @@ export function processOutcome(end: ProcessEnd): EndInput {
   };
 }
 
+export interface RunEndingResources {
+  lifecycle: RunLifecycle;
+  events: RunEvents;
+  records: RunRecords;
+  sessions: SessionBook;
+  tokens: RunTokens;
+  log: Log;
+  instanceId: string;
+}
+
+export class RunEnding {
+  constructor(private readonly $: RunEndingResources) {}
+
+  /** The agent printed its session id: one write records it with the agent.session deliveries it owes. */
+  noteSession(live: LiveRun, agentSessionId: string): void {
+    const { taskId } = live;
+    const at = new Date().toISOString();
+    const { resumeId } = live.reservation;
+    this.$.events.append(taskId, 'agent.session', { resumeId });
+    // The Session follows the record (recovery settles it from the record too), then the webhooks go.
+    void this.$.lifecycle
+      .noteSession(taskId, this.$.instanceId, agentSessionId, at, () => this.$.sessions.noteAgentSessionId(resumeId, agentSessionId))
+      .catch((error: unknown) => this.$.log(`could not record the agent session of ${taskId}`, error));
+  }
+
+  /** Judges the outcome, settles the Session, releases the reservation and stores the final record. Runs once per run. */
+  async finalize(live: LiveRun, end: EndInput): Promise<void> {
+    live.ending = true;
+    const { taskId, reservation } = live;
+    const record = this.$.records.current(taskId);
+    if (!record) return;
+    const verdict = this.verdictOf(live, end.exitCode);
+    const fields = finalFields(live, end, verdict);
+    // The agent failed before its model ever answered: its session may not exist.
+    const failedUnanswered = fields.status === 'failed' && verdict.answered === false;
+    const agentSessionId = verdict.agentSessionId ?? record.agentSessionId;
+    await settleSession(this.$.sessions, record.resumeId, failedUnanswered ? { reset: live.resumedFrom } : { note: agentSessionId });
+    this.$.tokens.revoke(taskId);
+    await reservation.release();
+    await live.processSaved?.catch(() => undefined);
+    // Only while this instance owns it: one that took it over (this one was cut off) ends it.
+    const ended = (stored: StoredRun) =>
+      stored.status === 'running' ? this.takenOver(live, end.output) : this.$.lifecycle.ended(stored, { output: end.output });
+    const inTime = await this.$.lifecycle.finish(taskId, record.bootId, fields, ended);
+    if (!inTime) this.$.lifecycle.settle(taskId, new StorageError(`the final record of ${taskId} could not be stored yet; it is retried`));
+  }
+
+  /**
+   * Another instance took the run over (this one's lease ran out) and is ending it: its final
+   * record is awaited, then told here too, to this instance's waiters and followers.
+   */
+  private async takenOver(live: LiveRun, output: ProcessOutput): Promise<void> {
+    for (let waited = 0; waited < TAKEN_OVER_WAIT_MS; waited += TAKEN_OVER_POLL_MS) {
+      await new Promise((resolve) => setTimeout(resolve, TAKEN_OVER_POLL_MS));
+      const final = await this.$.records.find(live.taskId).catch(() => undefined);
+      if (final && final.status !== 'running') return this.$.lifecycle.ended(final, { output, here: false });
+    }
+    this.$.log(`${live.taskId} was taken over by another instance, which has not ended it yet`);
+    this.$.records.untrack(live.taskId);
+    this.$.lifecycle.settle(live.taskId, new StorageError(`${live.taskId} was taken over by another instance`));
+  }
+
+  /** The parser's verdict; a parser that throws (a custom adapter's) makes the run failed, never stuck. */
+  private verdictOf(live: LiveRun, exitCode: number | null): AgentVerdict {
+    try {
+      return live.parser.finish(exitCode);
+    } catch (error) {
+      this.$.log(`the ${live.reservation.adapter.name} adapter could not judge ${live.taskId}`, error);
+      return { error: 'the agent adapter could not read the output' };
+    }
+  }
+}
+
 /** The fields a run's final record sets, judged from its end and its agent's verdict. */
-export function finalChange(a: {
-  live: { parser: AgentOutputParser; process?: SupervisedProcess; reservation: { adapter: { name: string } }; taskId: string };
-  end: EndInput;
-  record: StoredRun;
-  log: (message: string, error?: unknown) => void;
-}) {
-  const { live, end, record } = a;
-  const verdict = verdictOf(live, end.exitCode, a.log);
+export function finalFields(live: Pick<LiveRun, 'process'>, end: EndInput, verdict: AgentVerdict): FinishFields {
   const outcome = judgeOutcome({
     exitCode: end.exitCode,
     signal: end.signal,
-    stopReason: live.process?.stopReason,
+    stop: live.process?.stopped,
     runtimeError: end.runtimeError,
     agentError: verdict.error,
     stderr: end.output.stderr,
-    timeoutMs: record.timeoutMs,
   });
-  const endedAt = new Date();
-  const fields = {
+  return {
     status: outcome.status,
-    endedAt: endedAt.toISOString(),
-    durationMs: Math.max(0, endedAt.getTime() - Date.parse(record.createdAt)),
     exitCode: end.exitCode,
     signal: end.signal,
     ...(outcome.error ? { error: outcome.error } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
     ...(verdict.lastMessage ? { lastMessage: clip(verdict.lastMessage, LAST_MESSAGE_MAX) } : {}),
   };
-  // The agent failed before its model ever answered: its session may not exist.
-  const failedUnanswered = outcome.status === 'failed' && verdict.answered === false;
-  return { fields, failedUnanswered, agentSessionId: verdict.agentSessionId ?? record.agentSessionId };
-}
-
-/** The parser's verdict; a parser that throws (a custom adapter's) makes the run failed, never stuck. */
-function verdictOf(live: Parameters<typeof finalChange>[0]['live'], exitCode: number | null, log: (m: string, e?: unknown) => void): AgentVerdict {
-  try {
-    return live.parser.finish(exitCode);
-  } catch (error) {
-    log(`the ${live.reservation.adapter.name} adapter could not judge ${live.taskId}`, error);
-    return { error: 'the agent adapter could not read the output' };
-  }
 }
 
 /**

@@ -37,22 +37,13 @@ export interface LiveRun {
   processSaved?: Promise<unknown>;
   /** Its process has ended: its final record is being stored. */
   ending: boolean;
-  resolve: (result: RunResult) => void;
-  reject: (error: Error) => void;
+  /** Settles with its final record once durable (the lifecycle's waiters). */
   done: Promise<RunResult>;
 }
 
-/** The stops the service asks for by itself (the watchdog and a refused record are the supervisor's). */
+/** The stops the service asks for by itself (the guards and a refused record are the supervisor's). */
 export type ServiceStop = 'cancel' | 'shutdown';
 
-/** A live run, its `done` promise not yet settled (and never an unhandled rejection). */
-export function newLiveRun(a: Pick<LiveRun, 'taskId' | 'reservation' | 'parser' | 'resumedFrom'>): LiveRun {
-  let resolve!: LiveRun['resolve'];
-  let reject!: LiveRun['reject'];
-  const done = new Promise<RunResult>((ok, fail) => {
-    resolve = ok;
-    reject = fail;
-  });
-  done.catch(() => undefined);
-  return { ...a, ending: false, resolve, reject, done };
+export function newLiveRun(a: Pick<LiveRun, 'taskId' | 'reservation' | 'parser' | 'resumedFrom' | 'done'>): LiveRun {
+  return { ...a, ending: false };
 }

@@ -67,3 +67,13 @@ export function newRunRecord(a: {
     ...(a.queued ? { queued: a.queued } : {}),
   };
 }
+
+/** The `run.started` event of a stored record (a queued run's, as it starts). */
+export function startedEventOf(run: StoredRun): RunEventData['run.started'] {
+  return startedEvent({ ...run, request: { wait: run.mode === 'sync', title: run.title, metadata: run.metadata } });
+}
+
+/** The `run.queued` event of a queued record. */
+export function queuedEventOf(run: StoredRun & { queued: QueuedStart }): RunEventData['run.queued'] {
+  return { ...startedEventOf(run), expiresAt: run.queued.expiresAt };
+}

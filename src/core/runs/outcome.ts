@@ -1,31 +1,47 @@
 import { clip } from '../util/text';
-import type { RunError, RunStatus } from '../../contract/records';
+import type { RunError } from '../../contract/records';
+import { type FinishStatus, INTERRUPTED } from './transitions';
 
-/** Why the service stopped a run; the first stop to act is the one that counts. */
-export type StopReason = 'cancel' | 'timeout' | 'shutdown' | 'unrecorded';
+/**
+ * Why the service stopped a run, and what the run then ended as: each stop carries its own status
+ * and error, so a new guard (runs/guards.ts) is one more stop, not one more case here. The
+ * first stop to act is the one that counts.
+ */
+export interface RunStop {
+  /** `cancel`, `shutdown`, `unrecorded`, or a guard's name (`timeout`). */
+  reason: string;
+  status: FinishStatus;
+  error?: RunError;
+}
+
+/** The stops the service asks for itself; guards make their own. */
+export const STOPS = {
+  cancel: { reason: 'cancel', status: 'cancelled' },
+  shutdown: { reason: 'shutdown', status: 'interrupted', error: INTERRUPTED },
+  unrecorded: {
+    reason: 'unrecorded',
+    status: 'failed',
+    error: { code: 'storage_unavailable', message: 'The store refused the run record once the agent had started, so the run was stopped.' },
+  },
+} as const satisfies Record<string, RunStop>;
 
 export interface OutcomeInput {
   exitCode: number | null;
   signal: string | null;
-  stopReason?: StopReason;
+  /** The service's stop, if it stopped the run. */
+  stop?: RunStop;
   /** A failure of the service around the process (spawn failed, process lost). */
   runtimeError?: RunError;
   /** The agent's own verdict from its output: set when it reported a failure. */
   agentError?: string;
   /** What the agent printed last on stderr, for a failure it gave no reason for in its output. */
   stderr?: string;
-  timeoutMs: number;
 }
 
 export interface Outcome {
-  status: Exclude<RunStatus, 'running'>;
+  status: FinishStatus;
   error?: RunError;
 }
-
-export const INTERRUPTED: RunError = {
-  code: 'interrupted',
-  message: 'The service stopped while the run was running; it was not re-run.',
-};
 
 /**
  * A run's final status and error. A stop by the service decides first (it is why the process
@@ -33,19 +49,7 @@ export const INTERRUPTED: RunError = {
  * agent is `succeeded`, anything else `failed`.
  */
 export function judgeOutcome(input: OutcomeInput): Outcome {
-  switch (input.stopReason) {
-    case 'cancel':
-      return { status: 'cancelled' };
-    case 'timeout':
-      return { status: 'timed_out', error: { code: 'timed_out', message: `Stopped by the watchdog after ${input.timeoutMs} ms.` } };
-    case 'shutdown':
-      return { status: 'interrupted', error: INTERRUPTED };
-    case 'unrecorded':
-      return {
-        status: 'failed',
-        error: { code: 'storage_unavailable', message: 'The store refused the run record once the agent had started, so the run was stopped.' },
-      };
-  }
+  if (input.stop) return { status: input.stop.status, ...(input.stop.error ? { error: input.stop.error } : {}) };
   if (input.runtimeError) return { status: 'failed', error: input.runtimeError };
   if (input.exitCode === 0 && !input.agentError) return { status: 'succeeded' };
   const reason = input.agentError || reasonFromStderr(input.stderr ?? '');

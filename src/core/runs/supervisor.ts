@@ -1,14 +1,15 @@
 import { MARKER_VARIABLE, killMarkedProcesses } from '../process/process-tree';
-import type { StopReason } from './outcome';
 import type { ProcessExit, ProcessOutput, SpawnOptions, Spawner } from '../process/spawner';
+import type { Guard } from './guards';
+import type { RunStop } from './outcome';
 
 export interface SupervisorOptions {
   spawner: Spawner;
   /** Its `env` must carry the run's marker, `HEADLESS_TASK_ID`. */
   spawn: SpawnOptions;
-  /** The watchdog: the run is stopped with reason `timeout` after this long. */
-  timeoutMs: number;
-  /** Between SIGTERM and SIGKILL when the watchdog stops the run. */
+  /** What watches the run and may stop it (the watchdog is one). */
+  guards: Guard[];
+  /** Between SIGTERM and SIGKILL when a guard stops the run. */
   killGraceMs: number;
 }
 
@@ -20,15 +21,15 @@ export interface ProcessEnd extends ProcessExit {
 export interface SupervisedProcess {
   pid: number;
   startTime?: string;
-  /** The reason of the first stop, if any. */
-  readonly stopReason: StopReason | undefined;
+  /** The first stop, if any. */
+  readonly stopped: RunStop | undefined;
   /** The output so far, if the spawner can tell. */
   output(): ProcessOutput | undefined;
   /**
    * Stops the run: SIGTERM to its group, SIGKILL after `graceMs` (at once with 0). Only the
    * first stop counts; returns false for any later one and once the process has ended.
    */
-  stop(reason: StopReason, graceMs: number): boolean;
+  stop(stop: RunStop, graceMs: number): boolean;
   /**
    * Settles once the process has exited and its output is drained, after whatever is left of
    * the run (its process group, and every process carrying its marker, even one that left the
@@ -38,19 +39,26 @@ export interface SupervisedProcess {
 }
 
 /**
- * Starts a run's process and watches it: the watchdog, stops, and the reaping of leftovers
+ * Starts a run's process and watches it: its guards, stops, and the reaping of leftovers
  * after exit. Reaping is done here, not in the spawner, so a custom spawner keeps it.
  * Rejects as the spawner does when the process cannot be started.
  */
 export async function superviseProcess(o: SupervisorOptions): Promise<SupervisedProcess> {
-  const child = await o.spawner(o.spawn);
+  const listeners: Array<(line: string) => void> = [];
+  const onStdoutLine = (line: string) => {
+    o.spawn.onStdoutLine?.(line);
+    for (const listener of listeners) listener(line);
+  };
+  const child = await o.spawner({ ...o.spawn, onStdoutLine });
   const marker = o.spawn.env[MARKER_VARIABLE];
   const timers: NodeJS.Timeout[] = [];
-  let stopReason: StopReason | undefined;
+  let stopped: RunStop | undefined;
   let running = true;
+  let unwatch: Array<() => void> = [];
 
   const reap = () => {
     running = false;
+    for (const end of unwatch) end();
     for (const timer of timers) clearTimeout(timer);
     child.kill('SIGKILL');
     if (marker) killMarkedProcesses(new Set([marker]));
@@ -69,19 +77,23 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
   const supervised: SupervisedProcess = {
     pid: child.pid,
     startTime: child.startTime,
-    get stopReason() {
-      return stopReason;
+    get stopped() {
+      return stopped;
     },
     output: () => child.output?.(),
-    stop(reason, graceMs) {
-      if (stopReason !== undefined || !running) return false;
-      stopReason = reason;
+    stop(stop, graceMs) {
+      if (stopped !== undefined || !running) return false;
+      stopped = stop;
       child.kill(graceMs === 0 ? 'SIGKILL' : 'SIGTERM');
       if (graceMs > 0) timers.push(setTimeout(() => child.kill('SIGKILL'), graceMs));
       return true;
     },
     ended,
   };
-  timers.push(setTimeout(() => supervised.stop('timeout', o.killGraceMs), o.timeoutMs));
+  const context = {
+    stop: (stop: RunStop) => void supervised.stop(stop, o.killGraceMs),
+    onLine: (listener: (line: string) => void) => void listeners.push(listener),
+  };
+  unwatch = o.guards.map((guard) => guard(context));
   return supervised;
 }

@@ -11,6 +11,9 @@ export interface QueuePolicy {
 const DEFAULT_MAX = 100;
 const DEFAULT_TTL_MS = 3_600_000;
 
+/** The queue a run waits in when no queue is configured but it must wait (a schedule's overlap "queue"). */
+export const DEFAULT_QUEUE: QueuePolicy = { max: DEFAULT_MAX, ttlMs: DEFAULT_TTL_MS, scope: 'installation' };
+
 /** The workspace's queue, or undefined when starts there are refused at capacity (the spec's `429`). */
 export function queuePolicy(installation: QueueSettings | undefined, workspace: Pick<Workspace, 'queue'>): QueuePolicy | undefined {
   if (workspace.queue === false) return undefined;

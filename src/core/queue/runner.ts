@@ -1,12 +1,14 @@
 import type { Log } from '../logger';
 import type { StoredRun } from '../types';
-import type { QueuedRuns } from './queued-runs';
 
 /** What taking a queued run here came to; `refused`: the store refused the take, so the pass stops until the next sweep. */
 export type TakeResult = 'started' | 'waiting' | 'gone' | 'refused';
 
 export interface QueueRunnerDeps {
-  queued: QueuedRuns;
+  /** The queued runs, oldest first. */
+  ids(): Promise<string[]>;
+  /** Ends a queued run whose time in the queue ran out. */
+  expire(taskId: string): Promise<unknown>;
   /** Run slots free on this instance now. */
   freeSlots(): number;
   /** The run's stored record, read now. */
@@ -73,11 +75,11 @@ export class QueueRunner {
     // meanwhile: that slot asks for a new pass, from the oldest (a loaded CI run caught a sweep
     // giving a freed slot to the run it had reached, ahead of older ones).
     let full = false;
-    for (const taskId of await this.$.queued.ids()) {
+    for (const taskId of await this.$.ids()) {
       if (this.timer === undefined || (!sweep && full)) return;
       const record = await this.$.find(taskId);
       if (record?.status !== 'queued' || !record.queued) continue;
-      if (Date.parse(record.queued.expiresAt) <= now) await this.$.queued.end(taskId, 'expired');
+      if (Date.parse(record.queued.expiresAt) <= now) await this.$.expire(taskId);
       else if (full || this.$.freeSlots() === 0) full = true;
       else if ((await this.$.take(record)) === 'refused') {
         // Not again at once (its released slot asked for a pass): a refusing store is not hammered.

@@ -1,29 +1,37 @@
+/**
+ * @module The queue in front of the run slots (docs/queue-and-schedules.md): accepts starts into it
+ * and starts them from it, oldest first, as slots (and their Sessions) free up. Each queued run is
+ * a record in the store: accepted is the lifecycle's `enqueue` (the `queued` record holds what
+ * starting it needs), taken its `take` (one compare-and-set to `running`), cancelled or expired
+ * its `endQueued`. The order is the records' sortable ids; nothing about the queue lives only in
+ * memory.
+ */
 import { HttpProblem } from '../../contract/problems';
 import { type RunRecord, hasEnded } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
+import type { RunEvents } from '../events/run-events';
 import type { Log } from '../logger';
 import { publicRecord } from '../public-record';
 import type { Admission, Reservation } from '../runs/admission';
+import type { RunLauncher } from '../runs/launcher';
+import type { RunLifecycle } from '../runs/lifecycle';
 import type { StartedRun } from '../runs/live-run';
-import { newRunRecord, startedEvent } from '../runs/new-record';
-import type { RunLauncher } from '../runs/run-launcher';
+import { newRunRecord, queuedEventOf, startedEventOf } from '../runs/new-record';
 import type { RunRecords } from '../runs/records';
-import type { RunEvents } from '../events/run-events';
-import type { SessionBook } from '../sessions';
-import type { RunOrigin, StoredRun, WebhookTarget, Workspace } from '../types';
 import { runPolicy } from '../sandbox/policy';
+import type { SessionBook } from '../sessions';
+import type { QueuedStart, RunOrigin, StoredRun, WebhookTarget, Workspace } from '../types';
 import { newSortableId } from '../util/ids';
-import type { QueuePolicy } from './queue-policy';
-import { QueueRunner, type TakeResult } from './queue-runner';
-import type { QueuedRuns } from './queued-runs';
+import type { QueuePolicy } from './policy';
+import { QueueRunner, type TakeResult } from './runner';
 
 /** How often the queue is read without a reason: expiries, and in a fleet slots freed elsewhere. */
 const SWEEP_MS = 1000;
 /** Problems that mean "not yet" for a run leaving the queue; any other means "never". */
-const NOT_YET = ['session_busy', 'capacity_reached', 'workspace_not_found', 'shutting_down'];
+const NOT_YET = ['workspace_not_found', 'shutting_down'];
 
-export interface RunQueueDeps {
-  queued: QueuedRuns;
+export interface QueueResources {
+  lifecycle: RunLifecycle;
   admission: Admission;
   sessions: SessionBook;
   records: RunRecords;
@@ -45,18 +53,15 @@ export interface EnqueueInput {
   origin: RunOrigin;
 }
 
-/**
- * The queue in front of the run slots (docs/queue-and-schedules.md): accepts starts into it,
- * and starts them from it, oldest first, as slots (and their Sessions) free up.
- */
 export class RunQueue {
   private readonly runner: QueueRunner;
   /** Starts being queued now, not yet counted in the store: the queue's bound holds on one instance. */
   private enqueuing = 0;
 
-  constructor(private readonly $: RunQueueDeps) {
+  constructor(private readonly $: QueueResources) {
     this.runner = new QueueRunner({
-      queued: $.queued,
+      ids: () => this.ids(),
+      expire: (taskId) => $.lifecycle.endQueued(taskId, 'expired'),
       freeSlots: () => $.admission.free,
       find: (taskId) => $.records.find(taskId),
       take: (record) => this.take(record),
@@ -74,6 +79,17 @@ export class RunQueue {
     this.runner.stop();
   }
 
+  /** The queued runs, oldest first. */
+  private ids(): Promise<string[]> {
+    return this.$.records.inStatus('queued');
+  }
+
+  /** The queued runs that count against `policy.max` (at most `max + 1` are counted). */
+  private async count(policy: QueuePolicy, workspaceId: string): Promise<number> {
+    if (policy.scope === 'installation') return (await this.ids()).length;
+    return (await this.$.records.page(workspaceId, 'queued', policy.max + 1)).ids.length;
+  }
+
   /** Its Session made if new (so its `resumeId` can be given), then ONE write of the `queued` record; `429 queue_full` when full. */
   async enqueue(a: EnqueueInput): Promise<StartedRun> {
     const { workspace, request, policy } = a;
@@ -81,7 +97,7 @@ export class RunQueue {
     if (known && !this.$.sessions.isResumable(known)) throw new HttpProblem('session_not_resumable', `Session "${known.resumeId}" cannot be resumed.`);
     this.enqueuing += 1;
     try {
-      if ((await this.$.queued.count(policy, workspace.id)) + this.enqueuing > policy.max) {
+      if ((await this.count(policy, workspace.id)) + this.enqueuing > policy.max) {
         throw new HttpProblem('queue_full', `All run slots are busy and the queue holds ${policy.max} runs; retry later.`, { headers: { 'retry-after': '5' } });
       }
       const now = new Date();
@@ -90,17 +106,16 @@ export class RunQueue {
       const resumeId = known?.resumeId ?? newSortableId('ses_');
       if (!known)
         await this.$.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: iso, lastRunAt: iso, runCount: 0 });
-      const { after, schedule, scheduledFor } = a.origin;
-      const expiresAt = new Date(now.getTime() + policy.ttlMs).toISOString();
-      const { traceparent } = a.origin;
-      const queued = {
+      const { after, schedule, scheduledFor, traceparent } = a.origin;
+      const queued: QueuedStart = {
         prompt: request.prompt,
         resumes: known !== undefined,
         apiUrl: a.apiUrl,
-        expiresAt,
+        expiresAt: new Date(now.getTime() + policy.ttlMs).toISOString(),
         ...(after ? { after } : {}),
         ...(traceparent ? { traceparent } : {}),
       };
+      const policyOfRun = runPolicy(workspace, a.origin.policy);
       const record = newRunRecord({
         ...a,
         taskId,
@@ -112,11 +127,12 @@ export class RunQueue {
         queued,
         schedule,
         scheduledFor,
-        policy: runPolicy(workspace, a.origin.policy),
+        policy: policyOfRun,
       });
-      await this.$.queued.enqueue(record);
+      await this.$.lifecycle.enqueue(record);
+      await this.$.events.queued(queuedEventOf({ ...record, queued })).catch((error: unknown) => this.$.log(`could not store the events of ${taskId}`, error));
       this.runner.kick();
-      return { record: await this.withPosition(record), done: this.$.queued.waitFor(taskId) };
+      return { record: await this.withPosition(record), done: this.$.lifecycle.waitFor(taskId) };
     } finally {
       this.enqueuing -= 1;
     }
@@ -125,20 +141,23 @@ export class RunQueue {
   /** Takes a queued run from the store and starts it here, unless it must wait on. */
   private async take(record: StoredRun): Promise<TakeResult> {
     const { taskId, resumeId, agent, queued } = record;
-    if (queued!.after !== undefined && !hasEnded((await this.$.records.find(queued!.after))?.status ?? 'succeeded')) return 'waiting';
+    if (!queued) return 'gone';
+    if (queued.after !== undefined && !hasEnded((await this.$.records.find(queued.after))?.status ?? 'succeeded')) return 'waiting';
     let workspace: Workspace;
     let reservation: Reservation;
     try {
       workspace = await this.$.workspace(record.workspaceId);
-      reservation = await this.$.admission.admitQueued(workspace, { agent, resumeId, taskId, resumes: queued!.resumes });
+      const decision = await this.$.admission.admitQueued(workspace, { agent, resumeId, taskId, resumes: queued.resumes });
+      if ('wait' in decision) return 'waiting';
+      reservation = decision.admitted;
     } catch (error) {
       if (!(error instanceof HttpProblem) || NOT_YET.includes(error.code)) return 'waiting';
-      await this.$.queued.end(taskId, { status: 'failed', error: { code: error.code, message: error.message } });
+      await this.$.lifecycle.endQueued(taskId, { status: 'failed', error: { code: error.code, message: error.message } });
       return 'gone';
     }
     let taken: StoredRun | undefined;
     try {
-      taken = await this.$.queued.take(taskId);
+      taken = await this.$.lifecycle.take(taskId);
     } catch (error) {
       this.$.log(`could not take ${taskId} from the queue; it is tried again`, error);
       await reservation.release();
@@ -148,49 +167,39 @@ export class RunQueue {
       await reservation.release();
       return 'gone';
     }
-    await this.launch(workspace, reservation, taken, queued!);
+    await this.launch(workspace, reservation, taken, queued);
     return 'started';
   }
 
-  /** Starts the agent of a run just taken; its waiters are told when it ends. */
-  private async launch(workspace: Workspace, reservation: Reservation, taken: StoredRun, queued: NonNullable<StoredRun['queued']>): Promise<void> {
+  /** Starts the agent of a run just taken; a spawn failure ends it `failed` (its waiters are told by the ended path). */
+  private async launch(workspace: Workspace, reservation: Reservation, taken: StoredRun, queued: QueuedStart): Promise<void> {
     const { taskId, resumeId } = taken;
     const { log } = this.$;
-    this.$.records.track(taken);
+    const startedAt = taken.startedAt ?? new Date().toISOString();
     await this.$.sessions
-      .update(resumeId, (s) => ({ lastRunAt: taken.startedAt!, runCount: s.runCount + 1 }))
+      .update(resumeId, (s) => ({ lastRunAt: startedAt, runCount: s.runCount + 1 }))
       .catch((e: unknown) => log(`could not update Session ${resumeId}`, e));
-    const request = { wait: taken.mode === 'sync', title: taken.title, metadata: taken.metadata };
-    await this.$.events
-      .resume(startedEvent({ ...taken, request, schedule: taken.schedule }))
-      .catch((e: unknown) => log(`could not load the events of ${taskId}`, e));
-    // A spawn failure ends the run `failed` (its waiters are told by the launcher's end).
-    const started = await this.$.launcher
-      .launch({ workspace, prompt: queued.prompt, apiUrl: queued.apiUrl, reservation, record: taken, traceparent: queued.traceparent })
-      .catch(() => undefined);
-    const done = started?.done ?? this.$.records.find(taskId).then((r) => ({ record: publicRecord(r!), output: { stdout: '', stderr: '', truncated: false } }));
-    void done.then(
-      (result) => this.$.queued.settle(taskId, result),
-      () => undefined,
-    );
+    await this.$.events.resume(startedEventOf(taken)).catch((e: unknown) => log(`could not load the events of ${taskId}`, e));
+    const { prompt, apiUrl, traceparent } = queued;
+    await this.$.launcher.launch({ workspace, prompt, apiUrl, reservation, record: taken, traceparent }).catch(() => undefined);
   }
 
   /** The public record, with its place in the queue while it is queued. */
   async withPosition(record: StoredRun): Promise<RunRecord> {
-    const position = record.status === 'queued' ? await this.$.queued.position(record.taskId) : undefined;
-    return { ...publicRecord(record), ...(position === undefined ? {} : { queuePosition: position }) };
+    const index = record.status === 'queued' ? (await this.ids()).indexOf(record.taskId) : -1;
+    return { ...publicRecord(record), ...(index === -1 ? {} : { queuePosition: index + 1 }) };
   }
 
   /** Records of a list page, each queued one with its place. */
   async positions(runs: RunRecord[]): Promise<RunRecord[]> {
     if (!runs.some((r) => r.status === 'queued')) return runs;
-    const order = await this.$.queued.ids();
+    const order = await this.ids();
     return runs.map((r) => (r.status === 'queued' && order.includes(r.taskId) ? { ...r, queuePosition: order.indexOf(r.taskId) + 1 } : r));
   }
 
   /** Cancels it if it is still queued; undefined if it is not. */
   async cancel(taskId: string): Promise<RunRecord | undefined> {
-    const ended = await this.$.queued.end(taskId, 'cancelled');
+    const ended = await this.$.lifecycle.endQueued(taskId, 'cancelled');
     return ended ? publicRecord(ended) : undefined;
   }
 }

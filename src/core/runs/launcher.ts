@@ -1,0 +1,198 @@
+/**
+ * @module The runs whose agents run on this instance: each started once its `running` record is
+ * durable (placed, its environment built, its agent checked, confined where its policy says,
+ * supervised by its guards) and ended through RunEnding, which releases its reservation and
+ * stores its final record before anything is announced.
+ */
+import { HttpProblem } from '../../contract/problems';
+import { policyRefusal, preflight } from '../agents/preflight';
+import type { RunEvents } from '../events/run-events';
+import type { Log } from '../logger';
+import { MACHINE } from '../process/machine';
+import { SpawnFailure } from '../process/spawner';
+import { publicRecord } from '../public-record';
+import type { Sandbox } from '../sandbox/sandbox';
+import type { SessionBook } from '../sessions';
+import type { ServiceObserver } from '../telemetry/observer';
+import type { RunTracing } from '../telemetry/run-tracing';
+import type { StoredRun, Workspace } from '../types';
+import type { Reservation } from './admission';
+import { RunEnding, emptyEnd, processOutcome } from './ending';
+import { buildRunEnv, runVariables } from './env';
+import { type Guard, watchdog } from './guards';
+import { InboxCommand } from './inbox-command';
+import type { RunLifecycle } from './lifecycle';
+import { type LiveRun, type ServiceStop, type StartedRun, newLiveRun } from './live-run';
+import { STOPS } from './outcome';
+import { outputPipe } from './output-pipe';
+import type { Placed, RunPlacement } from './placement';
+import type { RunRecords } from './records';
+import { type SupervisedProcess, superviseProcess } from './supervisor';
+import type { RunTokens } from './tokens';
+
+/** Grace between SIGTERM and SIGKILL for the guards and cancel. */
+export const KILL_GRACE_MS = 5000;
+/** Shutdown must finish within the daemon's 10 s, so its grace is shorter. */
+const SHUTDOWN_GRACE_MS = 2000;
+
+export interface LauncherResources {
+  lifecycle: RunLifecycle;
+  sessions: SessionBook;
+  tokens: RunTokens;
+  events: RunEvents;
+  records: RunRecords;
+  placement: RunPlacement;
+  adminToken?: string;
+  /** The environment runs start from (minus what `buildRunEnv` strips). */
+  baseEnv: NodeJS.ProcessEnv;
+  log: Log;
+  observe: ServiceObserver;
+  sandbox: Sandbox;
+  tracing?: RunTracing;
+  instanceId: string;
+}
+
+/** What a run's agent is started with. */
+export interface LaunchInput {
+  workspace: Workspace;
+  prompt: string;
+  apiUrl: string;
+  reservation: Reservation;
+  /** Its durable `running` record. */
+  record: StoredRun;
+  /** The caller's W3C `traceparent`, if it gave one. */
+  traceparent?: string;
+}
+
+export class RunLauncher {
+  private readonly live = new Map<string, LiveRun>();
+  private readonly ending: RunEnding;
+  private readonly inboxCommand = new InboxCommand();
+
+  constructor(private readonly $: LauncherResources) {
+    this.ending = new RunEnding($);
+  }
+
+  get(taskId: string): LiveRun | undefined {
+    return this.live.get(taskId);
+  }
+
+  all(): LiveRun[] {
+    return [...this.live.values()];
+  }
+
+  /** Starts the admitted run's process. From here on, finalisation releases the reservation. */
+  async launch(input: LaunchInput): Promise<StartedRun> {
+    const { record, reservation, workspace } = input;
+    const { taskId } = record;
+    const agentSessionId = reservation.session?.agentSessionId;
+    const parser = reservation.adapter.parser({ ...this.agentInput(input), workspacePath: workspace.path });
+    const live = newLiveRun({ taskId, reservation, parser, resumedFrom: agentSessionId, done: this.$.lifecycle.waitFor(taskId) });
+    this.live.set(taskId, live);
+    void live.done.then(
+      () => this.live.delete(taskId),
+      () => this.live.delete(taskId),
+    );
+    let placed: Placed;
+    try {
+      placed = await this.$.placement.prepare({ taskId, workspace });
+      live.process = await this.start(input, live, placed);
+    } catch (error) {
+      const message = error instanceof SpawnFailure ? error.message : 'the agent process could not be started';
+      if (!(error instanceof SpawnFailure)) this.$.log('spawn failed', error);
+      await this.ending.finalize(live, { ...emptyEnd, runtimeError: { code: 'spawn_failed', message } });
+      throw new HttpProblem('spawn_failed', message, { extra: { taskId } });
+    }
+    return this.supervise(live, record, placed);
+  }
+
+  private agentInput({ prompt, record, reservation }: LaunchInput) {
+    const { resumeId } = record;
+    return { prompt, resumeId, agentSessionId: reservation.session?.agentSessionId, permissions: record.policy?.permissions ?? 'full' } as const;
+  }
+
+  /** Builds the run's environment, checks the agent can start, and starts it, confined where its policy says, under its guards. */
+  private async start(input: LaunchInput, live: LiveRun, placed: Placed): Promise<SupervisedProcess> {
+    const { workspace, record, reservation } = input;
+    const { adapter } = reservation;
+    const { cwd } = placed;
+    const refusal = policyRefusal(adapter, record.policy);
+    if (refusal) throw new SpawnFailure(refusal);
+    const invocation = adapter.invocation({ ...this.agentInput(input), workspacePath: cwd });
+    const { taskId, resumeId } = record;
+    const token = this.$.tokens.issue({ taskId, workspaceId: workspace.id, resumeId });
+    const traceparent = this.$.tracing?.begin(record, input.traceparent);
+    const run = runVariables({ apiUrl: input.apiUrl, workspaceId: workspace.id, taskId, resumeId, token, traceparent });
+    const env = buildRunEnv({
+      base: this.$.baseEnv,
+      adminToken: this.$.adminToken,
+      adapterEnv: invocation.env,
+      workspaceEnv: workspace.env,
+      cwd,
+      binDir: this.inboxCommand.folder(),
+      run,
+    });
+    await preflight(adapter, invocation.command, env);
+    const spawner = record.policy?.sandbox
+      ? this.$.sandbox.confine(placed.spawner, {
+          workspace: workspace.path,
+          cwd,
+          readOnly: record.policy.permissions === 'read-only',
+          stateDirs: adapter.stateDirs ?? [],
+          env,
+          network: workspace.network ?? [],
+        })
+      : placed.spawner;
+    const onStdoutLine = outputPipe({
+      taskId,
+      adapterName: adapter.name,
+      parser: live.parser,
+      events: this.$.events,
+      log: this.$.log,
+      onSessionId: (id) => this.ending.noteSession(live, id),
+    });
+    const guards: Guard[] = [watchdog(record.timeoutMs)];
+    return superviseProcess({
+      spawner,
+      guards,
+      killGraceMs: KILL_GRACE_MS,
+      spawn: { command: invocation.command, args: invocation.args, cwd, stdin: invocation.stdin, env, onStdoutLine },
+    });
+  }
+
+  /** Records where its process runs (and where it was placed), and ends the run when the process ends. */
+  private async supervise(live: LiveRun, record: StoredRun, placed: Placed): Promise<StartedRun> {
+    const { taskId } = live;
+    const proc = live.process;
+    if (!proc) throw new Error(`${taskId} has no process to supervise`);
+    if (live.pendingStop) this.stop(live, live.pendingStop);
+    const where = { process: { pid: proc.pid, startTime: proc.startTime, machine: MACHINE }, placement: { cwd: placed.cwd } };
+    live.processSaved = this.$.lifecycle.recordProcess(taskId, record.bootId, where);
+    proc.ended
+      .then((end) => {
+        if (end.lost !== undefined) this.$.log(`lost track of the process of ${taskId}`, end.lost);
+        return this.ending.finalize(live, processOutcome(end));
+      })
+      .catch((error: unknown) => this.$.log(`could not finalise ${taskId}`, error));
+    try {
+      await live.processSaved;
+    } catch (error) {
+      // Without a durable record of its process, crash recovery could not find the run: stop it.
+      proc.stop(STOPS.unrecorded, 0);
+      throw error;
+    }
+    const current = this.$.records.current(taskId) ?? record;
+    this.$.observe.runStarted(current);
+    return { record: publicRecord(current), done: live.done };
+  }
+
+  stop(live: LiveRun, reason: ServiceStop): void {
+    if (live.process) live.process.stop(STOPS[reason], reason === 'shutdown' ? SHUTDOWN_GRACE_MS : KILL_GRACE_MS);
+    else live.pendingStop ??= reason;
+  }
+
+  /** Removes the folder of the `headless-inbox` launcher. */
+  close(): void {
+    this.inboxCommand.close();
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * @module The one writer of a run's status. Each method is one transition of transitions.ts,
+ * made as ONE write of the record; every way a run ends (its process ended, it was cancelled or
+ * expired in the queue, its owner is gone) then goes through the same `ended` path, which tells
+ * everyone once the final record is durable: its output, webhooks, timeline, observers (logs,
+ * metrics, traces) and whoever waits for it.
+ */
+import { hasEnded } from '../../contract/records';
+import type { Webhooks } from '../delivery/webhooks';
+import type { RunEvents } from '../events/run-events';
+import type { Log } from '../logger';
+import type { ProcessOutput } from '../process/spawner';
+import { publicRecord } from '../public-record';
+import type { ServiceObserver } from '../telemetry/observer';
+import type { StoredRun } from '../types';
+import type { RunResult } from './live-run';
+import type { RunPlacement } from './placement';
+import type { RunRecords } from './records';
+import { type Change, type FinishFields, type QueuedEnding, change } from './transitions';
+import type { RunError } from '../../contract/records';
+
+export const EMPTY_OUTPUT: ProcessOutput = { stdout: '', stderr: '', truncated: false };
+/** How often a caller waiting for a run that another instance runs reads its record. */
+const WAIT_POLL_MS = 1000;
+
+/** A run some caller waits for, ended elsewhere or still queued, when this instance stops: its answer says so. */
+export class StillPending extends Error {
+  constructor(readonly record: StoredRun) {
+    super(`Run "${record.taskId}" is ${record.status}; it goes on after the service is back.`);
+    this.name = 'StillPending';
+  }
+}
+
+export interface LifecycleResources {
+  records: RunRecords;
+  events: RunEvents;
+  webhooks: Webhooks;
+  observe: ServiceObserver;
+  placement: RunPlacement;
+  log: Log;
+  instanceId: string;
+}
+
+interface Waiter {
+  resolve(result: RunResult): void;
+  reject(error: Error): void;
+  done: Promise<RunResult>;
+  poll?: NodeJS.Timeout;
+}
+
+export class RunLifecycle {
+  private readonly waiters = new Map<string, Waiter>();
+  /** Runs whose write making them this instance's is under way. */
+  private readonly claiming = new Set<string>();
+
+  constructor(private readonly $: LifecycleResources) {}
+
+  /** A run this instance runs (from before the write that makes it so until it has ended here): never taken over. */
+  isHere(taskId: string): boolean {
+    return this.claiming.has(taskId) || this.$.records.current(taskId) !== undefined;
+  }
+
+  /** ∅ → running: a start admitted at once. */
+  accept(record: StoredRun): Promise<void> {
+    return this.here(record.taskId, () => this.$.records.create(record));
+  }
+
+  /** ∅ → queued. */
+  enqueue(record: StoredRun): Promise<void> {
+    return this.$.records.add(record);
+  }
+
+  /** queued → running, for this instance; undefined if another change came first. Here from before the write. */
+  take(taskId: string): Promise<StoredRun | undefined> {
+    const at = new Date();
+    return this.here(taskId, async () => {
+      const taken = await this.$.records.update(taskId, change.take(this.$.instanceId, at));
+      if (!(taken?.status === 'running' && taken.bootId === this.$.instanceId && taken.startedAt === at.toISOString())) return undefined;
+      this.$.records.track(taken);
+      return taken;
+    });
+  }
+
+  /** Runs `write` with the run counted here throughout, so a take-over sweep never takes it midway. */
+  private async here<T>(taskId: string, write: () => Promise<T>): Promise<T> {
+    this.claiming.add(taskId);
+    try {
+      return await write();
+    } finally {
+      this.claiming.delete(taskId);
+    }
+  }
+
+  /** running → running: where its process runs and where it was placed. */
+  recordProcess(taskId: string, owner: string, fields: Pick<StoredRun, 'process' | 'placement'>): Promise<StoredRun | undefined> {
+    return this.$.records.update(taskId, change.recordProcess(owner, fields));
+  }
+
+  /** running → running: the agent's session id, with the `agent.session` webhooks it owes, scheduled once `stored` has run. */
+  async noteSession(taskId: string, owner: string, agentSessionId: string, at: string, stored: () => Promise<void>): Promise<void> {
+    const run = await this.$.records.update(taskId, change.noteSession(owner, agentSessionId, at));
+    await stored();
+    if (run) this.$.webhooks.schedule(run);
+  }
+
+  /**
+   * running → final, by its owner, retrying a refusing store (RunRecords.finish). `ended` is
+   * called with the record as stored: the final one, or one another instance took over.
+   * Resolves false when the write was left to the background.
+   */
+  finish(taskId: string, owner: string, fields: FinishFields, ended: (stored: StoredRun) => Promise<void>): Promise<boolean> {
+    return this.$.records.finish(taskId, change.finish(owner, fields, new Date()), ended);
+  }
+
+  /** queued → cancelled, expired or failed; undefined if it had left the queue. */
+  async endQueued(taskId: string, ending: QueuedEnding | { status: 'failed'; error: RunError }): Promise<StoredRun | undefined> {
+    return this.endBy(taskId, change.endQueued(ending, this.$.instanceId, new Date()));
+  }
+
+  /** running → running: this instance becomes its owner, as `gone`'s; false if another change came first. */
+  async claim(taskId: string, gone: string): Promise<boolean> {
+    const claimed = await this.$.records.update(taskId, change.claim(gone, this.$.instanceId));
+    return claimed?.status === 'running' && claimed.bootId === this.$.instanceId;
+  }
+
+  /** running → interrupted, as `owner` (gone, or this instance once it claimed it); undefined if refused. */
+  interrupt(taskId: string, owner: string): Promise<StoredRun | undefined> {
+    return this.endBy(taskId, change.interrupt(owner, this.$.instanceId, new Date()));
+  }
+
+  /** One write that ends the run here; then the ended path. */
+  private async endBy(taskId: string, ending: Change): Promise<StoredRun | undefined> {
+    let made: StoredRun | undefined;
+    const final = await this.$.records.update(taskId, (r) => {
+      made = ending(r);
+      return made;
+    });
+    if (!made || final !== made) return undefined;
+    await this.ended(final);
+    return final;
+  }
+
+  /**
+   * The one "ended" path: the final record is durable, now everyone is told. `here: false` for a
+   * run another instance ended (it took it over): its own path told the webhooks and observers.
+   */
+  async ended(final: StoredRun, o: { output?: ProcessOutput; here?: boolean } = {}): Promise<void> {
+    const { taskId } = final;
+    const here = o.here ?? true;
+    if (o.output && here) await this.$.records.saveOutput(taskId, o.output);
+    if (here) this.$.webhooks.schedule(final);
+    const record = publicRecord(final);
+    await this.$.events.end(record).catch((error: unknown) => this.$.log(`could not end the events of ${taskId}`, error));
+    this.$.records.untrack(taskId);
+    if (here) this.$.observe.runEnded(final);
+    if (here && final.placement) {
+      const { workspaceId, placement } = final;
+      await this.$.placement
+        .release({ taskId, workspaceId, placement })
+        .catch((error: unknown) => this.$.log(`could not release the placement of ${taskId}`, error));
+    }
+    this.settle(taskId, { record, output: o.output ?? (await this.$.records.output(taskId).catch(() => undefined)) ?? EMPTY_OUTPUT });
+  }
+
+  /**
+   * Settles once the run has ended: told at once when it ends here, else (another instance runs
+   * it) seen in its record, read every WAIT_POLL_MS.
+   */
+  waitFor(taskId: string): Promise<RunResult> {
+    const known = this.waiters.get(taskId);
+    if (known) return known.done;
+    let resolve!: Waiter['resolve'];
+    let reject!: Waiter['reject'];
+    const done = new Promise<RunResult>((ok, fail) => {
+      resolve = ok;
+      reject = fail;
+    });
+    done.catch(() => undefined);
+    const waiter: Waiter = { resolve, reject, done };
+    waiter.poll = setInterval(() => void this.poll(taskId), WAIT_POLL_MS);
+    this.waiters.set(taskId, waiter);
+    return done;
+  }
+
+  private async poll(taskId: string): Promise<void> {
+    if (this.isHere(taskId)) return;
+    const record = await this.$.records.find(taskId).catch(() => undefined);
+    if (!record || !hasEnded(record.status) || record.bootId === this.$.instanceId) return;
+    this.settle(taskId, { record: publicRecord(record), output: (await this.$.records.output(taskId).catch(() => undefined)) ?? EMPTY_OUTPUT });
+  }
+
+  /** Tells whoever waits for the run: its result, or why there is none. */
+  settle(taskId: string, result: RunResult | Error): void {
+    const waiter = this.waiters.get(taskId);
+    if (!waiter) return;
+    clearInterval(waiter.poll);
+    this.waiters.delete(taskId);
+    if (result instanceof Error) waiter.reject(result);
+    else waiter.resolve(result);
+  }
+
+  /** The service stops: whoever still waits is told the run goes on later (queued, or run elsewhere). */
+  async close(): Promise<void> {
+    for (const taskId of [...this.waiters.keys()]) {
+      const record = await this.$.records.find(taskId).catch(() => undefined);
+      if (record && !hasEnded(record.status)) this.settle(taskId, new StillPending(record));
+    }
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * @module The run's state machine: every status a run can have and every transition between
+ * them, each named, with its guard and the record it makes. Pure: the lifecycle (lifecycle.ts)
+ * applies each one as ONE write of the record (a compare-and-set where the store is shared), and
+ * nothing else changes a run's status. docs/internals.md draws it.
+ */
+import type { RunError, RunStatus } from '../../contract/records';
+import { owe } from '../delivery/outbox';
+import type { StoredRun } from '../types';
+
+/** The statuses a run can end in, by the way it ends. */
+export type FinishStatus = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'interrupted';
+export type QueuedEnding = 'cancelled' | 'expired' | 'failed';
+
+/**
+ * Every transition: from which statuses (none: it makes a new record) to which. A `running` run
+ * also has an owner (the instance that runs it, `bootId`): the transitions of a running run are
+ * refused to any other, so an instance that was cut off can no longer write over a take-over.
+ */
+export const TRANSITIONS = {
+  /** A start admitted at once: its new record. */
+  accept: { from: [], to: ['running'], owned: false },
+  /** A start that waits for a slot: its new record, holding what starting it needs. */
+  enqueue: { from: [], to: ['queued'], owned: false },
+  /** An instance takes a queued run to start it; the prompt leaves the record. */
+  take: { from: ['queued'], to: ['running'], owned: false },
+  /** A queued run ends without ever starting. */
+  endQueued: { from: ['queued'], to: ['cancelled', 'expired', 'failed'], owned: false },
+  /** Where its process runs (pid, start time, machine) and where it was placed. */
+  recordProcess: { from: ['running'], to: ['running'], owned: true },
+  /** The agent printed its session id; the `agent.session` webhooks are owed. */
+  noteSession: { from: ['running'], to: ['running'], owned: true },
+  /** Its process ended, or never started: the final record, judged. */
+  finish: { from: ['running'], to: ['succeeded', 'failed', 'cancelled', 'timed_out', 'interrupted'], owned: true },
+  /** Another instance becomes its owner (its own is gone), before it is interrupted. */
+  claim: { from: ['running'], to: ['running'], owned: true },
+  /** Its owner is gone (a crash, a lost lease): ended, never re-run. */
+  interrupt: { from: ['running'], to: ['interrupted'], owned: true },
+} as const satisfies Record<string, { from: readonly RunStatus[]; to: readonly RunStatus[]; owned: boolean }>;
+
+export type TransitionName = keyof typeof TRANSITIONS;
+
+/** Whether `run` may make transition `name`, asked by (or on behalf of) owner `owner`. */
+export function can(name: TransitionName, run: StoredRun, owner?: string): boolean {
+  const t = TRANSITIONS[name];
+  return (t.from as readonly RunStatus[]).includes(run.status) && (!t.owned || run.bootId === owner);
+}
+
+/** The error of a run interrupted by the service's end or an owner's loss. */
+export const INTERRUPTED: RunError = {
+  code: 'interrupted',
+  message: 'The service stopped while the run was running; it was not re-run.',
+};
+
+const QUEUED_ENDINGS = {
+  cancelled: { code: 'cancelled', message: 'Cancelled while queued; its agent never started.' },
+  expired: { code: 'expired', message: 'Still queued when its time in the queue ran out; its agent never started.' },
+} as const;
+
+/** What the agent and the process said at the end, beyond the status (finish only). */
+export interface FinishFields {
+  status: FinishStatus;
+  error?: RunError;
+  exitCode: number | null;
+  signal: string | null;
+  usage?: StoredRun['usage'];
+  lastMessage?: string;
+}
+
+/**
+ * The final record: computed here once for every way a run ends. It owes the `run.ended`
+ * webhooks in the same record, and names `owner` as the instance that delivers them.
+ */
+export function endedRecord(run: StoredRun, end: { status: RunStatus; error?: RunError; owner: string; at: Date }, more: object = {}): StoredRun {
+  const { queued: _queued, ...rest } = run;
+  const endedAt = end.at.toISOString();
+  const final: StoredRun = {
+    ...rest,
+    ...more,
+    status: end.status,
+    endedAt,
+    durationMs: Math.max(0, end.at.getTime() - Date.parse(run.createdAt)),
+    ...(end.error ? { error: end.error } : {}),
+    bootId: end.owner,
+  };
+  return owe(final, 'run.ended', endedAt);
+}
+
+/** A change of one record: the next record, or undefined when the transition is refused. */
+export type Change = (run: StoredRun) => StoredRun | undefined;
+
+/** Each transition of a stored run as a change: its guard, then the record it makes. */
+export const change = {
+  take(instanceId: string, at: Date): Change {
+    return (r) => {
+      if (!can('take', r)) return undefined;
+      const { queued: _queued, ...rest } = r;
+      return { ...rest, status: 'running', bootId: instanceId, startedAt: at.toISOString() };
+    };
+  },
+  endQueued(ending: QueuedEnding | { status: 'failed'; error: RunError }, instanceId: string, at: Date): Change {
+    const { status, error } = typeof ending === 'string' ? { status: ending, error: queuedError(ending) } : ending;
+    return (r) => (can('endQueued', r) ? endedRecord(r, { status, error, owner: instanceId, at }) : undefined);
+  },
+  recordProcess(owner: string, fields: Pick<StoredRun, 'process' | 'placement'>): Change {
+    return (r) => (can('recordProcess', r, owner) ? { ...r, ...fields } : undefined);
+  },
+  noteSession(owner: string, agentSessionId: string, at: string): Change {
+    return (r) => (can('noteSession', r, owner) ? owe({ ...r, agentSessionId }, 'agent.session', at) : undefined);
+  },
+  finish(owner: string, fields: FinishFields, at: Date): Change {
+    const { status, error, ...more } = fields;
+    return (r) => (can('finish', r, owner) ? endedRecord(r, { status, error, owner, at }, more) : undefined);
+  },
+  claim(gone: string, instanceId: string): Change {
+    return (r) => (can('claim', r, gone) ? { ...r, bootId: instanceId } : undefined);
+  },
+  interrupt(owner: string, instanceId: string, at: Date): Change {
+    return (r) => (can('interrupt', r, owner) ? endedRecord(r, { status: 'interrupted', error: INTERRUPTED, owner: instanceId, at }) : undefined);
+  },
+};
+
+function queuedError(ending: QueuedEnding): RunError {
+  return ending === 'failed' ? { code: 'failed', message: 'It could not be started.' } : QUEUED_ENDINGS[ending];
+}
