@@ -237,4 +237,35 @@ describe('graceful shutdown', () => {
     expect((await api(own, 'GET', `/api/headless/${taskId}`)).status).toBe(200);
     expect(await exited).toBe(0);
   }, 30_000);
+
+  it('SIGTERM: a wait: true start still in the queue is answered 503 shutting_down naming its run, which runs after the restart', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    writeConfig(dir, { maxConcurrentRuns: 1, queue: {} });
+    const own = await startDaemon(dir);
+    const busy = await api(own, 'POST', '/api/workspaces/ws/headless', { prompt: 'sleep 60000' });
+    expect(busy.status).toBe(202);
+    const waiting = api(own, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo later', wait: true });
+    let queuedId: string | undefined;
+    await waitFor(
+      async () => {
+        const list = (await (await api(own, 'GET', '/api/headless?wsId=ws&status=queued')).json()) as { runs: Array<{ taskId: string }> };
+        queuedId = list.runs[0]?.taskId;
+        return queuedId !== undefined;
+      },
+      { what: 'the wait: true start to be queued' },
+    );
+    const exited = own.stop('SIGTERM');
+    const answer = await waiting;
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get('retry-after')).toBe('5');
+    expect(await answer.json()).toMatchObject({ code: 'shutting_down', taskId: queuedId, status: 'queued' });
+    expect(await exited).toBe(0);
+    const again = await startDaemon(dir);
+    try {
+      expect(await waitRun(again, queuedId as string)).toMatchObject({ status: 'succeeded' });
+    } finally {
+      await again.stop();
+    }
+  }, 120_000);
 });

@@ -5,7 +5,7 @@ import { processStartTime } from '../../src/core/process/process-tree';
 import { MACHINE } from '../../src/core/process/machine';
 import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import type { StoredRun } from '../../src/core/types';
-import { closeAllHosts, createTestHost } from '../helpers/harness';
+import { closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
 import { isAlive, isDead } from '../helpers/processes';
 import { createNodeServer } from '../../src/adapters/node';
 
@@ -81,6 +81,22 @@ describe('crash recovery reaper', () => {
     expect(await (await first.request('GET', '/api/sessions/ses_run_x')).json()).toMatchObject({ status: 'idle', resumable: true });
     const second = await createTestHost({ store });
     expect(await (await second.request('GET', '/api/headless/run_x')).text()).toBe(record);
+  });
+});
+
+describe('every way a run ends is told alike', () => {
+  it('a run crash recovery interrupts is logged as ended and counted in headless_runs_ended_total, like any other', async () => {
+    const store = createMemoryKeyv();
+    await store.set('run:run_orphaned', orphanRecord('run_orphaned', 999_999_999, undefined));
+    const { lines, logger } = memoryLogger();
+    const host = await createTestHost({ store, logger });
+    expect(await (await host.request('GET', '/api/headless/run_orphaned')).json()).toMatchObject({ status: 'interrupted' });
+    const ended = lines.filter((l) => l.message === 'run ended');
+    expect(ended.map((l) => l.fields)).toEqual([expect.objectContaining({ taskId: 'run_orphaned', status: 'interrupted', error: 'interrupted' })]);
+    const metrics = await (await host.request('GET', '/metrics')).text();
+    expect(metrics).toMatch(/^headless_runs_ended_total\{agent="fake",workspace="ws",status="interrupted"\} 1$/m);
+    const events = (await (await host.request('GET', '/api/headless/run_orphaned/events?format=json')).json()) as { events: Array<{ type: string }> };
+    expect(events.events.at(-1)?.type).toBe('run.ended');
   });
 });
 

@@ -3,6 +3,7 @@
 // whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
 import { Response } from '@whatwg-node/fetch';
 import { HttpProblem, StorageError, problemBody, problemHeaders } from '../../contract/problems';
+import { StillPending } from '../runs/lifecycle';
 
 export function problemResponse(problem: HttpProblem): Response {
   return new Response(JSON.stringify(problemBody(problem)), { status: problem.status, headers: problemHeaders(problem) });
@@ -14,6 +15,11 @@ export function problemResponse(problem: HttpProblem): Response {
  */
 export function errorToResponse(error: unknown, log: (message: string, error: unknown) => void): Response {
   if (error instanceof HttpProblem) return problemResponse(error);
+  // A caller waiting for its run when the service stops: the run is durable and goes on later.
+  if (error instanceof StillPending) {
+    const { taskId, status } = error.record;
+    return problemResponse(new HttpProblem('shutting_down', error.message, { extra: { taskId, status }, headers: { 'retry-after': '5' } }));
+  }
   if (error instanceof StorageError) {
     log('storage failure', error);
     return problemResponse(new HttpProblem('storage_unavailable', 'The store refused the operation; retry later.'));

@@ -199,9 +199,13 @@ export class RunLifecycle {
     else waiter.resolve(result);
   }
 
-  /** The service stops: whoever still waits is told the run goes on later (queued, or run elsewhere). */
+  /**
+   * The service stops taking runs: whoever waits for a run it does not run (queued, or run
+   * elsewhere) is told at once that the run goes on later. Those it runs end through the ended path.
+   */
   async close(): Promise<void> {
     for (const taskId of [...this.waiters.keys()]) {
+      if (this.isHere(taskId)) continue;
       const record = await this.$.records.find(taskId).catch(() => undefined);
       if (record && !hasEnded(record.status)) this.settle(taskId, new StillPending(record));
     }

@@ -194,13 +194,13 @@ export class RunService {
   async shutdown(): Promise<void> {
     this.$.admission.close();
     this.$.queue.stop();
+    await this.$.lifecycle.close();
     const runs = this.$.launcher.all();
     for (const live of runs) this.$.launcher.stop(live, 'shutdown');
     await settleWithin(
       runs.map((r) => r.done),
       SHUTDOWN_WAIT_MS,
     );
-    await this.$.lifecycle.close();
     await this.$.events.close();
     await this.$.records.close();
     this.$.launcher.close();

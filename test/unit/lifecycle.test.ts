@@ -1,0 +1,168 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Keyv } from 'keyv';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSqliteKeyv } from '../../src/core/store/keyvs';
+import type { Webhooks } from '../../src/core/delivery/webhooks';
+import { RunEvents } from '../../src/core/events/run-events';
+import { SessionBook } from '../../src/core/sessions';
+import { createFleet } from '../../src/core/fleet/index';
+import { RunLifecycle } from '../../src/core/runs/lifecycle';
+import { inWorkspace } from '../../src/core/runs/placement';
+import { RunRecords } from '../../src/core/runs/records';
+import { takeOverRuns } from '../../src/core/runs/recovery';
+import { keyvStore } from '../../src/core/store/keyv-store';
+import type { ServiceObserver } from '../../src/core/telemetry/observer';
+import type { StoredRun } from '../../src/core/types';
+import { createExecaSpawner } from '../../src/core/process/spawner';
+
+const ME = 'inst_me';
+
+function queued(taskId: string, owner = 'inst_accepting'): StoredRun {
+  return {
+    taskId,
+    resumeId: `ses_${taskId}`,
+    workspaceId: 'ws',
+    agent: 'fake',
+    mode: 'async',
+    status: 'queued',
+    createdAt: new Date().toISOString(),
+    endedAt: null,
+    durationMs: null,
+    timeoutMs: 1000,
+    exitCode: null,
+    signal: null,
+    bootId: owner,
+    queued: { prompt: 'p', resumes: false, apiUrl: 'http://127.0.0.1', expiresAt: new Date(Date.now() + 60_000).toISOString() },
+  };
+}
+
+/**
+ * The daemon's SQLite store, whose writes of one key can be held after they have landed, before
+ * the writer hears so: what PostgreSQL looks like to an instance whose UPDATE committed while its
+ * answer is on the way. Lookups (the running runs a sweep reads) are SQL over the table, so a
+ * sweep sees the landed write.
+ */
+async function holdingStore() {
+  const dir = mkdtempSync(join(tmpdir(), 'hrw-lifecycle-'));
+  dirs.push(dir);
+  const keyv = await createSqliteKeyv(dir);
+  const inner = keyv.store as { set(key: string, value: unknown, ttl?: number): Promise<unknown> };
+  const set = inner.set.bind(inner);
+  let hold: { key: string; landed: (release: () => void) => void } | undefined;
+  inner.set = async (key, value, ttl) => {
+    const done = await set(key, value, ttl);
+    if (hold && key.endsWith(hold.key)) {
+      const held = hold;
+      hold = undefined;
+      let release!: () => void;
+      const released = new Promise<void>((r) => {
+        release = r;
+      });
+      held.landed(release);
+      await released;
+    }
+    return done;
+  };
+  return {
+    keyv,
+    /** Holds the next write of `key` once it has landed; resolves, once it has, with what lets it answer. */
+    holdNext(key: string): Promise<() => void> {
+      return new Promise((landed) => {
+        hold = { key, landed };
+      });
+    },
+  };
+}
+
+const dirs: string[] = [];
+const stores: Keyv[] = [];
+afterEach(async () => {
+  for (const keyv of stores.splice(0)) await keyv.disconnect();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function setup() {
+  const held = await holdingStore();
+  stores.push(held.keyv);
+  const store = keyvStore(held.keyv);
+  const log = () => undefined;
+  const records = new RunRecords({ store, log });
+  await records.load();
+  const ended: StoredRun[] = [];
+  const observe: ServiceObserver = {
+    runStarted: () => undefined,
+    runEnded: (run) => ended.push(run),
+    deliveryAttempted: () => undefined,
+    scheduleFired: () => undefined,
+  };
+  const webhooks = { schedule: () => undefined } as unknown as Webhooks;
+  const events = new RunEvents({ store, log });
+  const lifecycle = new RunLifecycle({ records, events, webhooks, observe, log, instanceId: ME, placement: inWorkspace(createExecaSpawner()) });
+  const sessions = new SessionBook(store, createFleet(store, { log }), () => true, log);
+  // Every owner is gone, this instance's own earlier claims included: only what it runs now is spared.
+  const sweep = () => takeOverRuns({ records, lifecycle, sessions, log, isGone: async () => true, instanceId: ME, shared: true });
+  return { held, records, lifecycle, sweep, ended, events };
+}
+
+describe('the lifecycle against take-over sweeps (the fleet defect: a taken run recorded interrupted while its agent ran)', () => {
+  it('a sweep while the take has landed but not yet answered leaves the run to its taker', async () => {
+    const { held, records, lifecycle, sweep } = await setup();
+    await records.add(queued('run_taking'));
+    const landed = held.holdNext('run:run_taking');
+    const taking = lifecycle.take('run_taking');
+    const release = await landed;
+    expect((await records.find('run_taking'))?.status).toBe('running');
+    // The sweep either passes the run over, or tries to write it (the interrupt, queued behind the held take).
+    let tried!: () => void;
+    const triedToWrite = new Promise<string>((r) => (tried = () => r('tried to interrupt it')));
+    const update = records.update.bind(records);
+    records.update = (taskId, change) => {
+      tried();
+      return update(taskId, change);
+    };
+    const first = await Promise.race([sweep().then((n) => `swept, ${n} interrupted`), triedToWrite]);
+    release();
+    expect(first).toBe('swept, 0 interrupted');
+    expect(await taking).toMatchObject({ status: 'running', bootId: ME });
+    expect((await records.find('run_taking'))?.status).toBe('running');
+  });
+
+  it('a sweep after the take and before the process is recorded (a launch held longer than a sweep) leaves it too', async () => {
+    const { records, lifecycle, sweep } = await setup();
+    await records.add(queued('run_launching'));
+    expect(await lifecycle.take('run_launching')).toMatchObject({ status: 'running' });
+    expect(await sweep()).toBe(0);
+    expect(await sweep()).toBe(0);
+    expect((await records.find('run_launching'))?.status).toBe('running');
+  });
+
+  it('a run of this instance that it no longer runs (a claim whose end was refused) is interrupted, through the one ended path', async () => {
+    const { records, lifecycle, sweep, ended } = await setup();
+    await records.add({ ...queued('run_orphan', ME), status: 'running', queued: undefined });
+    expect(await sweep()).toBe(1);
+    expect(await records.find('run_orphan')).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
+    expect(ended.map((r) => [r.taskId, r.status])).toEqual([['run_orphan', 'interrupted']]);
+    expect(lifecycle.isHere('run_orphan')).toBe(false);
+  });
+
+  it('a queued run ended without starting goes through the same ended path, and its waiter is told', async () => {
+    const { records, lifecycle, ended } = await setup();
+    await records.add(queued('run_cancel'));
+    const waiting = lifecycle.waitFor('run_cancel');
+    expect(await lifecycle.endQueued('run_cancel', 'cancelled')).toMatchObject({ status: 'cancelled' });
+    expect((await waiting).record).toMatchObject({ taskId: 'run_cancel', status: 'cancelled' });
+    expect(ended.map((r) => r.status)).toEqual(['cancelled']);
+    expect(await lifecycle.endQueued('run_cancel', 'expired')).toBeUndefined();
+    expect(ended).toHaveLength(1);
+  });
+
+  it('at shutdown a caller still waiting for a queued run is told it goes on later, not left hanging', async () => {
+    const { records, lifecycle } = await setup();
+    await records.add(queued('run_later'));
+    const waiting = lifecycle.waitFor('run_later');
+    await lifecycle.close();
+    await expect(waiting).rejects.toMatchObject({ name: 'StillPending', record: { taskId: 'run_later', status: 'queued' } });
+  });
+});

@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { RUN_STATUSES, type RunStatus, hasEnded } from '../../src/contract/records';
+import { type Change, INTERRUPTED, TRANSITIONS, type TransitionName, can, change } from '../../src/core/runs/transitions';
+import type { StoredRun } from '../../src/core/types';
+
+const OWNER = 'inst_owner';
+const OTHER = 'inst_other';
+const AT = new Date('2026-01-01T00:01:00.000Z');
+
+function run(status: RunStatus, more: Partial<StoredRun> = {}): StoredRun {
+  return {
+    taskId: 'run_1',
+    resumeId: 'ses_1',
+    workspaceId: 'ws',
+    agent: 'fake',
+    mode: 'async',
+    status,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    endedAt: null,
+    durationMs: null,
+    timeoutMs: 1000,
+    exitCode: null,
+    signal: null,
+    bootId: OWNER,
+    webhookTargets: [{ url: 'https://example.test/hook', events: ['run.ended', 'agent.session'], source: 'start' }],
+    ...(status === 'queued' ? { queued: { prompt: 'p', resumes: false, apiUrl: 'http://127.0.0.1', expiresAt: '2026-01-01T01:00:00.000Z' } } : {}),
+    ...more,
+  };
+}
+
+/** Each transition of a stored record as the lifecycle applies it, asked by `by`. */
+const APPLY: Record<Exclude<TransitionName, 'accept' | 'enqueue'>, (by: string) => Change> = {
+  take: (by) => change.take(by, AT),
+  endQueued: (by) => change.endQueued('cancelled', by, AT),
+  recordProcess: (by) => change.recordProcess(by, { process: { pid: 1, machine: 'm' }, placement: { cwd: '/w' } }),
+  noteSession: (by) => change.noteSession(by, 'agent-session', AT.toISOString()),
+  finish: (by) => change.finish(by, { status: 'succeeded', exitCode: 0, signal: null, lastMessage: 'done' }, AT),
+  claim: (by) => change.claim(by, OTHER),
+  interrupt: (by) => change.interrupt(by, OTHER, AT),
+};
+
+const cases = Object.keys(APPLY).flatMap((name) => RUN_STATUSES.map((status) => [name as keyof typeof APPLY, status] as const));
+
+describe('the run state machine', () => {
+  it.each(cases)('%s from %s: allowed exactly where the table says, to a status the table names', (name, status) => {
+    const declared = TRANSITIONS[name];
+    const allowed = (declared.from as readonly RunStatus[]).includes(status);
+    const next = APPLY[name](OWNER)(run(status));
+    expect(next !== undefined).toBe(allowed);
+    expect(can(name, run(status), OWNER)).toBe(allowed);
+    if (next) expect(declared.to as readonly RunStatus[]).toContain(next.status);
+  });
+
+  it.each(Object.keys(APPLY).filter((n) => TRANSITIONS[n as keyof typeof APPLY].owned) as Array<keyof typeof APPLY>)(
+    '%s of a running run is refused to any instance but its owner',
+    (name) => {
+      expect(APPLY[name](OTHER)(run('running'))).toBeUndefined();
+      expect(APPLY[name](OWNER)(run('running'))).toBeDefined();
+    },
+  );
+
+  it('every final status is reached by some transition, and none leaves one', () => {
+    const reached = new Set(Object.values(TRANSITIONS).flatMap((t) => t.to as readonly RunStatus[]));
+    for (const status of RUN_STATUSES) expect(reached.has(status)).toBe(true);
+    for (const t of Object.values(TRANSITIONS)) for (const from of t.from as readonly RunStatus[]) expect(hasEnded(from)).toBe(false);
+  });
+
+  it('each ending computes the final fields once, the same way, and owes run.ended in the same record', () => {
+    const finished = APPLY.finish(OWNER)(run('running'));
+    const interrupted = APPLY.interrupt(OWNER)(run('running'));
+    const cancelled = APPLY.endQueued(OWNER)(run('queued'));
+    for (const final of [finished, interrupted, cancelled]) {
+      expect(final).toMatchObject({ endedAt: AT.toISOString(), durationMs: 60_000 });
+      expect(final?.deliveries).toEqual([expect.objectContaining({ event: 'run.ended', state: 'pending', at: AT.toISOString() })]);
+      expect(final?.deliveryDueAt).toBe(AT.getTime());
+      expect(final?.queued).toBeUndefined();
+    }
+    expect(finished).toMatchObject({ status: 'succeeded', exitCode: 0, lastMessage: 'done', bootId: OWNER });
+    expect(interrupted).toMatchObject({ status: 'interrupted', error: INTERRUPTED, bootId: OTHER });
+    expect(cancelled).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' }, bootId: OWNER });
+  });
+
+  it('take moves a queued run to its new owner and drops the prompt; claim changes only the owner', () => {
+    const taken = APPLY.take(OTHER)(run('queued'));
+    expect(taken).toMatchObject({ status: 'running', bootId: OTHER, startedAt: AT.toISOString() });
+    expect(taken?.queued).toBeUndefined();
+    expect(APPLY.claim(OWNER)(run('running'))).toEqual({ ...run('running'), bootId: OTHER });
+  });
+
+  it("noting the agent's session owes agent.session, once", () => {
+    const noted = APPLY.noteSession(OWNER)(run('running'));
+    expect(noted?.agentSessionId).toBe('agent-session');
+    expect(noted?.deliveries?.map((d) => d.event)).toEqual(['agent.session']);
+    expect(APPLY.noteSession(OWNER)(noted as StoredRun)?.deliveries).toHaveLength(1);
+  });
+});
