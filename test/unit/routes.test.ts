@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { readCredential } from '../../src/core/http/auth';
+import { type RouteVerifier, readCredential, unauthorized, verifierOf } from '../../src/core/http/auth';
+import { createPipeline } from '../../src/core/http/pipeline';
+import { type RouteServices, json, route } from '../../src/core/http/router';
 import { HttpProblem } from '../../src/contract/problems';
 import { ROUTES } from '../../src/core/http/routes/index';
 import { matchRoute as matchIn } from '../../src/core/http/router';
@@ -62,17 +64,61 @@ describe('the request credential', () => {
   const req = (authorization?: string) => new Request('http://localhost/', { headers: authorization ? { authorization } : {} });
 
   it('is read once from the header', () => {
-    expect(readCredential(req(), tokens, 'caller', undefined)).toEqual({ kind: 'none' });
-    expect(readCredential(req('Basic abc'), tokens, 'caller', undefined)).toEqual({ kind: 'malformed' });
-    expect(readCredential(req('Bearer  admin-tok '), tokens, 'caller', undefined)).toEqual({ kind: 'bearer', token: 'admin-tok' });
+    expect(readCredential(req(), tokens, verifierOf('caller'), undefined)).toEqual({ kind: 'none' });
+    expect(readCredential(req('Basic abc'), tokens, verifierOf('caller'), undefined)).toEqual({ kind: 'malformed' });
+    expect(readCredential(req('Bearer  admin-tok '), tokens, verifierOf('caller'), undefined)).toEqual({ kind: 'bearer', token: 'admin-tok' });
   });
 
   it('a run token is in scope only for its own workspace Inbox push, and only while live', () => {
     const grant = { taskId: 'run_1', workspaceId: 'ws', resumeId: 'ses_1' };
-    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller or own run token', 'ws')).toEqual({ kind: 'run', grant, inScope: true });
-    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller or own run token', 'other')).toEqual({ kind: 'run', grant, inScope: false });
-    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller', 'ws')).toEqual({ kind: 'run', grant, inScope: false });
+    expect(readCredential(req(`Bearer ${token}`), tokens, verifierOf('caller or own run token'), 'ws')).toEqual({ kind: 'run', grant, inScope: true });
+    expect(readCredential(req(`Bearer ${token}`), tokens, verifierOf('caller or own run token'), 'other')).toEqual({ kind: 'run', grant, inScope: false });
+    expect(readCredential(req(`Bearer ${token}`), tokens, verifierOf('caller'), 'ws')).toEqual({ kind: 'run', grant, inScope: false });
     tokens.revoke('run_1');
-    expect(readCredential(req(`Bearer ${token}`), tokens, 'caller or own run token', 'ws')).toEqual({ kind: 'bearer', token });
+    expect(readCredential(req(`Bearer ${token}`), tokens, verifierOf('caller or own run token'), 'ws')).toEqual({ kind: 'bearer', token });
+  });
+});
+
+describe("a route's own verifier (the seam a signed-webhook route plugs into)", () => {
+  const signed: RouteVerifier = {
+    name: 'signature',
+    runTokens: 'none',
+    security: [{}],
+    async verify(request) {
+      if (request.headers.get('x-signature') !== 'good') throw unauthorized();
+    },
+  };
+  const doc = { summary: 'x', responses: {}, problems: [] };
+  const gateAsked: string[] = [];
+  const pipeline = createPipeline({
+    routes: [
+      route({ name: 'hooks.receive', method: 'POST', path: '/hooks/:name', auth: signed, doc }, async ({ params }) => json({ received: params.name })),
+      route({ name: 'runs.secret', method: 'GET', path: '/secret', auth: 'caller', doc }, async () => json({ secret: true })),
+    ],
+    services: {} as RouteServices,
+    tokens: new RunTokens(),
+    gate: (_request, context) => {
+      gateAsked.push(context.route);
+      return false;
+    },
+    customGate: true,
+    apiUrl: () => undefined,
+    ready: Promise.resolve(),
+    log: () => undefined,
+  });
+  const remote = { remoteAddress: '203.0.113.9' };
+  const post = (headers: Record<string, string>) => pipeline.fetch('http://service.test/hooks/alerts', { method: 'POST', headers }, remote);
+
+  it('alone decides who gets in: the gate is never asked, a remote sender with no admin token is let in by its signature', async () => {
+    const ok = await post({ 'x-signature': 'good' });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ received: 'alerts' });
+    expect((await post({ 'x-signature': 'bad' })).status).toBe(401);
+    expect(gateAsked).toEqual([]);
+  });
+
+  it('opens nothing else: the same sender on a caller route meets the gate', async () => {
+    expect((await pipeline.fetch('http://service.test/secret', { headers: { 'x-signature': 'good' } }, remote)).status).toBe(401);
+    expect(gateAsked).toEqual(['runs.secret']);
   });
 });

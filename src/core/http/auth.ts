@@ -5,13 +5,66 @@ import { HttpProblem } from '../../contract/problems';
 import type { RunTokenGrant, RunTokens } from '../runs/tokens';
 
 /**
- * Who a route lets in, declared on the route itself: the gate decides each request from this.
+ * Who a route lets in, declared on the route itself: a verifier the pipeline runs before the
+ * route's handler. The built-in ones, by name:
  * - `caller`: the gate's caller (a local one, or one with the admin token, or whom the custom hook lets in).
  * - `caller or own run token`: also a live run token, for its own run's workspace (an agent reporting).
  * - `caller or run token`: also any live run token; what it then asks is decided again, call by call (MCP).
  * - `anyone`: no gate at all, for probes that carry nothing but a status (health, readiness).
+ * A route for a remote sender that cannot hold the admin token (a signed webhook) declares a
+ * verifier of its own, which alone decides, and opens nothing else.
  */
-export type RouteAuth = 'caller' | 'caller or own run token' | 'caller or run token' | 'anyone';
+export type RouteAuth = BuiltinAuth | RouteVerifier;
+export type BuiltinAuth = 'caller' | 'caller or own run token' | 'caller or run token' | 'anyone';
+
+export interface RouteVerifier {
+  /** Its name, as a custom gate sees it (`AuthContext.auth`). */
+  readonly name: string;
+  /** The run tokens it takes: none, those of the run's own workspace, any. */
+  readonly runTokens: 'none' | 'own' | 'any';
+  /** The OpenAPI security alternatives it accepts (`{}`: none needed). */
+  readonly security: ReadonlyArray<Record<string, string[]>>;
+  /** Lets the request in, or throws the problem that answers it (401, 403, ...). */
+  verify(request: Request, context: VerifyContext): Promise<void>;
+}
+
+/** What a verifier is given: the request's auth context and the installation's gate. */
+export interface VerifyContext {
+  auth: AuthContext;
+  /** The gate: the default one, or the library user's `authorize` hook. */
+  gate: Authorize;
+  /** The gate is the library user's hook: it is never asked about run tokens. */
+  customGate: boolean;
+}
+
+/** A gate's verifier: the core's run-token rule, then the gate. */
+function gated(name: BuiltinAuth, runTokens: RouteVerifier['runTokens']): RouteVerifier {
+  const bearer: Array<Record<string, string[]>> = [{}, { adminToken: [] }];
+  return {
+    name,
+    runTokens,
+    security: runTokens === 'none' ? bearer : [...bearer, { runToken: [] }],
+    async verify(request, { auth, gate, customGate }) {
+      const { credential } = auth;
+      if (customGate && credential.kind === 'run') {
+        if (credential.inScope) return;
+        throw unauthorized();
+      }
+      if (!(await gate(request, auth))) throw unauthorized();
+    },
+  };
+}
+
+const BUILTIN: Record<BuiltinAuth, RouteVerifier> = {
+  caller: gated('caller', 'none'),
+  'caller or own run token': gated('caller or own run token', 'own'),
+  'caller or run token': gated('caller or run token', 'any'),
+  anyone: { name: 'anyone', runTokens: 'none', security: [{}], verify: async () => undefined },
+};
+
+/** The verifier a route declares (a request that matches no route is gated as `caller`). */
+export const verifierOf = (auth: RouteAuth | undefined): RouteVerifier =>
+  auth === undefined ? BUILTIN.caller : typeof auth === 'string' ? BUILTIN[auth] : auth;
 
 /**
  * The request's credential, read once from its `Authorization` header. A live run token is
@@ -26,8 +79,8 @@ export type Credential =
   | { kind: 'bearer'; token: string }
   | { kind: 'run'; grant: RunTokenGrant; inScope: boolean };
 
-/** Reads the credential; a run token is in scope where the route's declared `auth` takes one. */
-export function readCredential(request: Request, tokens: RunTokens, auth: RouteAuth | undefined, workspaceId: string | undefined): Credential {
+/** Reads the credential; a run token is in scope where the route's verifier takes one. */
+export function readCredential(request: Request, tokens: RunTokens, verifier: RouteVerifier, workspaceId: string | undefined): Credential {
   const header = request.headers.get('authorization');
   if (header === null) return { kind: 'none' };
   const match = /^Bearer +([^\s]+) *$/i.exec(header);
@@ -35,7 +88,7 @@ export function readCredential(request: Request, tokens: RunTokens, auth: RouteA
   const token = match[1]!;
   const grant = tokens.lookup(token);
   if (!grant) return { kind: 'bearer', token };
-  return { kind: 'run', grant, inScope: auth === 'caller or run token' || (auth === 'caller or own run token' && grant.workspaceId === workspaceId) };
+  return { kind: 'run', grant, inScope: verifier.runTokens === 'any' || (verifier.runTokens === 'own' && grant.workspaceId === workspaceId) };
 }
 
 /** What the gate knows about a request beyond the request itself. */
@@ -48,8 +101,8 @@ export interface AuthContext {
   unixSocket?: boolean;
   /** The matched route, e.g. `runs.start`, `inbox.push`, or `unknown`. */
   route: string;
-  /** Who the matched route lets in, as it declares (router.ts); absent for no route. */
-  auth?: RouteAuth;
+  /** Who the matched route lets in: its verifier's name (`caller`, ...); absent for no route. */
+  auth?: string;
   /** The workspace the route addresses, if any. */
   workspaceId?: string;
   /** Set when the request's Bearer token is a live run token. */

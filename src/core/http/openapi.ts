@@ -1,5 +1,6 @@
 import { type ConversionConfig, toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
+import { verifierOf } from './auth';
 import type { RouteAuth, RouteDoc } from './router';
 import { ANSWERS } from '../../contract/answers';
 import { type ProblemCode, problemStatus } from '../../contract/problems';
@@ -94,8 +95,7 @@ const tagOf = (routeName: string) => {
 
 /** An operation's security, from who its route lets in: a local caller needs nothing, others the admin token; some take a run token. */
 function security(auth: RouteAuth): Array<Record<string, string[]>> {
-  if (auth === 'anyone') return [{}];
-  return auth === 'caller' ? [{}, { adminToken: [] }] : [{}, { adminToken: [] }, { runToken: [] }];
+  return [...verifierOf(auth).security];
 }
 
 export function openApiDocument(

@@ -2,7 +2,7 @@ import { Headers, Response } from '@whatwg-node/fetch';
 import { createServerAdapter } from '@whatwg-node/server';
 import { HttpProblem } from '../../contract/problems';
 import type { RunTokens } from '../runs/tokens';
-import { type AuthContext, type Authorize, type Credential, readCredential, unauthorized } from './auth';
+import { type AuthContext, type Authorize, type Credential, type RouteVerifier, readCredential, verifierOf } from './auth';
 import { errorToResponse } from './problem-response';
 import { type Route, type RouteMatch, type RouteServices, checkParams, matchRoute } from './router';
 
@@ -47,23 +47,19 @@ function withoutBody(response: Response): Response {
  * becomes problem JSON in one place.
  */
 export function createPipeline(o: PipelineOptions) {
-  async function authorize(request: Request, match: RouteMatch | undefined, ctx: HeadlessServerContext, credential: Credential): Promise<void> {
-    const context: AuthContext = {
+  /** Runs the verifier the route declares (or the caller gate, for no route). */
+  async function verify(request: Request, match: RouteMatch | undefined, ctx: HeadlessServerContext, verifier: RouteVerifier, credential: Credential) {
+    const auth: AuthContext = {
       remoteAddress: ctx.remoteAddress,
       localAddress: ctx.localAddress,
       unixSocket: ctx.unixSocket === true,
       route: match?.route.name ?? 'unknown',
-      ...(match ? { auth: match.route.auth } : {}),
+      ...(match ? { auth: verifier.name } : {}),
       workspaceId: match?.params.workspaceId,
       runToken: credential.kind === 'run' ? credential.grant : undefined,
       credential,
     };
-    // The core's run-token rule is the only one: a custom hook is never asked about run tokens.
-    if (o.customGate && credential.kind === 'run') {
-      if (credential.inScope) return;
-      throw unauthorized();
-    }
-    if (!(await o.gate(request, context))) throw unauthorized();
+    await verifier.verify(request, { auth, gate: o.gate, customGate: o.customGate });
   }
 
   async function handle(request: Request, ctx: HeadlessServerContext = {}): Promise<Response> {
@@ -81,8 +77,9 @@ export function createPipeline(o: PipelineOptions) {
       const head = request.method === 'HEAD';
       const match = matchRoute(o.routes, head ? 'GET' : request.method, url.pathname, basePath);
       const found = match instanceof HttpProblem ? undefined : match;
-      const credential = readCredential(request, o.tokens, found?.route.auth, found?.params.workspaceId);
-      if (found?.route.auth !== 'anyone') await authorize(request, found, ctx, credential);
+      const verifier = verifierOf(found?.route.auth);
+      const credential = readCredential(request, o.tokens, verifier, found?.params.workspaceId);
+      await verify(request, found, ctx, verifier, credential);
       if (!found) throw match;
       checkParams(found.params);
       const response = await found.route.handle({
