@@ -4,7 +4,7 @@
  */
 import type { HeadlessHandler } from '../core/handler';
 
-interface DenoServeInfo {
+export interface DenoServeInfo {
   remoteAddr: { hostname: string };
 }
 

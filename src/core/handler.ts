@@ -13,7 +13,7 @@ export type { WorkspaceResolver } from './workspaces';
 export type HeadlessHandler = ServerAdapter<HeadlessServerContext, ServerAdapterBaseObject<HeadlessServerContext>> & {
   /** Settles when the store is loaded and crash recovery is done; rejects if that failed. */
   ready: Promise<void>;
-  /** Graceful shutdown: refuse new starts, stop running runs (recorded `interrupted`), close the store. */
+  /** Graceful shutdown: refuse new starts, stop running runs (recorded `interrupted`), close the store. `dispose()` and `await using` do the same. */
   close(): Promise<void>;
   /** Where the handler reports the errors it handled (to the `logger` option); adapters report theirs here too. */
   log: Log;
@@ -35,6 +35,11 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
   const resources = buildResources(options, logger);
   const ready = resources.start();
   ready.catch(() => undefined);
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= ready.catch(() => undefined).then(() => resources.close());
+    return closing;
+  };
   const adapter = createPipeline({
     routes: ROUTES,
     services: resources.services,
@@ -45,14 +50,7 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     apiUrl: () => options.apiUrl,
     ready,
     log,
+    close,
   });
-  let closing: Promise<void> | undefined;
-  return Object.assign(adapter, {
-    ready,
-    log,
-    close: () => {
-      closing ??= ready.catch(() => undefined).then(() => resources.close());
-      return closing;
-    },
-  }) as HeadlessHandler;
+  return Object.assign(adapter, { ready, log, close }) as HeadlessHandler;
 }

@@ -1,18 +1,30 @@
 export { createHeadlessHandler } from './handler';
 export type { HeadlessHandler, HeadlessHandlerOptions, HeadlessServerContext, WorkspaceResolver } from './handler';
 export { createDefaultGate, isLoopbackAddress } from './http/auth';
-export type { AuthContext, Authorize, GateOptions } from './http/auth';
+export type { AuthContext, Authorize, Credential, GateOptions } from './http/auth';
+export type { RunTokenGrant } from './runs/tokens';
+export type { HeadlessLogger, Log } from './logger';
+export type { ScheduleDefinition } from './schedules/schedule-spec';
 export { HttpProblem, StorageError } from '../contract/problems';
-export type { ProblemCode } from '../contract/problems';
+export type { ProblemCode, ProblemOptions } from '../contract/problems';
 export { createExecaSpawner, SpawnFailure } from './process/spawner';
-export type { ExecaSpawnerOptions, ProcessExit, SpawnedProcess, SpawnOptions, Spawner } from './process/spawner';
+export type { ExecaSpawnerOptions, ProcessExit, ProcessOutput, SpawnedProcess, SpawnOptions, Spawner } from './process/spawner';
 export { createMemoryKeyv, createPostgresKeyv, createSqliteKeyv } from './store/keyvs';
 export { BUILTIN_AGENTS } from './agents/builtins';
 export { createCommandAgent } from './agents/command-agent';
 export type { CommandAgentDefinition } from './agents/command-agent';
-export type { AgentAdapter, AgentEvent, AgentInvocation, AgentOutputParser, AgentRunInput, AgentVerdict } from './agents/types';
-export type { InboxItem, RunError, RunRecord, RunStatus, RunUsage, SessionView } from '../contract/records';
-export type { Workspace } from './types';
+export type {
+  AgentAdapter,
+  AgentCredentials,
+  AgentEvent,
+  AgentIdentity,
+  AgentInvocation,
+  AgentOutputParser,
+  AgentRunInput,
+  AgentVerdict,
+} from './agents/types';
+export type { InboxItem, RunError, RunPolicy, RunRecord, RunStatus, RunUsage, SessionView } from '../contract/records';
+export type { QueueSettings, Workspace } from './types';
 export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/records';
 export type { RunEventType, WebhookEvent } from '../contract/records';
 export type { RunEvent, RunEventData } from '../contract/events';

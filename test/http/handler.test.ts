@@ -1,3 +1,4 @@
+import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import { waitFor } from '../helpers/wait';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestHost, closeAllHosts, createTestHost, problem } from '../helpers/harness';
@@ -352,4 +353,23 @@ describe('agent selection', () => {
     });
     expect(await startWithout(host)).toMatchObject({ status: 400, body: { code: 'no_headless_agent' } });
   });
+});
+
+describe('disposing the handler', () => {
+  it.each(['dispose()', 'Symbol.asyncDispose'] as const)(
+    '%s closes the service as close() does: its running run is interrupted and new starts are refused',
+    async (how) => {
+      const store = createMemoryKeyv();
+      const host = await createTestHost({ store });
+      const { taskId } = await host.start('sleep 60000');
+      await (how === 'dispose()' ? host.handler.dispose() : host.handler[Symbol.asyncDispose]());
+      const stored = (await store.get(`run:${taskId}`)) as { status: string };
+      expect(stored.status).toBe('interrupted');
+      expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake' } }))).toMatchObject({
+        status: 503,
+        code: 'shutting_down',
+      });
+      await host.close();
+    },
+  );
 });

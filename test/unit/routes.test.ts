@@ -105,6 +105,7 @@ describe("a route's own verifier (the seam a signed-webhook route plugs into)", 
     apiUrl: () => undefined,
     ready: Promise.resolve(),
     log: () => undefined,
+    close: async () => undefined,
   });
   const remote = { remoteAddress: '203.0.113.9' };
   const post = (headers: Record<string, string>) => pipeline.fetch('http://service.test/hooks/alerts', { method: 'POST', headers }, remote);

@@ -31,6 +31,8 @@ export interface PipelineOptions {
   /** Settles when the service may answer. */
   ready: Promise<void>;
   log: (message: string, error?: unknown) => void;
+  /** Closes the service: what the adapter's `dispose()` and `await using` do. */
+  close(): Promise<void>;
 }
 
 /** A HEAD answer: a GET's status and headers; its body (a stream, perhaps) is let go. */
@@ -99,6 +101,6 @@ export function createPipeline(o: PipelineOptions) {
     }
   }
 
-  const adapter = createServerAdapter<HeadlessServerContext>(handle);
+  const adapter = createServerAdapter<HeadlessServerContext>(handle, { plugins: [{ onDispose: () => o.close() }] });
   return adapter;
 }
