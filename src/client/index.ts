@@ -7,7 +7,7 @@ import { unixSocketFetch } from './unix';
 
 export { HeadlessError, type ClientErrorCode } from './http';
 import type { StartBody } from '../contract/requests';
-import { type InboxItem, type RunRecord, type RunStatus, type SessionView, hasEnded } from '../contract/records';
+import { type InboxItem, type RunRecord, type RunSource, type RunStatus, type SessionView, hasEnded } from '../contract/records';
 
 /**
  * The typed client of the HTTP API (docs/client.md). Every answer is checked against the
@@ -15,7 +15,7 @@ import { type InboxItem, type RunRecord, type RunStatus, type SessionView, hasEn
  * `HeadlessError` whose `code` is the problem code.
  */
 
-export type { InboxItem, RunEvent, RunRecord, RunStatus, SessionView };
+export type { InboxItem, RunEvent, RunRecord, RunSource, RunStatus, SessionView };
 
 export interface ClientOptions {
   /** The service's base URL, e.g. `http://127.0.0.1:47331` (with its mount path, if any), or `unix:/path/to.sock` (Node only). */

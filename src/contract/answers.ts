@@ -41,6 +41,7 @@ export const RunRecordSchema = v.pipe(
     status: v.picklist(RUN_STATUSES),
     queuePosition: v.optional(v.number()),
     startedAt: v.optional(v.string()),
+    source: v.variant('kind', [v.object({ kind: v.literal('api') }), v.object({ kind: v.literal('schedule'), name: v.string(), scheduledFor: v.string() })]),
     schedule: v.optional(v.string()),
     scheduledFor: v.optional(v.string()),
     createdAt: v.string(),

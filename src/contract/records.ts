@@ -22,6 +22,12 @@ export interface RunPolicy {
   sandbox: boolean;
 }
 
+/**
+ * Where a run came from: a caller of the API, or an occurrence of a schedule (a "run now"
+ * included). Stored once on the record when it is accepted.
+ */
+export type RunSource = { kind: 'api' } | { kind: 'schedule'; name: string; scheduledFor: string };
+
 export interface RunError {
   code: string;
   message: string;
@@ -45,7 +51,9 @@ export interface RunRecord {
   queuePosition?: number;
   /** When it left the queue and its agent was started (only for a run that was queued). */
   startedAt?: string;
-  /** The schedule that started it, if one did (docs/queue-and-schedules.md). */
+  /** Where it came from. */
+  source: RunSource;
+  /** The schedule that started it, if one did (docs/queue-and-schedules.md): its `source`'s name. */
   schedule?: string;
   /** The occurrence of its schedule it ran for (ISO); for a "run now", the moment it was asked. */
   scheduledFor?: string;

@@ -1,9 +1,11 @@
 /** What the core stores and is configured with, beside the records the API shows. */
-import type { RunPolicy, RunRecord, WebhookEvent } from '../contract/records';
+import type { RunPolicy, RunRecord, RunSource, WebhookEvent } from '../contract/records';
 import type { PolicySettings } from './sandbox/policy';
 
 /** What is stored for a run: the record plus what crash recovery needs to find its processes. */
-export interface StoredRun extends RunRecord {
+export interface StoredRun extends Omit<RunRecord, 'source'> {
+  /** Where it came from (absent on records stored before it was: `sourceOf` reads those). */
+  source?: RunSource;
   process?: {
     pid: number;
     /** Process start time from /proc, so a reused pid is never signalled. */
@@ -50,11 +52,10 @@ export interface QueuedStart {
   traceparent?: string;
 }
 
-/** Where a start comes from, beyond its request: the schedule that fired it. */
+/** Where a start comes from, beyond its request: one shape for every path that starts a run (the API, the queue, schedules). */
 export interface RunOrigin {
-  schedule?: string;
-  /** The schedule's occurrence it runs for. */
-  scheduledFor?: string;
+  /** @default { kind: 'api' } */
+  source?: RunSource;
   /** Queue it behind this run until that one has ended. */
   after?: string;
   /** The schedule's policy settings, over the workspace's. */

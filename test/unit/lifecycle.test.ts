@@ -14,6 +14,7 @@ import { RunRecords } from '../../src/core/runs/records';
 import { takeOverRuns } from '../../src/core/runs/recovery';
 import { keyvStore } from '../../src/core/store/keyv-store';
 import type { ServiceObserver } from '../../src/core/telemetry/observer';
+import type { RunRecord } from '../../src/contract/records';
 import type { StoredRun } from '../../src/core/types';
 import { createExecaSpawner } from '../../src/core/process/spawner';
 
@@ -90,7 +91,7 @@ async function setup() {
   const log = () => undefined;
   const records = new RunRecords({ store, log });
   await records.load();
-  const ended: StoredRun[] = [];
+  const ended: RunRecord[] = [];
   const observe: ServiceObserver = {
     runStarted: () => undefined,
     runEnded: (run) => ended.push(run),

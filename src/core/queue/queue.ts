@@ -106,7 +106,7 @@ export class RunQueue {
       const resumeId = known?.resumeId ?? newSortableId('ses_');
       if (!known)
         await this.$.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: iso, lastRunAt: iso, runCount: 0 });
-      const { after, schedule, scheduledFor, traceparent } = a.origin;
+      const { after, traceparent, source = { kind: 'api' } } = a.origin;
       const queued: QueuedStart = {
         prompt: request.prompt,
         resumes: known !== undefined,
@@ -125,8 +125,7 @@ export class RunQueue {
         owner: this.$.instanceId,
         now: iso,
         queued,
-        schedule,
-        scheduledFor,
+        source,
         policy: policyOfRun,
       });
       await this.$.lifecycle.enqueue(record);

@@ -121,7 +121,7 @@ export class RunLauncher {
     const invocation = adapter.invocation({ ...this.agentInput(input), workspacePath: cwd });
     const { taskId, resumeId } = record;
     const token = this.$.tokens.issue({ taskId, workspaceId: workspace.id, resumeId });
-    const traceparent = this.$.tracing?.begin(record, input.traceparent);
+    const traceparent = this.$.tracing?.begin(publicRecord(record), input.traceparent);
     const run = runVariables({ apiUrl: input.apiUrl, workspaceId: workspace.id, taskId, resumeId, token, traceparent });
     const env = buildRunEnv({
       base: this.$.baseEnv,
@@ -181,9 +181,9 @@ export class RunLauncher {
       proc.stop(STOPS.unrecorded, 0);
       throw error;
     }
-    const current = this.$.records.current(taskId) ?? record;
+    const current = publicRecord(this.$.records.current(taskId) ?? record);
     this.$.observe.runStarted(current);
-    return { record: publicRecord(current), done: live.done };
+    return { record: current, done: live.done };
   }
 
   stop(live: LiveRun, reason: ServiceStop): void {

@@ -1,5 +1,6 @@
 import type { RunEventData } from '../../contract/events';
-import type { RunPolicy } from '../../contract/records';
+import type { RunPolicy, RunSource } from '../../contract/records';
+import { sourceOf } from '../public-record';
 import type { StartRequest } from '../../contract/requests';
 import type { QueuedStart, StoredRun, WebhookTarget } from '../types';
 
@@ -10,16 +11,17 @@ export function startedEvent(a: {
   workspaceId: string;
   agent: string;
   request: Pick<StartRequest, 'title' | 'metadata' | 'wait'>;
-  schedule?: string;
+  source: RunSource;
 }): RunEventData['run.started'] {
   const { title, metadata, wait } = a.request;
+  const schedule = a.source.kind === 'schedule' ? a.source.name : undefined;
   return {
     taskId: a.taskId,
     resumeId: a.resumeId,
     workspaceId: a.workspaceId,
     agent: a.agent,
     mode: wait ? 'sync' : 'async',
-    ...(a.schedule === undefined ? {} : { schedule: a.schedule }),
+    ...(schedule === undefined ? {} : { schedule }),
     ...(title === undefined ? {} : { title }),
     ...(metadata === undefined || Object.keys(metadata).length === 0 ? {} : { metadata }),
   };
@@ -38,9 +40,8 @@ export function newRunRecord(a: {
   now: string;
   /** Queued: what starting it later needs. */
   queued?: QueuedStart;
-  /** The schedule that fired it, and for which occurrence. */
-  schedule?: string;
-  scheduledFor?: string;
+  /** Where it came from. */
+  source: RunSource;
   /** Its confinement, if any. */
   policy?: RunPolicy;
 }): StoredRun {
@@ -58,8 +59,7 @@ export function newRunRecord(a: {
     exitCode: null,
     signal: null,
     bootId: a.owner,
-    ...(a.schedule === undefined ? {} : { schedule: a.schedule }),
-    ...(a.scheduledFor === undefined ? {} : { scheduledFor: a.scheduledFor }),
+    source: a.source,
     ...(a.policy === undefined ? {} : { policy: a.policy }),
     ...(a.request.title === undefined ? {} : { title: a.request.title }),
     ...(a.request.metadata === undefined || Object.keys(a.request.metadata).length === 0 ? {} : { metadata: a.request.metadata }),
@@ -70,7 +70,7 @@ export function newRunRecord(a: {
 
 /** The `run.started` event of a stored record (a queued run's, as it starts). */
 export function startedEventOf(run: StoredRun): RunEventData['run.started'] {
-  return startedEvent({ ...run, request: { wait: run.mode === 'sync', title: run.title, metadata: run.metadata } });
+  return startedEvent({ ...run, source: sourceOf(run), request: { wait: run.mode === 'sync', title: run.title, metadata: run.metadata } });
 }
 
 /** The `run.queued` event of a queued record. */

@@ -1,7 +1,13 @@
 import type { RunRecord, RunStatus } from '../../contract/records';
-import { publicRecord } from '../public-record';
+import { publicRecord, sourceOf } from '../public-record';
 import type { StoredRun } from '../types';
 import type { RunRecords } from './records';
+
+/** The schedule a run came from, if one did. */
+const scheduleOf = (r: StoredRun) => {
+  const source = sourceOf(r);
+  return source.kind === 'schedule' ? source.name : undefined;
+};
 
 /** A filtered list reads at most this many runs for one page; the cursor goes on from where it stopped. */
 const FILTER_SCAN_MAX = 2000;
@@ -31,7 +37,7 @@ export async function listRuns(records: RunRecords, find: (id: string) => Promis
     r !== undefined &&
     (q.status === undefined || r.status === q.status) &&
     (!q.metadata || r.metadata?.[q.metadata.key] === q.metadata.value) &&
-    (q.schedule === undefined || r.schedule === q.schedule) &&
+    (q.schedule === undefined || scheduleOf(r) === q.schedule) &&
     (q.agent === undefined || r.agent === q.agent);
   const filtered = q.metadata !== undefined || q.schedule !== undefined || q.agent !== undefined;
   let cursor = q.cursor;

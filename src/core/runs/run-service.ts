@@ -33,6 +33,7 @@ import { takeOverRuns } from './recovery';
 import { type ListQuery, listRuns } from './run-list';
 
 const SHUTDOWN_WAIT_MS = 6000;
+const API_SOURCE = { kind: 'api' } as const;
 
 export interface RunServiceResources {
   admission: Admission;
@@ -99,7 +100,8 @@ export class RunService {
     const reservation = decision.admitted;
     const { resumeId, adapter } = reservation;
     // Opened first, so a reader who learns of the run finds its timeline.
-    events.open(startedEvent({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, request, schedule: origin.schedule }));
+    const source = origin.source ?? API_SOURCE;
+    events.open(startedEvent({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, request, source }));
     let record: StoredRun;
     try {
       record = await this.admitRecord(workspace, request, reservation, webhookTargets, origin);
@@ -135,8 +137,7 @@ export class RunService {
       owner: this.$.instanceId,
       webhookTargets,
       now,
-      schedule: origin.schedule,
-      scheduledFor: origin.scheduledFor,
+      source: origin.source ?? API_SOURCE,
       policy: runPolicy(workspace, origin.policy),
     });
     await this.$.lifecycle.accept(record);

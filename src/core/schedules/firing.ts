@@ -61,8 +61,7 @@ export class Firing {
       return { skipped: `its last run ${previous.taskId} has not ended` };
     }
     const origin: RunOrigin = {
-      schedule: s.name,
-      scheduledFor: occurrence,
+      source: { kind: 'schedule', name: s.name, scheduledFor: occurrence },
       policy: { permissions: s.permissions, sandbox: s.sandbox },
       ...(busy && overlap === 'queue' ? { after: previous.taskId } : {}),
     };

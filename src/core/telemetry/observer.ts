@@ -1,12 +1,12 @@
-import type { StoredRun } from '../types';
+import type { RunRecord } from '../../contract/records';
 
 /**
  * What the service tells its observers (the logs, the metrics): a run started here, a run ended
  * (its final record durable), a webhook attempt settled. Observers never throw into the service.
  */
 export interface ServiceObserver {
-  runStarted(run: StoredRun): void;
-  runEnded(run: StoredRun): void;
+  runStarted(run: RunRecord): void;
+  runEnded(run: RunRecord): void;
   /** A webhook attempt: delivered (with the time since its event, where known), to be retried, or given up. */
   deliveryAttempted(outcome: 'delivered' | 'retried' | 'failed', lagMs?: number): void;
   /** A schedule's occurrence: a run started (or queued), skipped for overlap, or not started (refused). */

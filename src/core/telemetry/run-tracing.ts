@@ -1,7 +1,6 @@
 import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { RunEvent } from '../../contract/events';
 import type { RunRecord } from '../../contract/records';
-import type { StoredRun } from '../types';
 import type { ServiceObserver } from './observer';
 
 /** A W3C `traceparent`: version 00, trace id, parent span id, flags. */
@@ -35,7 +34,7 @@ export class RunTracing {
   constructor(private readonly o: RunTracingOptions) {}
 
   /** Begins the run's span; returns the `traceparent` to hand its agent. */
-  begin(run: StoredRun, traceparent: string | undefined): string {
+  begin(run: RunRecord, traceparent: string | undefined): string {
     const span = this.o.tracer.startSpan(
       `invoke_agent ${run.agent}`,
       {
@@ -71,7 +70,7 @@ export class RunTracing {
     };
   }
 
-  private async end(span: Span, run: StoredRun): Promise<void> {
+  private async end(span: Span, run: RunRecord): Promise<void> {
     const parent = trace.setSpan(ROOT_CONTEXT, span);
     const started = new Map<string, RunEvent>();
     for (const event of await this.o.events(run).catch(() => [])) {
