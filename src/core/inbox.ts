@@ -1,16 +1,16 @@
 import { newSortableId } from './util/ids';
-import { Collection } from './store/collection';
+
 import { HttpProblem } from '../contract/problems';
 import type { RunTokenGrant } from './runs/tokens';
-import type { HeadlessStore } from './store/keyv-store';
+import type { HeadlessStore, RecordTable } from './store/headless-store';
 import type { InboxItem } from '../contract/records';
 
 /** The Inbox (docs/http-api.md: The Inbox): the durable result channel agents push their reports to. */
 export class Inbox {
-  private readonly items: Collection<InboxItem>;
+  private readonly items: RecordTable<InboxItem>;
 
   constructor(store: HeadlessStore) {
-    this.items = new Collection<InboxItem>(store, { prefix: 'inbox:', group: 'workspaceId', bucket: { field: 'readAt', set: 'read', unset: 'unread' } });
+    this.items = store.table<InboxItem>({ name: 'inbox', group: 'workspaceId', bucket: { field: 'readAt', set: 'read', unset: 'unread' } });
   }
 
   load(): Promise<void> {

@@ -178,11 +178,9 @@ describe('run events', () => {
       const before = await page(first, taskId, '&limit=1000');
       await first.close();
       const keyv = await createSqliteKeyv(dir);
-      const rows = (
-        await (keyv.store as { query(sql: string): Promise<Array<{ key: string }>> }).query(`SELECT key FROM headless WHERE key LIKE 'hrw:events:%'`)
-      ).map((r) => r.key);
+      const rows = ((await keyvStore(keyv).database?.query<{ key: string }>("SELECT key FROM headless_kv WHERE key LIKE 'events:%'")) ?? []).map((r) => r.key);
       // Events 503 to 1502 are kept: segments 5 to 15 (of 100 each), and the head.
-      expect(rows.sort()).toEqual([`hrw:events:${taskId}`, ...Array.from({ length: 11 }, (_, i) => `hrw:events:${taskId}:${i + 5}`)].sort());
+      expect(rows.sort()).toEqual([`events:${taskId}`, ...Array.from({ length: 11 }, (_, i) => `events:${taskId}:${i + 5}`)].sort());
       const second = await host({ store: keyv });
       const after = await page(second, taskId, '&limit=1000');
       expect(after.events).toEqual(before.events);

@@ -126,9 +126,10 @@ describe('sqlite durability settings', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hrw-store-'));
     dirs.push(dir);
     const keyv = await createSqliteKeyv(dir);
-    const query = (keyv.store as { query: (sql: string) => Promise<Array<Record<string, unknown>>> }).query;
-    expect(await query('PRAGMA journal_mode')).toEqual([{ journal_mode: 'wal' }]);
-    expect(await query('PRAGMA synchronous')).toEqual([{ synchronous: 2 }]);
+    const db = keyvStore(keyv).database;
+    expect(await db?.query('PRAGMA journal_mode')).toEqual([{ journal_mode: 'wal' }]);
+    // Per connection: the service's own.
+    expect(await db?.query('PRAGMA synchronous')).toEqual([{ synchronous: 2 }]);
     await keyv.disconnect();
   });
 });

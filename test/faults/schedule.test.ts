@@ -23,7 +23,7 @@ const runs = async (host: TestHost): Promise<Json[]> =>
 const KIND: Record<string, (w: Write) => boolean> = {
   'idem pending': (w) => kindOf(w) === 'idem pending',
   session: (w) => kindOf(w) === 'session',
-  'run running': (w) => kindOf(w) === 'run running' && w.value?.schedule === 'tick',
+  'run running': (w) => kindOf(w) === 'run running' && (w.value?.source as { name?: string } | undefined)?.name === 'tick',
   schedule: (w) => w.key.startsWith('schedule:'),
 };
 

@@ -114,35 +114,45 @@ describe.each(stores)('list index: %s', (name, make) => {
   });
 });
 
-describe.each(stores.filter(([name]) => name !== 'memory'))('lookups derived from the records: %s', (name, make) => {
-  it('are expression indexes over the stored record, so the one write of a record is all a list needs', async () => {
+describe.each(stores.filter(([name]) => name !== 'memory'))('record tables of their own: %s', (name, make) => {
+  it('runs are rows with real columns and indexes in tables of the service, so the one write of a record is all a list needs', async () => {
     const open = await make();
     const host = await createTestHost({ store: await open() });
     const { taskId } = await host.start('echo x');
     await host.waitEnded(taskId);
     await host.close();
     const keyv = await open();
-    const sql = keyvStore(keyv).sql!;
-    // No table of their own beside the key-value table.
+    const db = keyvStore(keyv).database;
+    if (!db) throw new Error('the service store has its database');
     const tables =
       name === 'sqlite'
-        ? await sql.query<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
-        : await sql.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'");
-    expect(tables.map((t) => t.name).filter((t) => t !== 'headless' && !t.startsWith('headless_instances') && t !== 'headless_claims')).toEqual([]);
-    // A record written as a record is listed and found by its status, with no other write.
-    const stored = (await keyv.get(`run:${taskId}`)) as Record<string, unknown>;
-    const copy = { ...stored, taskId: `${taskId}x`, status: 'running', endedAt: null, bootId: 'boot_gone' };
-    await keyv.set(`run:${taskId}x`, copy);
-    // The planner answers a list page from the partial expression index, not by reading the table.
-    const plan =
-      name === 'sqlite'
-        ? JSON.stringify(
-            await sql.query(
-              `EXPLAIN QUERY PLAN SELECT key FROM ${sql.table} WHERE key >= 'hrw:run:' AND key < 'hrw:run;' AND json_extract(value, '$.value.workspaceId') = 'ws' ORDER BY key DESC LIMIT 5`,
-            ),
-          )
-        : '';
-    if (name === 'sqlite') expect(plan).toContain('hrw_run_group');
+        ? await db.query<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
+        : await db.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'");
+    expect(
+      tables
+        .map((t) => t.name)
+        .filter((t) => !['headless_instances', 'headless_claims'].includes(t))
+        .sort(),
+    ).toEqual(['headless_inbox', 'headless_kv', 'headless_run']);
+    const [row] = await db.query<{ grp: string; bucket: string; owner: string; record: string }>(
+      'SELECT grp, bucket, owner, record FROM headless_run WHERE id = ?',
+      [taskId],
+    );
+    expect(row).toMatchObject({ grp: 'ws', bucket: 'succeeded' });
+    // A row written by its columns (as another instance's write would be) is listed and found by its status.
+    const copy = { ...JSON.parse(row?.record ?? '{}'), taskId: `${taskId}x`, status: 'running', endedAt: null, bootId: 'boot_gone' };
+    await db.query('INSERT INTO headless_run (id, grp, bucket, owner, flag_deliverydueat, record) VALUES (?, ?, ?, ?, NULL, ?)', [
+      `${taskId}x`,
+      'ws',
+      'running',
+      'boot_gone',
+      JSON.stringify(copy),
+    ]);
+    // The planner answers a list page from the table's index, not by reading the table.
+    if (name === 'sqlite') {
+      const plan = JSON.stringify(await db.query("EXPLAIN QUERY PLAN SELECT id FROM headless_run WHERE grp = 'ws' ORDER BY id DESC LIMIT 5"));
+      expect(plan).toMatch(/headless_run_grp/);
+    }
     await keyv.disconnect();
     const again = await createTestHost({ store: await open() });
     const list = (await (await again.request('GET', '/api/headless?wsId=ws')).json()) as { runs: Array<{ taskId: string; status: string }> };

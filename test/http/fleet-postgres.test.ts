@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFleet } from '../../src/core/fleet/index';
 import { SessionBook } from '../../src/core/sessions';
 import { type HeadlessStore, keyvStore } from '../../src/core/store/keyv-store';
+import { RUN_TABLE } from '../../src/core/runs/records';
+import type { StoredRun } from '../../src/core/types';
 import { createMemoryKeyv, createPostgresKeyv } from '../../src/core/store/keyvs';
 import { type TestHost, closeAllHosts, createTestHost, fakeAgent } from '../helpers/harness';
 import { noneMarked } from '../helpers/processes';
@@ -150,17 +152,19 @@ describe('a fleet on PostgreSQL', () => {
     // run (its owner is now the sweeper), then kills what is left of it.
     const store = keyvStore(await createPostgresKeyv(url));
     stores.push(store);
-    const claimed: Record<string, any> = { ...(await store.get<Record<string, any>>(`run:${taskId}`))!, bootId: 'boot_sweeper' };
-    await store.set(`run:${taskId}`, claimed);
+    const runs = store.table(RUN_TABLE);
+    await runs.load();
+    const claimed: Record<string, any> = { ...(await runs.get(taskId))!, bootId: 'boot_sweeper' };
+    await runs.put(taskId, claimed as StoredRun);
     process.kill(claimed.process.pid, 'SIGKILL');
     await waitFor(() => noneMarked([taskId]), { what: 'the agent to be gone' });
     // A saw its agent killed by no stop of its own; it must not write that as the run's end.
     for (let i = 0; i < 8; i++) {
       await new Promise((r) => setTimeout(r, 250));
-      expect((await store.get<Record<string, any>>(`run:${taskId}`))!.status).toBe('running');
+      expect((await runs.get(taskId))?.status).toBe('running');
     }
-    await store.set(`run:${taskId}`, {
-      ...claimed,
+    await runs.put(taskId, {
+      ...(claimed as StoredRun),
       status: 'interrupted',
       endedAt: new Date().toISOString(),
       durationMs: 1,

@@ -91,7 +91,21 @@ describe('read, list, cancel', () => {
     const { taskId } = await host.start('echo secret-prompt-text');
     const record = await host.waitEnded(taskId);
     expect(Object.keys(record).sort()).toEqual(
-      ['agent', 'createdAt', 'durationMs', 'endedAt', 'exitCode', 'mode', 'resumeId', 'signal', 'source', 'status', 'taskId', 'timeoutMs', 'workspaceId'].sort(),
+      [
+        'agent',
+        'createdAt',
+        'durationMs',
+        'endedAt',
+        'exitCode',
+        'mode',
+        'resumeId',
+        'signal',
+        'source',
+        'status',
+        'taskId',
+        'timeoutMs',
+        'workspaceId',
+      ].sort(),
     );
     expect(record.source).toEqual({ kind: 'api' });
     expect(JSON.stringify(record)).not.toContain('secret-prompt-text');

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { createSqliteKeyv } from '../../src/core/index';
+import { keyvStore } from '../../src/core/store/keyv-store';
 import { closeAllHosts, createTestHost } from '../helpers/harness';
 import { closeReceivers, startReceiver } from '../helpers/receiver';
 import { waitFor } from '../helpers/wait';
@@ -20,12 +21,18 @@ afterAll(() => {
 const DAY = 24 * 60 * 60 * 1000;
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
-/** Every key in the SQLite store, for checking that nothing of a pruned run is left. */
+/** Every key in the SQLite store (a record named by its table: `run:<id>`, `inbox:<id>`), for checking that nothing of a pruned run is left. */
 async function keys(dir: string): Promise<string[]> {
   const keyv = await createSqliteKeyv(dir);
-  const rows = await (keyv.store as { query(sql: string): Promise<Array<{ key: string }>> }).query('SELECT key FROM headless');
+  const db = keyvStore(keyv).database;
+  const query = (sql: string) => db?.query<{ key: string }>(sql) ?? Promise.resolve([]);
+  const rows = [
+    ...(await query('SELECT key FROM headless_kv')),
+    ...(await query("SELECT 'run:' || id AS key FROM headless_run")),
+    ...(await query("SELECT 'inbox:' || id AS key FROM headless_inbox")),
+  ];
   await keyv.disconnect();
-  return rows.map((r) => r.key.replace(/^hrw:/, ''));
+  return rows.map((r) => r.key);
 }
 
 describe('retention', () => {

@@ -12,6 +12,7 @@ import { RunLifecycle } from '../../src/core/runs/lifecycle';
 import { inWorkspace } from '../../src/core/runs/placement';
 import { RunRecords } from '../../src/core/runs/records';
 import { takeOverRuns } from '../../src/core/runs/recovery';
+import type { CollectionSpec, HeadlessStore, RecordTable } from '../../src/core/store/headless-store';
 import { keyvStore } from '../../src/core/store/keyv-store';
 import type { ServiceObserver } from '../../src/core/telemetry/observer';
 import type { RunRecord } from '../../src/contract/records';
@@ -49,29 +50,31 @@ async function holdingStore() {
   const dir = mkdtempSync(join(tmpdir(), 'hrw-lifecycle-'));
   dirs.push(dir);
   const keyv = await createSqliteKeyv(dir);
-  const inner = keyv.store as { set(key: string, value: unknown, ttl?: number): Promise<unknown> };
-  const set = inner.set.bind(inner);
-  let hold: { key: string; landed: (release: () => void) => void } | undefined;
-  inner.set = async (key, value, ttl) => {
-    const done = await set(key, value, ttl);
-    if (hold && key.endsWith(hold.key)) {
-      const held = hold;
-      hold = undefined;
-      let release!: () => void;
-      const released = new Promise<void>((r) => {
-        release = r;
-      });
-      held.landed(release);
-      await released;
-    }
-    return done;
+  const inner = keyvStore(keyv);
+  let hold: { id: string; landed: (release: () => void) => void } | undefined;
+  const store: HeadlessStore = {
+    ...inner,
+    table<T extends object>(spec: CollectionSpec<T>): RecordTable<T> {
+      const table = inner.table(spec);
+      return {
+        ...table,
+        async put(id, value) {
+          await table.put(id, value);
+          if (hold?.id !== id) return;
+          const held = hold;
+          hold = undefined;
+          await new Promise<void>((release) => held.landed(release));
+        },
+      };
+    },
   };
   return {
     keyv,
-    /** Holds the next write of `key` once it has landed; resolves, once it has, with what lets it answer. */
-    holdNext(key: string): Promise<() => void> {
+    store,
+    /** Holds the next write of run `id` once it has landed; resolves, once it has, with what lets it answer. */
+    holdNext(id: string): Promise<() => void> {
       return new Promise((landed) => {
-        hold = { key, landed };
+        hold = { id, landed };
       });
     },
   };
@@ -87,7 +90,7 @@ afterEach(async () => {
 async function setup() {
   const held = await holdingStore();
   stores.push(held.keyv);
-  const store = keyvStore(held.keyv);
+  const { store } = held;
   const log = () => undefined;
   const records = new RunRecords({ store, log });
   await records.load();
@@ -111,7 +114,7 @@ describe('the lifecycle against take-over sweeps (the fleet defect: a taken run 
   it('a sweep while the take has landed but not yet answered leaves the run to its taker', async () => {
     const { held, records, lifecycle, sweep } = await setup();
     await records.add(queued('run_taking'));
-    const landed = held.holdNext('run:run_taking');
+    const landed = held.holdNext('run_taking');
     const taking = lifecycle.take('run_taking');
     const release = await landed;
     expect((await records.find('run_taking'))?.status).toBe('running');

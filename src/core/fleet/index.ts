@@ -1,4 +1,4 @@
-import type { HeadlessStore } from '../store/keyv-store';
+import type { HeadlessStore } from '../store/headless-store';
 import type { Fleet, FleetOptions } from './fleet';
 import { LocalFleet } from './local-fleet';
 import { PostgresFleet } from './postgres-fleet';
@@ -6,6 +6,6 @@ import { PostgresFleet } from './postgres-fleet';
 export type { Fleet, FleetAnswer, FleetHandlers, FleetOptions, FleetRequest } from './fleet';
 
 export function createFleet(store: HeadlessStore, o: FleetOptions): Fleet {
-  const sql = store.sql;
-  return sql?.dialect === 'postgres' && sql.connectionString ? new PostgresFleet(sql, sql.connectionString, o) : new LocalFleet();
+  const db = store.database;
+  return db?.dialect === 'postgres' && db.connectionString ? new PostgresFleet(db, db.connectionString, o) : new LocalFleet();
 }

@@ -1,6 +1,6 @@
 import { StorageError } from '../../contract/problems';
 import type pg from 'pg';
-import type { SqlAccess } from '../store/keyv-store';
+import type { SqlDatabase } from '../store/sql-database';
 
 /**
  * Claims in a fleet (a busy Session, an idempotency key in flight): rows in `headless_claims`,
@@ -9,7 +9,7 @@ import type { SqlAccess } from '../store/keyv-store';
  */
 
 /** Takes `key` for `holder`; answers the holder that has it already, if one does. */
-export async function claim(sql: SqlAccess, owner: string, key: string, holder: string): Promise<string | undefined> {
+export async function claim(sql: SqlDatabase, owner: string, key: string, holder: string): Promise<string | undefined> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const taken = await sql.query('INSERT INTO headless_claims (key, holder, owner) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key', [
       key,
@@ -24,11 +24,11 @@ export async function claim(sql: SqlAccess, owner: string, key: string, holder: 
   throw new StorageError(`could not claim ${key}: it is taken and released over and over`);
 }
 
-export async function release(sql: SqlAccess, key: string, holder: string): Promise<void> {
+export async function release(sql: SqlDatabase, key: string, holder: string): Promise<void> {
   await sql.query('DELETE FROM headless_claims WHERE key = $1 AND holder = $2', [key, holder]);
 }
 
-export async function holderOf(sql: SqlAccess, key: string): Promise<string | undefined> {
+export async function holderOf(sql: SqlDatabase, key: string): Promise<string | undefined> {
   return (await sql.query<{ holder: string }>('SELECT holder FROM headless_claims WHERE key = $1', [key]))[0]?.holder;
 }
 

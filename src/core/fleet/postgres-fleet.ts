@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { HttpProblem } from '../../contract/problems';
-import type { SqlAccess } from '../store/keyv-store';
+import type { SqlDatabase } from '../store/sql-database';
 import { newSortableId } from '../util/ids';
 import type { Fleet, FleetAnswer, FleetHandlers, FleetOptions, FleetRequest } from './fleet';
 import { MACHINE } from '../process/machine';
@@ -45,7 +45,7 @@ export class PostgresFleet implements Fleet {
   private heldUntil = 0;
 
   constructor(
-    private readonly sql: SqlAccess,
+    private readonly sql: SqlDatabase,
     private readonly connectionString: string,
     private readonly o: FleetOptions,
   ) {

@@ -1,14 +1,22 @@
 import { StorageError } from '../../contract/problems';
 import { type RunStatus, hasEnded } from '../../contract/records';
 import type { ProcessOutput } from '../process/spawner';
-import { Collection } from '../store/collection';
-import type { HeadlessStore } from '../store/keyv-store';
+import type { CollectionSpec, HeadlessStore, RecordTable } from '../store/headless-store';
 import type { Page } from '../store/memory-index';
 import type { StoredRun } from '../types';
 import { BoundedCache } from '../util/bounded-cache';
 
 /** How often a compare-and-set that lost is tried again on the newer record. */
 const CAS_ATTEMPTS = 5;
+/** The runs' table: by workspace and status, with the runs owing a delivery and each run's owner. */
+export const RUN_TABLE: CollectionSpec<StoredRun> = {
+  name: 'run',
+  group: 'workspaceId',
+  bucket: { field: 'status' },
+  flags: ['deliveryDueAt'],
+  owner: 'bootId',
+};
+
 /** A run's output tail, stored once it ends: beside the record, never in it. */
 const outputKey = (taskId: string) => `output:${taskId}`;
 
@@ -38,7 +46,7 @@ type Stored = (run: StoredRun) => void | Promise<void>;
  * it) contradicts nothing that was shown.
  */
 export class RunRecords {
-  private readonly runs: Collection<StoredRun>;
+  private readonly runs: RecordTable<StoredRun>;
   private readonly cache: BoundedCache<string, StoredRun>;
   /** Records of the runs this instance runs: the latest durable version, without a read. */
   private readonly tracked = new Map<string, StoredRun>();
@@ -53,7 +61,7 @@ export class RunRecords {
 
   constructor(private readonly o: RunRecordsOptions) {
     this.cache = new BoundedCache(o.cacheSize ?? 2000);
-    this.runs = new Collection<StoredRun>(o.store, { prefix: 'run:', group: 'workspaceId', bucket: { field: 'status' }, flags: ['deliveryDueAt'] });
+    this.runs = o.store.table(RUN_TABLE);
     this.retryDelaysMs = o.retryDelaysMs ?? [50, 200, 1000];
     this.backgroundRetryMs = o.backgroundRetryMs ?? 5_000;
   }
@@ -131,7 +139,7 @@ export class RunRecords {
         return changed;
       }
       // Written only if it is still whose and what it was when read.
-      if (await this.runs.putIf(taskId, changed, { bootId: current.bootId, status: current.status })) {
+      if (await this.runs.putIf(taskId, changed, { owner: current.bootId, bucket: current.status })) {
         this.remember(changed);
         return changed;
       }

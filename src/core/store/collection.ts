@@ -1,109 +1,58 @@
-import type { HeadlessStore } from './keyv-store';
-import { OrderedIndex, type Page } from './memory-index';
-import type { CollectionSpec, RecordLookups } from './record-lookups';
-import { sqlRecordQueries } from './sql-record-index';
-
-interface MemoryLookups extends RecordLookups {
-  wrote(id: string, value: unknown): void;
-  deleted(id: string): void;
-}
-
 /**
- * Records of one kind (runs, Inbox items) under one key prefix, with their lookups
- * (record-lookups.ts): one write per state change, the lookups derived from the records.
+ * @module A record table over a key-value store (any Keyv a host passes): each record one entry
+ * under `${name}:`, its lookups kept in memory, rebuilt from the records at every start and
+ * updated as each write succeeds. Such a store is never shared by other instances, so a
+ * compare-and-set is a plain write.
  */
-export class Collection<T extends object> {
-  private readonly lookups: RecordLookups & Partial<MemoryLookups>;
+import { type CollectionSpec, type RecordTable, bucketOf } from './headless-store';
+import { OrderedIndex } from './memory-index';
 
-  constructor(
-    private readonly store: HeadlessStore,
-    private readonly spec: CollectionSpec<T>,
-  ) {
-    this.lookups = store.sql ? sqlRecordQueries(store.sql, spec) : memoryLookups(store, spec);
-  }
-
-  load(): Promise<void> {
-    return this.lookups.load();
-  }
-
-  get(id: string): Promise<T | undefined> {
-    return this.store.get<T>(this.spec.prefix + id);
-  }
-
-  getMany(ids: string[]): Promise<Array<T | undefined>> {
-    return this.store.getMany<T>(ids.map((id) => this.spec.prefix + id));
-  }
-
-  /** The one write of a state change; throws `StorageError` if the store refuses it. */
-  async put(id: string, value: T): Promise<void> {
-    await this.store.set(this.spec.prefix + id, value);
-    this.lookups.wrote?.(id, value);
-  }
-
-  /**
-   * The write of a record other instances may write too: only if its `expected` fields still
-   * hold (a compare-and-set in SQL); false if another write came first. Stores without SQL are
-   * never shared: there it is a plain write.
-   */
-  async putIf(id: string, value: T, expected: Record<string, string>): Promise<boolean> {
-    if (!this.store.sql) {
-      await this.put(id, value);
-      return true;
-    }
-    return this.store.sql.setIf(this.spec.prefix + id, value, expected);
-  }
-
-  async delete(id: string): Promise<void> {
-    await this.store.delete(this.spec.prefix + id);
-    this.lookups.deleted?.(id);
-  }
-
-  page(group: string, bucket: string | undefined, limit: number, cursor?: string): Promise<Page> {
-    return this.lookups.page(group, bucket, limit, cursor);
-  }
-
-  inBucket(bucket: string): Promise<string[]> {
-    return this.lookups.inBucket(bucket);
-  }
-
-  flagged(flag: keyof T & string): Promise<string[]> {
-    return this.lookups.flagged(flag);
-  }
-
-  oldest(bound: string, limit: number): Promise<string[]> {
-    return this.lookups.oldest(bound, limit);
-  }
+/** The key-value operations the table is kept in. */
+export interface KeyValue {
+  get<T>(key: string): Promise<T | undefined>;
+  getMany<T>(keys: string[]): Promise<(T | undefined)[]>;
+  set(key: string, value: unknown): Promise<void>;
+  delete(key: string): Promise<void>;
+  scan<T>(prefix: string): AsyncIterable<[key: string, value: T]>;
 }
 
-/** The lookups of a store without SQL: in memory, from one scan at start-up. */
-function memoryLookups<T>(store: HeadlessStore, spec: CollectionSpec<T>): MemoryLookups {
+export function keyValueTable<T extends object>(kv: KeyValue, spec: CollectionSpec<T>): RecordTable<T> {
+  const prefix = `${spec.name}:`;
   const index = new OrderedIndex<string>();
   const placed = new Map<string, { group: string; bucket: string }>();
   const flags = new Map<string, Set<string>>((spec.flags ?? []).map((f) => [f, new Set<string>()]));
-  const field = (value: unknown, name: string) => (value as Record<string, unknown>)[name];
-  const { bucket: by } = spec;
-  const bucketOf = (value: unknown) => {
-    const v = field(value, by.field);
-    if (by.set === undefined) return String(v);
-    return v === undefined || v === null ? by.unset! : by.set;
+  const field = (value: T, name: string) => (value as Record<string, unknown>)[name];
+
+  const wrote = (id: string, value: T) => {
+    const group = String(field(value, spec.group));
+    const bucket = bucketOf(spec, value);
+    const was = placed.get(id);
+    if (!was) index.add(group, id, bucket);
+    else if (was.bucket !== bucket) index.move(group, id, was.bucket, bucket);
+    placed.set(id, { group, bucket });
+    for (const [flag, ids] of flags) {
+      if (field(value, flag) === undefined || field(value, flag) === null) ids.delete(id);
+      else ids.add(id);
+    }
   };
-  const lookups: MemoryLookups = {
+  const put = async (id: string, value: T) => {
+    await kv.set(prefix + id, value);
+    wrote(id, value);
+  };
+
+  return {
     async load() {
-      for await (const [key, value] of store.scan<T>(spec.prefix)) lookups.wrote(key.slice(spec.prefix.length), value);
+      for await (const [key, value] of kv.scan<T>(prefix)) wrote(key.slice(prefix.length), value);
     },
-    wrote(id, value) {
-      const group = String(field(value, spec.group));
-      const bucket = bucketOf(value);
-      const was = placed.get(id);
-      if (!was) index.add(group, id, bucket);
-      else if (was.bucket !== bucket) index.move(group, id, was.bucket, bucket);
-      placed.set(id, { group, bucket });
-      for (const [flag, ids] of flags) {
-        if (field(value, flag) === undefined || field(value, flag) === null) ids.delete(id);
-        else ids.add(id);
-      }
+    get: (id) => kv.get<T>(prefix + id),
+    getMany: (ids) => kv.getMany<T>(ids.map((id) => prefix + id)),
+    put,
+    async putIf(id, value) {
+      await put(id, value);
+      return true;
     },
-    deleted(id) {
+    async delete(id) {
+      await kv.delete(prefix + id);
       const was = placed.get(id);
       if (was) index.delete(was.group, id, was.bucket);
       placed.delete(id);
@@ -114,5 +63,4 @@ function memoryLookups<T>(store: HeadlessStore, spec: CollectionSpec<T>): Memory
     flagged: async (flag) => [...(flags.get(flag) ?? [])],
     oldest: async (bound, limit) => index.oldest(bound, limit).map((e) => e.id),
   };
-  return lookups;
 }

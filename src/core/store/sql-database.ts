@@ -1,0 +1,120 @@
+/**
+ * @module The service's own SQL connections: a SQLite file (the daemon's) or a PostgreSQL database
+ * (a fleet's), opened by the service itself, so its tables are its own and nothing reads another
+ * library's layout. One `query` for both dialects: `?` placeholders, numbered for PostgreSQL.
+ */
+import { chmodSync, closeSync, mkdirSync, openSync, readdirSync } from 'node:fs';
+import { StorageError } from '../../contract/problems';
+
+export interface SqlDatabase {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** PostgreSQL's connection string, for the fleet's connections of its own (its listener, its transactions). */
+  readonly connectionString?: string;
+  /** Runs one statement; failures are `StorageError`s. */
+  query<T>(text: string, params?: unknown[]): Promise<T[]>;
+  close(): Promise<void>;
+}
+
+function fail(operation: string, error: unknown): never {
+  const reason = error instanceof Error ? error.message : String(error);
+  throw new StorageError(`store ${operation} failed: ${reason}`, { cause: error });
+}
+
+/**
+ * A SQLite file, durable across a crash (WAL journal, `synchronous=FULL`: every commit is
+ * fsynced), its journal kept small, waiting up to 5 s on a lock before failing. Its files are
+ * private (0600), also in a folder that already existed.
+ */
+export async function openSqlite(dataDir: string, file: string): Promise<SqlDatabase> {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  makePrivate(dataDir, file);
+  const { default: sqlite3 } = await import('sqlite3');
+  const db = await new Promise<InstanceType<typeof sqlite3.Database>>((resolve, reject) => {
+    const opened = new sqlite3.Database(file, (error) => (error ? reject(error) : resolve(opened)));
+  }).catch((error: unknown) => fail(`open of ${file}`, error));
+  db.configure('busyTimeout', 5000);
+  const query = <T>(text: string, params: unknown[] = []) =>
+    new Promise<T[]>((resolve, reject) => db.all(text, params, (error, rows) => (error ? reject(error) : resolve(rows as T[])))).catch((error: unknown) =>
+      fail('query', error),
+    );
+  try {
+    await query('PRAGMA journal_mode=WAL');
+    await query('PRAGMA synchronous=FULL');
+    // The WAL is checkpointed every 100 pages (not 1000) and cut back to 1 MiB after, so a small
+    // disk is not filled by the journal alone.
+    await query('PRAGMA wal_autocheckpoint=100');
+    await query('PRAGMA journal_size_limit=1048576');
+  } catch (error) {
+    db.close();
+    throw new StorageError(`cannot open ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return {
+    dialect: 'sqlite',
+    query,
+    close: () => new Promise<void>((resolve) => db.close(() => resolve())),
+  };
+}
+
+/**
+ * Creates the database file 0600 before SQLite opens it (SQLite gives its -wal and -shm files
+ * the database file's mode), and takes group and world access from files left by older versions.
+ */
+function makePrivate(dataDir: string, file: string): void {
+  closeSync(openSync(file, 'a', 0o600));
+  for (const name of readdirSync(dataDir)) if (name.startsWith('headless.sqlite')) chmodSync(`${dataDir}/${name}`, 0o600);
+}
+
+/** A connection string without its password, for messages. */
+export function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    for (const key of [...parsed.searchParams.keys()]) if (/pass|secret|token/i.test(key)) parsed.searchParams.set(key, '***');
+    return parsed.href;
+  } catch {
+    return 'the database URL (not shown: it does not parse)';
+  }
+}
+
+/** PostgreSQL errors of instances starting together that race on `CREATE … IF NOT EXISTS`: the loser finds it made when it tries again. */
+const CREATE_RACES = ['23505', '42P07', '42710'];
+
+/** A PostgreSQL database, which several instances may share. Connects once, so a wrong URL fails here, saying which. */
+export async function openPostgres(url: string): Promise<SqlDatabase> {
+  const { default: pg } = await import('pg');
+  const pool = new pg.Pool({ connectionString: url });
+  // An idle connection the server drops must not crash the service; the next query reports it.
+  pool.on('error', () => undefined);
+  try {
+    (await pool.connect()).release();
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw new StorageError(`cannot open ${redact(url)}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const run = async <T>(text: string, params: unknown[]) => {
+    let n = 0;
+    return (
+      await pool.query(
+        text.replace(/\?/g, () => `$${++n}`),
+        params,
+      )
+    ).rows as T[];
+  };
+  return {
+    dialect: 'postgres',
+    connectionString: url,
+    async query<T>(text: string, params: unknown[] = []) {
+      try {
+        return await run<T>(text, params);
+      } catch (error) {
+        if (!(/^CREATE /.test(text) && CREATE_RACES.includes((error as { code?: string }).code ?? ''))) fail('query', error);
+        try {
+          return await run<T>(text, params);
+        } catch (again) {
+          fail('query', again);
+        }
+      }
+    },
+    close: () => pool.end(),
+  };
+}

@@ -1,0 +1,87 @@
+/**
+ * @module A record table in the service's own SQL database: `headless_<name>` with the columns its
+ * lookups read (group, bucket, owner, one per flag) beside the record's JSON, all written by the
+ * one statement that writes the record, so no lookup can disagree with it. Indexes serve each
+ * lookup; a compare-and-set is an UPDATE on the bucket and owner columns.
+ */
+import { type CollectionSpec, type RecordTable, bucketOf } from './headless-store';
+import type { SqlDatabase } from './sql-database';
+
+const column = (flag: string) => `flag_${flag.replace(/[^A-Za-z0-9]/g, '_').toLowerCase()}`;
+
+export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec<T>): RecordTable<T> {
+  const table = `headless_${spec.name}`;
+  const flags = (spec.flags ?? []).map((flag) => ({ flag: flag as string, column: column(flag) }));
+  const field = (record: T, name: string) => (record as Record<string, unknown>)[name];
+  const text = (value: unknown) => (value === undefined || value === null ? null : String(value));
+  const columns = ['grp', 'bucket', 'owner', ...flags.map((f) => f.column), 'record'];
+  const values = (record: T) => [
+    String(field(record, spec.group)),
+    bucketOf(spec, record),
+    spec.owner === undefined ? null : text(field(record, spec.owner)),
+    ...flags.map((f) => text(field(record, f.flag))),
+    JSON.stringify(record),
+  ];
+  const ids = async (sql: string, params: unknown[] = []) => (await db.query<{ id: string }>(sql, params)).map((row) => row.id);
+  const records = async (sql: string, params: unknown[]) => new Map((await db.query<{ id: string; record: string }>(sql, params)).map((r) => [r.id, r.record]));
+  const set = columns.map((c) => `${c} = ?`).join(', ');
+
+  return {
+    async load() {
+      const id = db.dialect === 'postgres' ? 'TEXT COLLATE "C"' : 'TEXT';
+      const flagColumns = flags.map((f) => `, ${f.column} TEXT`).join('');
+      await db.query(
+        `CREATE TABLE IF NOT EXISTS ${table} (id ${id} PRIMARY KEY, grp TEXT NOT NULL, bucket TEXT NOT NULL, owner TEXT${flagColumns}, record TEXT NOT NULL)`,
+      );
+      await db.query(`CREATE INDEX IF NOT EXISTS ${table}_grp ON ${table} (grp, id)`);
+      await db.query(`CREATE INDEX IF NOT EXISTS ${table}_grp_bucket ON ${table} (grp, bucket, id)`);
+      await db.query(`CREATE INDEX IF NOT EXISTS ${table}_bucket ON ${table} (bucket, id)`);
+      for (const f of flags) await db.query(`CREATE INDEX IF NOT EXISTS ${table}_${f.column} ON ${table} (id) WHERE ${f.column} IS NOT NULL`);
+    },
+    async get(id) {
+      const record = (await records(`SELECT id, record FROM ${table} WHERE id = ?`, [id])).get(id);
+      return record === undefined ? undefined : (JSON.parse(record) as T);
+    },
+    async getMany(wanted) {
+      if (wanted.length === 0) return [];
+      const found = await records(`SELECT id, record FROM ${table} WHERE id IN (${wanted.map(() => '?').join(', ')})`, wanted);
+      return wanted.map((id) => {
+        const record = found.get(id);
+        return record === undefined ? undefined : (JSON.parse(record) as T);
+      });
+    },
+    async put(id, record) {
+      const names = ['id', ...columns];
+      await db.query(
+        `INSERT INTO ${table} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')}) ON CONFLICT (id) DO UPDATE SET ${columns.map((c) => `${c} = excluded.${c}`).join(', ')}`,
+        [id, ...values(record)],
+      );
+    },
+    async putIf(id, record, expected) {
+      const updated = await ids(`UPDATE ${table} SET ${set} WHERE id = ? AND bucket = ? AND owner = ? RETURNING id`, [
+        ...values(record),
+        id,
+        expected.bucket,
+        expected.owner,
+      ]);
+      return updated.length === 1;
+    },
+    async delete(id) {
+      await db.query(`DELETE FROM ${table} WHERE id = ?`, [id]);
+    },
+    async page(group, bucket, limit, cursor) {
+      const where = ['grp = ?', ...(bucket === undefined ? [] : ['bucket = ?']), ...(cursor === undefined ? [] : ['id < ?'])].join(' AND ');
+      const params = [group, ...(bucket === undefined ? [] : [bucket]), ...(cursor === undefined ? [] : [cursor]), limit + 1];
+      const found = await ids(`SELECT id FROM ${table} WHERE ${where} ORDER BY id DESC LIMIT ?`, params);
+      const page = found.slice(0, limit);
+      return { ids: page, next: found.length > limit ? (page[page.length - 1] ?? null) : null };
+    },
+    inBucket: (bucket) => ids(`SELECT id FROM ${table} WHERE bucket = ? ORDER BY id`, [bucket]),
+    flagged(flag) {
+      const f = flags.find((x) => x.flag === flag);
+      if (!f) throw new Error(`${table} has no lookup by ${flag}`);
+      return ids(`SELECT id FROM ${table} WHERE ${f.column} IS NOT NULL ORDER BY id`);
+    },
+    oldest: (bound, limit) => ids(`SELECT id FROM ${table} WHERE id < ? ORDER BY id LIMIT ?`, [bound, limit]),
+  };
+}
