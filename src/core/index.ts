@@ -15,11 +15,14 @@ export { createCommandAgent } from './agents/command-agent';
 export type { CommandAgentDefinition } from './agents/command-agent';
 export type {
   AgentAdapter,
+  AgentConversation,
   AgentCredentials,
   AgentEvent,
+  AgentIO,
   AgentIdentity,
   AgentInvocation,
   AgentOutputParser,
+  AgentProtocol,
   AgentRunInput,
   AgentVerdict,
 } from './agents/types';

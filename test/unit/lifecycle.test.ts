@@ -103,11 +103,17 @@ async function setup() {
   };
   const webhooks = { schedule: () => undefined } as unknown as Webhooks;
   const events = new RunEvents({ store, log });
-  const lifecycle = new RunLifecycle({ records, events, webhooks, observe, log, instanceId: ME, placement: inWorkspace(createExecaSpawner()) });
+  const released: Array<{ taskId: string; cwd: string }> = [];
+  // A placement double: what the ended path releases.
+  const placement = {
+    ...inWorkspace(createExecaSpawner()),
+    release: async (run: { taskId: string; placement: { cwd: string } }) => void released.push({ taskId: run.taskId, cwd: run.placement.cwd }),
+  };
+  const lifecycle = new RunLifecycle({ records, events, webhooks, observe, log, instanceId: ME, placement });
   const sessions = new SessionBook(store, createFleet(store, { log }), () => true, log);
   // Every owner is gone, this instance's own earlier claims included: only what it runs now is spared.
   const sweep = () => takeOverRuns({ records, lifecycle, sessions, log, isGone: async () => true, instanceId: ME, shared: true });
-  return { held, records, lifecycle, sweep, ended, events };
+  return { held, records, lifecycle, sweep, ended, events, released };
 }
 
 describe('the lifecycle against take-over sweeps (the fleet defect: a taken run recorded interrupted while its agent ran)', () => {
@@ -143,9 +149,10 @@ describe('the lifecycle against take-over sweeps (the fleet defect: a taken run 
   });
 
   it('a run of this instance that it no longer runs (a claim whose end was refused) is interrupted, through the one ended path', async () => {
-    const { records, lifecycle, sweep, ended } = await setup();
-    await records.add({ ...queued('run_orphan', ME), status: 'running', queued: undefined });
+    const { records, lifecycle, sweep, ended, released } = await setup();
+    await records.add({ ...queued('run_orphan', ME), status: 'running', queued: undefined, placement: { cwd: '/placed/run_orphan' } });
     expect(await sweep()).toBe(1);
+    expect(released).toEqual([{ taskId: 'run_orphan', cwd: '/placed/run_orphan' }]);
     expect(await records.find('run_orphan')).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
     expect(ended.map((r) => [r.taskId, r.status])).toEqual([['run_orphan', 'interrupted']]);
     expect(lifecycle.isHere('run_orphan')).toBe(false);

@@ -79,6 +79,37 @@ export interface AgentCredentials {
   required?: boolean;
 }
 
+/**
+ * How the service talks with one run's agent once it is started: what it writes to it, and how
+ * it reads what it prints. Today's CLIs speak `lines` (the prompt given on start, stdout read
+ * line by line through the adapter's parser: agents/protocols/lines.ts); a protocol that talks
+ * back (JSON-RPC over stdio) keeps stdin open and writes through `io.write`.
+ */
+export interface AgentProtocol {
+  readonly name: string;
+  /** Keep the agent's stdin open for `io.write`. */
+  readonly talksBack: boolean;
+  open(io: AgentIO, input: AgentRunInput): AgentConversation;
+}
+
+/** What a protocol can do to its run. */
+export interface AgentIO {
+  /** Writes to the agent's stdin (a protocol that `talksBack`). */
+  write(data: string): void;
+  /** An event of the run's timeline. */
+  emit(event: AgentEvent): void;
+}
+
+/** One run's exchange with its agent. */
+export interface AgentConversation {
+  /** A line the agent printed on stdout. */
+  line(line: string): void;
+  /** The agent's session id as soon as it is known, so a run cut short by a crash stays resumable. */
+  sessionId(): string | undefined;
+  /** The process ended: the verdict on the run. */
+  finish(exitCode: number | null): AgentVerdict;
+}
+
 export interface AgentAdapter {
   name: string;
   /** Only `agent` can run headless; `utility` agents and the `shell` adapter have no model loop. */
@@ -99,5 +130,8 @@ export interface AgentAdapter {
   /** Where it keeps its state, relative to `HOME` (a `.json` entry is a file): writable inside a sandbox. */
   stateDirs?: string[];
   invocation(input: AgentRunInput): AgentInvocation;
+  /** The parser of the `lines` protocol. */
   parser(input: AgentRunInput): AgentOutputParser;
+  /** How the service talks with it. @default `lines` over `parser` */
+  protocol?: AgentProtocol;
 }

@@ -9,8 +9,10 @@ export interface SpawnOptions {
   cwd: string;
   /** The complete environment: nothing else is inherited. */
   env: Record<string, string>;
-  /** Written to the child's stdin, which is then closed. Absent: stdin is closed from the start. */
+  /** Written to the child's stdin, which is then closed (unless `keepStdin`). Absent: stdin is closed from the start. */
   stdin?: string;
+  /** Keep stdin open: the agent's protocol talks with it (`SpawnedProcess.write`) until it ends. */
+  keepStdin?: boolean;
   /** Called with each stdout line, for the agent's output parser. */
   onStdoutLine?: (line: string) => void;
 }
@@ -30,6 +32,8 @@ export interface SpawnedProcess {
   kill(signal: NodeJS.Signals): void;
   /** The output kept so far, while it runs (`GET /api/headless/:taskId/output`). Optional for a custom spawner. */
   output?(): ProcessOutput;
+  /** Writes to its stdin, when spawned with `keepStdin` (a custom spawner without it cannot run a protocol that talks back). */
+  write?(data: string): void;
 }
 
 export interface ProcessOutput {
@@ -82,8 +86,8 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
         extendEnv: false,
         detached: true,
         cleanup: false,
-        stdin: spawn.stdin === undefined ? 'ignore' : 'pipe',
-        ...(spawn.stdin === undefined ? {} : { input: spawn.stdin }),
+        stdin: spawn.stdin === undefined && !spawn.keepStdin ? 'ignore' : 'pipe',
+        ...(spawn.stdin === undefined || spawn.keepStdin ? {} : { input: spawn.stdin }),
         stdout: 'pipe',
         stderr: 'pipe',
         buffer: false,
@@ -118,6 +122,7 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
         child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
         for (const stream of streams) stream.on('error', () => undefined);
         child.stdin?.on('error', () => undefined);
+        if (spawn.keepStdin && spawn.stdin !== undefined) child.stdin?.write(spawn.stdin);
 
         const ended = Promise.all(streams.map((s) => new Promise<void>((done) => (s.readableEnded || s.destroyed ? done() : s.once('close', done)))));
 
@@ -148,6 +153,7 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
           exit,
           kill: (signal) => signalGroup(pid, signal),
           output: () => ({ stdout: stdout.text(), stderr: stderr.text(), truncated: stdout.truncated || stderr.truncated }),
+          ...(spawn.keepStdin ? { write: (data: string) => void child.stdin?.write(data) } : {}),
         });
       });
     });

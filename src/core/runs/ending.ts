@@ -107,10 +107,10 @@ export class RunEnding {
     this.$.lifecycle.settle(live.taskId, new StorageError(`${live.taskId} was taken over by another instance`));
   }
 
-  /** The parser's verdict; a parser that throws (a custom adapter's) makes the run failed, never stuck. */
+  /** The conversation's verdict (none when the agent never started); one that throws (a custom adapter's) makes the run failed, never stuck. */
   private verdictOf(live: LiveRun, exitCode: number | null): AgentVerdict {
     try {
-      return live.parser.finish(exitCode);
+      return live.conversation?.finish(exitCode) ?? {};
     } catch (error) {
       this.$.log(`the ${live.reservation.adapter.name} adapter could not judge ${live.taskId}`, error);
       return { error: 'the agent adapter could not read the output' };

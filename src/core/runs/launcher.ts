@@ -6,7 +6,9 @@
  */
 import { HttpProblem } from '../../contract/problems';
 import { policyRefusal, preflight } from '../agents/preflight';
-import type { RunEvents } from '../events/run-events';
+import { protocolOf } from '../agents/protocols/lines';
+import type { AgentIO } from '../agents/types';
+import { type RunEvents, fromAgentEvent } from '../events/run-events';
 import type { Log } from '../logger';
 import { MACHINE } from '../process/machine';
 import { SpawnFailure } from '../process/spawner';
@@ -86,8 +88,7 @@ export class RunLauncher {
     const { record, reservation, workspace } = input;
     const { taskId } = record;
     const agentSessionId = reservation.session?.agentSessionId;
-    const parser = reservation.adapter.parser({ ...this.agentInput(input), workspacePath: workspace.path });
-    const live = newLiveRun({ taskId, reservation, parser, resumedFrom: agentSessionId, done: this.$.lifecycle.waitFor(taskId) });
+    const live = newLiveRun({ taskId, reservation, resumedFrom: agentSessionId, done: this.$.lifecycle.waitFor(taskId) });
     this.live.set(taskId, live);
     void live.done.then(
       () => this.live.delete(taskId),
@@ -118,7 +119,9 @@ export class RunLauncher {
     const { cwd } = placed;
     const refusal = policyRefusal(adapter, record.policy);
     if (refusal) throw new SpawnFailure(refusal);
-    const invocation = adapter.invocation({ ...this.agentInput(input), workspacePath: cwd });
+    const agentInput = { ...this.agentInput(input), workspacePath: cwd };
+    const invocation = adapter.invocation(agentInput);
+    const protocol = protocolOf(adapter);
     const { taskId, resumeId } = record;
     const token = this.$.tokens.issue({ taskId, workspaceId: workspace.id, resumeId });
     const traceparent = this.$.tracing?.begin(publicRecord(record), input.traceparent);
@@ -143,21 +146,32 @@ export class RunLauncher {
           network: workspace.network ?? [],
         })
       : placed.spawner;
-    const onStdoutLine = outputPipe({
-      taskId,
-      adapterName: adapter.name,
-      parser: live.parser,
-      events: this.$.events,
-      log: this.$.log,
-      onSessionId: (id) => this.ending.noteSession(live, id),
-    });
+    const conversation = protocol.open(this.io(live), agentInput);
+    live.conversation = conversation;
+    const onSessionId = (id: string) => this.ending.noteSession(live, id);
+    const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
     const guards: Guard[] = [watchdog(record.timeoutMs)];
     return superviseProcess({
       spawner,
       guards,
       killGraceMs: KILL_GRACE_MS,
-      spawn: { command: invocation.command, args: invocation.args, cwd, stdin: invocation.stdin, env, onStdoutLine },
+      spawn: { command: invocation.command, args: invocation.args, cwd, stdin: invocation.stdin, keepStdin: protocol.talksBack, env, onStdoutLine },
     });
+  }
+
+  /** What the agent's protocol can do to the run: write to the agent, add to its timeline. */
+  private io(live: LiveRun): AgentIO {
+    return {
+      write(data) {
+        const write = live.process?.write;
+        if (!write) throw new Error('this spawner cannot write to the agent: a protocol that talks back needs `SpawnedProcess.write`');
+        write(data);
+      },
+      emit: (event) => {
+        const { type, data } = fromAgentEvent(event);
+        this.$.events.append(live.taskId, type, data);
+      },
+    };
   }
 
   /** Records where its process runs (and where it was placed), and ends the run when the process ends. */

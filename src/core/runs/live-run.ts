@@ -1,5 +1,5 @@
 import type { RunRecord, RunStatus } from '../../contract/records';
-import type { AgentOutputParser } from '../agents/types';
+import type { AgentConversation } from '../agents/types';
 import type { ProcessOutput } from '../process/spawner';
 import type { Reservation } from './admission';
 import type { SupervisedProcess } from './supervisor';
@@ -27,7 +27,8 @@ export interface StartedRun {
 export interface LiveRun {
   taskId: string;
   reservation: Reservation;
-  parser: AgentOutputParser;
+  /** Its exchange with the agent, once its process is being started. */
+  conversation?: AgentConversation;
   /** The agent's own session id this run resumed, if it resumed one. */
   resumedFrom?: string;
   process?: SupervisedProcess;
@@ -44,6 +45,6 @@ export interface LiveRun {
 /** The stops the service asks for by itself (the guards and a refused record are the supervisor's). */
 export type ServiceStop = 'cancel' | 'shutdown';
 
-export function newLiveRun(a: Pick<LiveRun, 'taskId' | 'reservation' | 'parser' | 'resumedFrom' | 'done'>): LiveRun {
+export function newLiveRun(a: Pick<LiveRun, 'taskId' | 'reservation' | 'resumedFrom' | 'done'>): LiveRun {
   return { ...a, ending: false };
 }

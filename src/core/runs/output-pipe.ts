@@ -1,33 +1,29 @@
-import type { AgentOutputParser } from '../agents/types';
-import { type RunEvents, fromAgentEvent } from '../events/run-events';
+import type { AgentConversation } from '../agents/types';
 
 export interface OutputPipeOptions {
   taskId: string;
   adapterName: string;
-  parser: AgentOutputParser;
-  events: RunEvents;
+  conversation: AgentConversation;
   log: (message: string, error?: unknown) => void;
   /** The agent printed its own session id: called once, with it. */
   onSessionId(id: string): void;
 }
 
-/** A run's stdout, line by line: through the agent's parser into the timeline, watching for the agent's session id. */
+/** A run's stdout, line by line: into the agent's conversation (whose events go to the timeline), watching for the agent's session id. */
 export function outputPipe(o: OutputPipeOptions): (line: string) => void {
   let sessionIdNoted = false;
-  let parserFailed = false;
+  let failed = false;
   return (line) => {
+    if (failed) return;
     try {
-      for (const event of o.parser.line(line) ?? []) {
-        const { type, data } = fromAgentEvent(event);
-        o.events.append(o.taskId, type, data);
-      }
+      o.conversation.line(line);
     } catch (error) {
-      // A custom adapter's parser must not take the service down; its verdict says the rest.
-      if (!parserFailed) o.log(`the ${o.adapterName} adapter could not read a line of ${o.taskId}`, error);
-      parserFailed = true;
+      // A custom adapter's parser or protocol must not take the service down; its verdict says the rest.
+      o.log(`the ${o.adapterName} adapter could not read a line of ${o.taskId}`, error);
+      failed = true;
       return;
     }
-    const id = o.parser.sessionId();
+    const id = o.conversation.sessionId();
     if (!sessionIdNoted && id !== undefined) {
       sessionIdNoted = true;
       o.onSessionId(id);

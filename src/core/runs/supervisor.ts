@@ -25,6 +25,8 @@ export interface SupervisedProcess {
   readonly stopped: RunStop | undefined;
   /** The output so far, if the spawner can tell. */
   output(): ProcessOutput | undefined;
+  /** Writes to the agent's stdin, when it was kept open and the spawner can. */
+  write?(data: string): void;
   /**
    * Stops the run: SIGTERM to its group, SIGKILL after `graceMs` (at once with 0). Only the
    * first stop counts; returns false for any later one and once the process has ended.
@@ -81,6 +83,7 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
       return stopped;
     },
     output: () => child.output?.(),
+    ...(child.write ? { write: (data: string) => child.write?.(data) } : {}),
     stop(stop, graceMs) {
       if (stopped !== undefined || !running) return false;
       stopped = stop;
