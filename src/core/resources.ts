@@ -9,10 +9,10 @@ import { HttpProblem, StorageError } from '../contract/problems';
 import type { RouteServices } from './http/router';
 import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
-import { type HeadlessLogger, errorLog } from './logger';
+import { type HeadlessLogger, type Log, errorLog } from './logger';
 import { logObserver } from './telemetry/log-observer';
 import { createMetrics } from './telemetry/metrics';
-import { fanOut } from './telemetry/observer';
+import { type ServiceObserver, fanOut } from './telemetry/observer';
 import { RunTracing } from './telemetry/run-tracing';
 import type { HeadlessHandlerOptions } from './options';
 import { createExecaSpawner } from './process/spawner';
@@ -45,20 +45,75 @@ interface Stage {
   close?(): Promise<void>;
 }
 
+/** What the units share, each taking the part it needs (its own `*Resources` type is a subset). */
+export interface ServiceResources {
+  options: HeadlessHandlerOptions;
+  logger: HeadlessLogger;
+  log: Log;
+  env: NodeJS.ProcessEnv;
+  registry: AgentRegistry;
+  store: HeadlessStore;
+  tokens: RunTokens;
+  fleet: Fleet;
+  instanceId: string;
+  workspaces: Workspaces;
+  sessions: SessionBook;
+  inbox: Inbox;
+  events: RunEvents;
+  records: RunRecords;
+  metrics: ReturnType<typeof createMetrics>;
+  tracing?: RunTracing;
+  observe: ServiceObserver;
+  webhooks: Webhooks;
+}
+
 /**
  * The composition root's work: every unit built once from the options, wired by name, and one
  * ordered stack that starts them and closes them in reverse.
  */
 export function buildResources(options: HeadlessHandlerOptions, logger: HeadlessLogger) {
+  const $ = buildFoundation(options, logger);
+  const runs = buildRuns($);
+  const { store, fleet, inbox, webhooks, records, events, sessions, log } = $;
+  const retentionDays = options.retentionDays ?? 30;
+  if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
+  const idempotency = new IdempotencyKeys(store, fleet, log);
+  const scheduler = buildScheduler($, runs, idempotency);
+  const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, log, logger });
+  const recovery = recoveryOf($, runs);
+  // Closed in reverse: retention, then runs (recorded while the lease still holds), webhooks, the lease, the store.
+  const stages: Stage[] = [
+    { close: () => store.close() },
+    { close: () => fleet.leave() },
+    { close: () => webhooks.close() },
+    { start: () => inbox.load() },
+    { start: () => runs.load(), close: () => runs.shutdown() },
+    { start: () => fleet.join({ takeOver: recovery.takeOver, answer: (request) => runs.answer(request), lost: () => runs.abandon() }), close: recovery.close },
+    { start: () => runs.startQueue() },
+    { start: () => scheduler.start(), close: async () => scheduler.stop() },
+    { start: () => retention.start(), close: () => retention.close() },
+  ];
+  return {
+    services: routeServices($, runs, idempotency, scheduler),
+    tokens: $.tokens,
+    async start(): Promise<void> {
+      for (const stage of stages) await stage.start?.();
+    },
+    /** Closes every unit, in reverse. */
+    async close(): Promise<void> {
+      for (const stage of [...stages].reverse()) await stage.close?.();
+    },
+  };
+}
+
+/** The store, the fleet, the records and what observes them; the options each is checked on. */
+function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger): ServiceResources {
   const log = errorLog(logger);
-  const env = options.env ?? process.env;
   const registry = new AgentRegistry(options.agents);
   const store: HeadlessStore = keyvStore(options.store ?? createMemoryKeyv());
-  const tokens = new RunTokens();
   const fleet: Fleet = createFleet(store, { leaseMs: options.instanceLeaseMs, log });
   const workspaces = new Workspaces(options.workspaces, fleet.shared);
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
-  const inbox = new Inbox(store);
   const events = new RunEvents({ store, log });
   const records = new RunRecords({ store, log, shared: fleet.shared });
   const metrics = createMetrics({ queued: async () => (await records.inStatus('queued')).length });
@@ -71,117 +126,122 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     checkQueueSettings(ws.queue, `workspace "${ws.id}": queue`);
     checkPolicy(ws, `workspace "${ws.id}"`);
   }
-  const sandbox = buildSandbox(options, workspaces);
-  const admission = new Admission({
-    registry,
-    sessions,
-    store,
-    maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
-    shared: fleet.shared,
-    defaultAgent: options.defaultAgent,
-    baseEnv: env,
-    log,
-  });
-  const spawner = options.spawner ?? createExecaSpawner();
-  // What the run units share, each taking the part it needs.
-  const shared = { records, events, webhooks, sessions, tokens, fleet, admission, observe, log, instanceId: fleet.instanceId };
-  const lifecycle = new RunLifecycle({ ...shared, placement: inWorkspace(spawner) });
-  const launcher = new RunLauncher({
-    ...shared,
-    lifecycle,
-    placement: inWorkspace(spawner),
-    adminToken: options.adminToken,
-    baseEnv: env,
-    sandbox,
-    tracing,
-  });
-  const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
-  const runs = new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
-  const retentionDays = options.retentionDays ?? 30;
-  if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
-  const idempotency = new IdempotencyKeys(store, fleet, log);
-  const schedules = options.schedules ?? [];
-  checkSchedules(schedules, (id) => workspaces.all()?.some((w) => w.id === id));
-  const scheduler = new Scheduler({
-    schedules,
-    store,
-    idempotency,
-    start: (workspace, request, apiUrl, taskId, origin) => runs.start(workspace, request, apiUrl, taskId, origin),
-    find: (taskId) => records.find(taskId),
-    workspace: (id) => workspaces.require(id),
-    apiUrl: () => options.apiUrl ?? '',
-    log,
+  const env = options.env ?? process.env;
+  const inbox = new Inbox(store);
+  const instanceId = fleet.instanceId;
+  return {
+    options,
     logger,
-    observe,
-  });
-  const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, log, logger });
-
-  const services: RouteServices = {
-    runs,
-    events,
-    heartbeatMs: options.heartbeatMs ?? 15_000,
+    log,
+    env,
+    registry,
+    store,
+    tokens: new RunTokens(),
+    fleet,
+    instanceId,
+    workspaces,
     sessions,
     inbox,
-    idempotency,
-    schedules: scheduler,
-    workspaces: () => workspaces.publicList(),
-    workspace: (id) => workspaces.require(id),
-    metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
-    async unready() {
-      if (!fleet.leaseHeld()) return 'This instance does not hold its lease in the fleet.';
-      const probe = store.get('ready:probe').then(
-        () => undefined,
-        (error: unknown) => `The store does not answer: ${error instanceof Error ? error.message : String(error)}`,
-      );
-      const late = new Promise<string>((done) => setTimeout(done, READY_PROBE_MS, 'The store did not answer in time.').unref());
-      return Promise.race([probe, late]);
-    },
-    async diagnose(workspaceId) {
-      const listed = workspaces.all();
-      if (workspaceId === undefined && !listed) throw new HttpProblem('invalid_body', 'Query parameter "wsId" is required: workspaces come from a resolver.');
-      const targets = workspaceId === undefined ? listed! : [await workspaces.require(workspaceId)];
-      return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
-    },
+    events,
+    records,
+    metrics,
+    tracing,
+    observe,
+    webhooks,
   };
+}
 
+/** The run lifecycle's units: admission, the lifecycle, the launcher, the queue, behind the run service. */
+function buildRuns($: ServiceResources): RunService {
+  const { options, workspaces } = $;
+  const admission = new Admission({
+    ...$,
+    maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
+    shared: $.fleet.shared,
+    defaultAgent: options.defaultAgent,
+    baseEnv: $.env,
+  });
+  const placement = inWorkspace(options.spawner ?? createExecaSpawner());
+  const shared = { ...$, admission, placement };
+  const lifecycle = new RunLifecycle(shared);
+  const sandbox = buildSandbox(options, workspaces);
+  const launcher = new RunLauncher({ ...shared, lifecycle, adminToken: options.adminToken, baseEnv: $.env, sandbox });
+  const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
+  return new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
+}
+
+function buildScheduler($: ServiceResources, runs: RunService, idempotency: IdempotencyKeys): Scheduler {
+  const { options, workspaces } = $;
+  const schedules = options.schedules ?? [];
+  checkSchedules(schedules, (id) => workspaces.all()?.some((w) => w.id === id));
+  return new Scheduler({
+    ...$,
+    schedules,
+    idempotency,
+    start: (workspace, request, apiUrl, taskId, origin) => runs.start(workspace, request, apiUrl, taskId, origin),
+    find: (taskId) => $.records.find(taskId),
+    workspace: (id) => workspaces.require(id),
+    apiUrl: () => options.apiUrl ?? '',
+  });
+}
+
+/**
+ * Ends what gone instances left (their running runs, their pending deliveries). Alone, a store
+ * that refuses it (a full disk) does not stop the start: it is tried again.
+ */
+function recoveryOf($: ServiceResources, runs: RunService) {
   let retry: NodeJS.Timeout | undefined;
-  /** Ends what gone instances left. Alone, a store that refuses it (a full disk) does not stop the start: it is tried again. */
   const takeOver = async (isGone: (owner: string | undefined) => Promise<boolean>): Promise<void> => {
     try {
       await runs.takeOver(isGone);
-      await webhooks.takeOver(isGone);
+      await $.webhooks.takeOver(isGone);
     } catch (error) {
       // In a fleet the sweep comes again by itself, every third of the lease.
-      if (!(error instanceof StorageError) || fleet.shared) throw error;
-      log(`crash recovery could not write to the store; it is tried again in ${RECOVERY_RETRY_MS / 1000} s`, error);
-      retry = setTimeout(() => void takeOver(isGone).catch((e: unknown) => log('crash recovery failed', e)), RECOVERY_RETRY_MS);
+      if (!(error instanceof StorageError) || $.fleet.shared) throw error;
+      $.log(`crash recovery could not write to the store; it is tried again in ${RECOVERY_RETRY_MS / 1000} s`, error);
+      retry = setTimeout(() => void takeOver(isGone).catch((e: unknown) => $.log('crash recovery failed', e)), RECOVERY_RETRY_MS);
       retry.unref();
     }
   };
+  return { takeOver, close: async () => clearTimeout(retry) };
+}
 
-  // Closed in reverse: retention, then runs (recorded while the lease still holds), webhooks, the lease, the store.
-  const stages: Stage[] = [
-    { close: () => store.close() },
-    { close: () => fleet.leave() },
-    { close: () => webhooks.close() },
-    { start: () => inbox.load() },
-    { start: () => runs.load(), close: () => runs.shutdown() },
-    { start: () => fleet.join({ takeOver, answer: (request) => runs.answer(request), lost: () => runs.abandon() }), close: async () => clearTimeout(retry) },
-    { start: () => runs.startQueue() },
-    { start: () => scheduler.start(), close: async () => scheduler.stop() },
-    { start: () => retention.start(), close: () => retention.close() },
-  ];
+/** What the routes call. */
+function routeServices($: ServiceResources, runs: RunService, idempotency: IdempotencyKeys, schedules: Scheduler): RouteServices {
+  const { workspaces, metrics } = $;
   return {
-    services,
-    tokens,
-    async start(): Promise<void> {
-      for (const stage of stages) await stage.start?.();
-    },
-    /** Closes every unit, in reverse. */
-    async close(): Promise<void> {
-      for (const stage of [...stages].reverse()) await stage.close?.();
-    },
+    runs,
+    events: $.events,
+    heartbeatMs: $.options.heartbeatMs ?? 15_000,
+    sessions: $.sessions,
+    inbox: $.inbox,
+    idempotency,
+    schedules,
+    workspaces: () => workspaces.publicList(),
+    workspace: (id) => workspaces.require(id),
+    metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
+    unready: () => unready($),
+    diagnose: (workspaceId) => diagnose($, workspaceId),
   };
+}
+
+/** Why this instance is not ready: its fleet lease is lost, or the store does not answer in time. */
+async function unready({ fleet, store }: ServiceResources): Promise<string | undefined> {
+  if (!fleet.leaseHeld()) return 'This instance does not hold its lease in the fleet.';
+  const probe = store.get('ready:probe').then(
+    () => undefined,
+    (error: unknown) => `The store does not answer: ${error instanceof Error ? error.message : String(error)}`,
+  );
+  const late = new Promise<string>((done) => setTimeout(done, READY_PROBE_MS, 'The store did not answer in time.').unref());
+  return Promise.race([probe, late]);
+}
+
+/** The agent checks of one workspace, or of every listed one. */
+async function diagnose({ workspaces, registry, env, options }: ServiceResources, workspaceId: string | undefined) {
+  const listed = workspaces.all();
+  if (workspaceId === undefined && !listed) throw new HttpProblem('invalid_body', 'Query parameter "wsId" is required: workspaces come from a resolver.');
+  const targets = workspaceId === undefined ? (listed ?? []) : [await workspaces.require(workspaceId)];
+  return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
 }
 
 /** The sandbox of confined runs: it hides the service's own files and every other listed workspace; bubblewrap is required up front where one is asked for. */
