@@ -2,15 +2,17 @@ import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
+import type pino from 'pino';
 import { createNodeServer } from '../adapters/node';
 import { isLoopbackAddress } from '../core/http/auth';
-import { type HeadlessHandler, createHeadlessHandler } from '../core/handler';
+import type { Keyv } from 'keyv';
+import { type HeadlessHandler, type HeadlessHandlerOptions, createHeadlessHandler } from '../core/handler';
 import { createPostgresKeyv, createSqliteKeyv } from '../core/store/keyvs';
 import { SERVICE_SECRETS } from '../core/runs/env';
 import { type AdminToken, readAdminToken } from './admin-token';
 import { startWarnings } from './start-warnings';
 import { daemonTracing } from './tracing';
-import { loadConfig } from './config';
+import { type DaemonConfig, loadConfig } from './config';
 import { type DataDirClaim, openDataDir } from './data-dir';
 import { openSocket } from './socket';
 import { version } from '../../package.json';
@@ -73,43 +75,83 @@ function urlHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+const SERVE_OPTIONS = {
+  config: { type: 'string' },
+  port: { type: 'string' },
+  host: { type: 'string', default: '127.0.0.1' },
+  'data-dir': { type: 'string' },
+  demo: { type: 'boolean' },
+  'admin-token-file': { type: 'string' },
+  'log-level': { type: 'string', default: 'info' },
+  socket: { type: 'string' },
+  'socket-mode': { type: 'string', default: '600' },
+  store: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type ServeValues = ReturnType<typeof parseArgs<{ options: typeof SERVE_OPTIONS }>>['values'];
+
+/** `serve`: load and check everything, open the store, build the handler, listen, and stop gracefully on a signal. */
 export async function serve(argv: string[]): Promise<void> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        config: { type: 'string' },
-        port: { type: 'string' },
-        host: { type: 'string', default: '127.0.0.1' },
-        'data-dir': { type: 'string' },
-        demo: { type: 'boolean' },
-        'admin-token-file': { type: 'string' },
-        'log-level': { type: 'string', default: 'info' },
-        socket: { type: 'string' },
-        'socket-mode': { type: 'string', default: '600' },
-        store: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    fail(`${error instanceof Error ? error.message : String(error)}\n${SERVE_USAGE}`);
-  }
-  if (values.help) {
-    process.stdout.write(`${SERVE_USAGE}\n`);
-    return;
-  }
+  const values = serveArgs(argv);
+  if (!values) return;
   const cwd = process.cwd();
   const level = values['log-level'] as LogLevel;
   if (!LOG_LEVELS.includes(level)) fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}, not "${level}"`);
   const logger = daemonLogger(level);
-  const host = values.host;
   const explicitPort = values.port !== undefined;
   const port = explicitPort ? Number(values.port) : DEFAULT_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be an integer from 0 to 65535, not "${values.port}"`);
+  const { config, admin } = checkedSetup(values, cwd, logger);
+  const { store, dataDir, storeUrl } = await openStore(values, cwd, logger);
+  // Off unless the standard OTEL_* variables ask for OTLP traces.
+  const tracing = daemonTracing(process.env, version);
+  const api = { url: '' };
+  const hidden = [config.file, dataDir?.path, admin.file, values.socket && resolve(cwd, values.socket)].filter((p) => p !== undefined);
+  const handler = await startHandler({ values, config, admin, store, tracer: tracing?.tracer, hidden, logger, api });
+  // A size the operator chose wins.
+  if (!youngGenerationChosen(process.execArgv, process.env.NODE_OPTIONS)) holdYoungGeneration(YOUNG_GENERATION_MB);
+  const server = createNodeServer(handler);
+  const host = values.host;
+  const bound = await listenFrom(server, handler, { port, host, explicitPort });
+  // Agents run on this host: give them a loopback URL even when bound to every interface.
+  const agentHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  api.url = `http://${urlHost(agentHost)}:${bound}`;
+  dataDir?.listening(api.url);
+  const socketPath = values.socket === undefined ? undefined : resolve(cwd, values.socket);
+  const socket = socketPath === undefined ? undefined : await openSocket(handler, socketPath, values['socket-mode']);
+  if (socketPath) logger.info({ socket: socketPath, mode: values['socket-mode'] }, 'listening on a Unix-domain socket');
+  if (bound !== port && !explicitPort)
+    logger.warn({ port: bound }, `port ${port} was taken, so this daemon listens on ${bound}: local callers find it in the data directory`);
+  const servers = [server, ...(socket ? [socket] : [])];
+  const done = () => {
+    if (socketPath) rmSync(socketPath, { force: true });
+    dataDir?.release();
+  };
+  const stop = gracefulStop({ handler, logger, servers, done, tracing });
+  // Before it says it listens: a SIGTERM with no listener would end the process at once.
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  logger.info({ url: `http://${urlHost(host)}:${bound}`, version, store: storeUrl === undefined ? 'sqlite' : 'postgres' }, 'listening');
+  process.stdout.write(`listening on http://${urlHost(host)}:${bound}\n`);
+}
 
-  let config;
+/** The parsed arguments; undefined once `--help` has been answered. */
+function serveArgs(argv: string[]): ServeValues | undefined {
+  let values: ServeValues;
+  try {
+    ({ values } = parseArgs({ args: argv, options: SERVE_OPTIONS, strict: true }));
+  } catch (error) {
+    fail(`${error instanceof Error ? error.message : String(error)}\n${SERVE_USAGE}`);
+  }
+  if (!values.help) return values;
+  process.stdout.write(`${SERVE_USAGE}\n`);
+  return undefined;
+}
+
+/** The config and admin token, with the refusals and warnings they call for. */
+function checkedSetup(values: ServeValues, cwd: string, logger: pino.Logger) {
+  let config: DaemonConfig;
   let admin: AdminToken = {};
   try {
     config = loadConfig(values.config, cwd);
@@ -117,50 +159,64 @@ export async function serve(argv: string[]): Promise<void> {
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error));
   }
-  const adminToken = admin.token;
-  const loopbackBind = host === 'localhost' || isLoopbackAddress(host);
-  if (!loopbackBind && adminToken === undefined) {
-    fail(`refusing to listen on non-loopback address ${host} without an admin token: give --admin-token-file`, 1);
+  const loopbackBind = values.host === 'localhost' || isLoopbackAddress(values.host);
+  if (!loopbackBind && admin.token === undefined) {
+    fail(`refusing to listen on non-loopback address ${values.host} without an admin token: give --admin-token-file`, 1);
   }
-  if (config.localCallers === 'token' && adminToken === undefined) fail('localCallers is "token" but there is no admin token: nobody could call', 1);
+  if (config.localCallers === 'token' && admin.token === undefined) fail('localCallers is "token" but there is no admin token: nobody could call', 1);
   for (const warning of startWarnings(admin, config, loopbackBind)) logger.warn(warning);
+  return { config, admin };
+}
 
-  const webhookSecret = process.env.HEADLESS_WEBHOOK_SECRET || undefined;
-  const env = inheritedEnv(process.env, config.inheritEnv);
-  for (const name of SERVICE_SECRETS) delete env[name];
+/** SQLite in the data directory, or the PostgreSQL database `--store` names. */
+async function openStore(values: ServeValues, cwd: string, logger: pino.Logger) {
   const storeUrl = values.store ?? (process.env.HEADLESS_STORE_URL || undefined);
   if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl))
     fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
-  let store;
-  let dataDir: (DataDirClaim & { path: string }) | undefined;
   try {
-    if (storeUrl === undefined) {
-      const opened = openDataDir({ flag: values['data-dir'], env: process.env, cwd }, (line) => logger.info(line));
-      dataDir = opened;
-      store = await createSqliteKeyv(opened.path);
-    } else store = await createPostgresKeyv(storeUrl);
+    if (storeUrl !== undefined) return { store: await createPostgresKeyv(storeUrl), storeUrl };
+    const dataDir: DataDirClaim & { path: string } = openDataDir({ flag: values['data-dir'], env: process.env, cwd }, (line) => logger.info(line));
+    return { store: await createSqliteKeyv(dataDir.path), dataDir };
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error), 1);
   }
-  // Off unless the standard OTEL_* variables ask for OTLP traces.
-  const tracing = daemonTracing(process.env, version);
-  let apiUrl = '';
+}
+
+interface HandlerSetup {
+  values: ServeValues;
+  config: DaemonConfig;
+  admin: AdminToken;
+  store: Keyv;
+  tracer: HeadlessHandlerOptions['tracer'];
+  /** What no sandboxed run may see: the config, data directory, token file and socket. */
+  hidden: string[];
+  logger: pino.Logger;
+  /** The URL runs are given, known once the port is bound. */
+  api: { url: string };
+}
+
+/** The handler, ready (its store loaded, crash recovery done); a refusal says why and leaves nothing running. */
+async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
+  const { values, config, store, api } = o;
+  const webhookSecret = process.env.HEADLESS_WEBHOOK_SECRET || undefined;
+  const env = inheritedEnv(process.env, config.inheritEnv);
+  for (const name of SERVICE_SECRETS) delete env[name];
   let handler: HeadlessHandler;
   try {
     handler = createHeadlessHandler({
       workspaces: config.workspaces,
       agents: values.demo ? { ...config.agents, demo: demoAgent() } : config.agents,
       store,
-      adminToken,
+      adminToken: o.admin.token,
       localCallers: config.localCallers,
       maxConcurrentRuns: config.maxConcurrentRuns,
       queue: config.queue,
       schedules: config.schedules,
-      tracer: tracing?.tracer,
-      sandbox: { hidden: [config.file, dataDir?.path, admin.file, values.socket && resolve(cwd, values.socket)].filter((p) => p !== undefined) },
+      tracer: o.tracer,
+      sandbox: { hidden: o.hidden },
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
-      logger,
+      logger: o.logger,
       retentionDays: config.retentionDays,
       instanceLeaseMs: config.instanceLeaseMs,
       // The secret may come from the environment, so it need not sit in the config file.
@@ -168,7 +224,7 @@ export async function serve(argv: string[]): Promise<void> {
       env,
       // Known only once the port is bound; read per request.
       get apiUrl() {
-        return apiUrl;
+        return api.url;
       },
     });
   } catch (error) {
@@ -183,59 +239,46 @@ export async function serve(argv: string[]): Promise<void> {
     await handler.close().catch(() => undefined);
     fail(`cannot start: ${error instanceof Error ? error.message : String(error)}`, 1);
   }
+  return handler;
+}
 
-  // A size the operator chose wins.
-  if (!youngGenerationChosen(process.execArgv, process.env.NODE_OPTIONS)) holdYoungGeneration(YOUNG_GENERATION_MB);
-  const server = createNodeServer(handler);
-  let bound = port;
+/** Listens on `port`, or (not chosen by the operator) the next free one of a few. */
+async function listenFrom(server: Server, handler: HeadlessHandler, o: { port: number; host: string; explicitPort: boolean }): Promise<number> {
   for (let attempt = 0; ; attempt++) {
     try {
-      bound = await listen(server, port + attempt, host);
-      break;
+      return await listen(server, o.port + attempt, o.host);
     } catch (error) {
       const inUse = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
-      if (inUse && !explicitPort && attempt + 1 < PORT_TRIES && port + attempt < 65535) continue;
+      if (inUse && !o.explicitPort && attempt + 1 < PORT_TRIES && o.port + attempt < 65535) continue;
       await handler.close();
-      fail(inUse ? `port ${port + attempt} is already in use` : `cannot listen on ${host}:${port + attempt}: ${(error as Error).message}`, 1);
+      fail(inUse ? `port ${o.port + attempt} is already in use` : `cannot listen on ${o.host}:${o.port + attempt}: ${(error as Error).message}`, 1);
     }
   }
-  // Agents run on this host: give them a loopback URL even when bound to every interface.
-  const agentHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
-  apiUrl = `http://${urlHost(agentHost)}:${bound}`;
-  dataDir?.listening(apiUrl);
-  const socketPath = values.socket === undefined ? undefined : resolve(cwd, values.socket);
-  const socket = socketPath === undefined ? undefined : await openSocket(handler, socketPath, values['socket-mode']);
-  if (socketPath) logger.info({ socket: socketPath, mode: values['socket-mode'] }, 'listening on a Unix-domain socket');
-  if (bound !== port && !explicitPort)
-    logger.warn({ port: bound }, `port ${port} was taken, so this daemon listens on ${bound}: local callers find it in the data directory`);
+}
 
+/** The graceful shutdown a signal starts: within 10 s, answering reads meanwhile. */
+function gracefulStop(o: { handler: HeadlessHandler; logger: pino.Logger; servers: Server[]; done: () => void; tracing?: { shutdown(): Promise<void> } }) {
   let stopping = false;
-  const stop = () => {
+  return () => {
     if (stopping) return;
     stopping = true;
-    logger.info('shutting down: running runs are stopped and recorded interrupted');
+    o.logger.info('shutting down: running runs are stopped and recorded interrupted');
     // A hard deadline: shutdown is promised within 10 s.
     setTimeout(() => process.exit(1), 9500).unref();
     // Keep listening while runs stop, so new starts get 503 shutting_down and reads still answer.
-    void handler
+    void o.handler
       .close()
-      .catch((error: unknown) => logger.error({ err: error }, 'shutdown failed'))
+      .catch((error: unknown) => o.logger.error({ err: error }, 'shutdown failed'))
       // The last runs' spans are sent before the process exits.
-      .then(() => tracing?.shutdown())
+      .then(() => o.tracing?.shutdown())
       .finally(() => {
-        server.close();
-        server.closeAllConnections();
-        socket?.close();
-        socket?.closeAllConnections();
-        if (socketPath) rmSync(socketPath, { force: true });
-        dataDir?.release();
-        logger.info('stopped');
+        for (const server of o.servers) {
+          server.close();
+          server.closeAllConnections();
+        }
+        o.done();
+        o.logger.info('stopped');
         process.exit(0);
       });
   };
-  // Before it says it listens: a SIGTERM with no listener would end the process at once.
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-  logger.info({ url: `http://${urlHost(host)}:${bound}`, version, store: storeUrl === undefined ? 'sqlite' : 'postgres' }, 'listening');
-  process.stdout.write(`listening on http://${urlHost(host)}:${bound}\n`);
 }
