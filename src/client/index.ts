@@ -77,14 +77,20 @@ export interface HeadlessClient {
   };
 }
 
-export function createClient(options: ClientOptions): HeadlessClient {
+/** How the client reaches the service: one request, and one request whose answer is checked against its schema. */
+interface Transport {
+  send(method: string, path: string, body?: unknown, extra?: Record<string, string>, signal?: AbortSignal): Promise<Response>;
+  call<S extends v.GenericSchema>(schema: S, method: string, path: string, body?: unknown): Promise<v.InferOutput<S>>;
+}
+
+const enc = encodeURIComponent;
+
+function transport(options: ClientOptions): Transport {
   const socket = /^unix:(\/.+)$/.exec(options.url)?.[1];
   const base = socket ? 'http://localhost' : options.url.replace(/\/+$/, '');
   const doFetch = options.fetch ?? (socket ? unixSocketFetch(socket) : globalThis.fetch);
   const headers = (extra: Record<string, string> = {}) => ({ ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...extra });
-  const enc = encodeURIComponent;
-
-  async function send(method: string, path: string, body?: unknown, extra: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+  const send: Transport['send'] = async (method, path, body, extra = {}, signal) => {
     try {
       return await doFetch(`${base}${path}`, {
         method,
@@ -94,24 +100,21 @@ export function createClient(options: ClientOptions): HeadlessClient {
       });
     } catch (error) {
       if (signal?.aborted) throw error;
-      throw new HeadlessError(
-        0,
-        'network',
-        `cannot reach ${base}: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
-      );
+      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+      throw new HeadlessError(0, 'network', `cannot reach ${base}: ${reason}`);
     }
-  }
+  };
+  return { send, call: async (schema, method, path, body) => answer(await send(method, path, body), schema) };
+}
 
-  const call = async <S extends v.GenericSchema>(schema: S, method: string, path: string, body?: unknown) => answer(await send(method, path, body), schema);
-
-  async function start(workspaceId: string, body: StartOptions & { wait?: boolean }, request: { idempotencyKey?: string } = {}) {
-    // A key makes every retry safe: the service answers a repeat with the first answer.
+/** A start, retried on a network failure or a busy answer under one Idempotency-Key, so a retry never starts a second run. */
+function starter(t: Transport, retries: number) {
+  return async (workspaceId: string, body: StartOptions & { wait?: boolean }, request: { idempotencyKey?: string } = {}) => {
     const key = request.idempotencyKey ?? crypto.randomUUID();
-    const retries = options.startRetries ?? 3;
     for (let attempt = 0; ; attempt++) {
       let res: Response;
       try {
-        res = await send('POST', `/api/workspaces/${enc(workspaceId)}/headless`, body, { 'idempotency-key': key });
+        res = await t.send('POST', `/api/workspaces/${enc(workspaceId)}/headless`, body, { 'idempotency-key': key });
       } catch (error) {
         if (attempt < retries && error instanceof HeadlessError && error.code === 'network') {
           await sleep(250 * 2 ** attempt);
@@ -126,32 +129,21 @@ export function createClient(options: ClientOptions): HeadlessClient {
       }
       return body.wait ? answer(res, ANSWERS.SyncResult) : answer(res, ANSWERS.StartAccepted);
     }
-  }
+  };
+}
 
-  const listPage: HeadlessClient['listPage'] = (workspaceId, o = {}) =>
-    call(
-      ANSWERS.RunList,
-      'GET',
-      `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor, metadata: o.metadata, schedule: o.schedule, agent: o.agent })}`,
-    );
-  const inboxPage: HeadlessClient['inbox']['listPage'] = (workspaceId, o = {}) =>
-    call(ANSWERS.InboxList, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.limit, cursor: o.cursor })}`);
-
-  async function* events(taskId: string, o: { after?: number; signal?: AbortSignal } = {}): AsyncIterable<RunEvent> {
+/** A run's events from `after` on, live until `run.ended`; reconnects (with Last-Event-ID) if the stream drops. */
+function eventStream(t: Transport): HeadlessClient['events'] {
+  return async function* events(taskId, o = {}) {
     let after = o.after ?? 0;
     // Reconnects after a dropped stream, a bounded number of times in a row.
     for (let drops = 0; drops < 5; ) {
-      const res = await send(
-        'GET',
-        `/api/headless/${enc(taskId)}/events`,
-        undefined,
-        { accept: 'text/event-stream', 'last-event-id': String(after) },
-        o.signal,
-      );
-      if (!res.ok) await answer(res, ANSWERS.RunEvent);
+      const headers = { accept: 'text/event-stream', 'last-event-id': String(after) };
+      const res = await t.send('GET', `/api/headless/${enc(taskId)}/events`, undefined, headers, o.signal);
+      if (!res.ok || !res.body) await answer(res, ANSWERS.RunEvent);
       let progressed = false;
       try {
-        for await (const data of sseData(res.body!, o.signal)) {
+        for await (const data of sseData(res.body as ReadableStream<Uint8Array>, o.signal)) {
           const event = v.parse(ANSWERS.RunEvent, JSON.parse(data)) as RunEvent;
           after = event.seq;
           progressed = true;
@@ -168,13 +160,12 @@ export function createClient(options: ClientOptions): HeadlessClient {
       }
     }
     throw new HeadlessError(0, 'network', `the event stream of ${taskId} kept dropping`);
-  }
+  };
+}
 
-  async function get(taskId: string) {
-    return call(ANSWERS.RunRecord, 'GET', `/api/headless/${enc(taskId)}`) as Promise<RunRecord>;
-  }
-
-  async function wait(taskId: string, o: { signal?: AbortSignal; pollMs?: number; onEvent?: (event: RunEvent) => void } = {}): Promise<RunRecord> {
+/** The final record: follows the event stream, or polls the record if the stream cannot be had. */
+function waiter(events: HeadlessClient['events'], get: HeadlessClient['get']): HeadlessClient['wait'] {
+  return async (taskId, o = {}) => {
     try {
       for await (const event of events(taskId, { signal: o.signal })) {
         o.onEvent?.(event);
@@ -189,10 +180,38 @@ export function createClient(options: ClientOptions): HeadlessClient {
       if (hasEnded(record.status) || o.signal?.aborted) return record;
       await sleep(o.pollMs ?? 1000, o.signal);
     }
-  }
+  };
+}
 
+function inboxApi({ call }: Transport): HeadlessClient['inbox'] {
+  const listPage: HeadlessClient['inbox']['listPage'] = (workspaceId, o = {}) =>
+    call(ANSWERS.InboxList, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox${query({ unread: o.unread, limit: o.limit, cursor: o.cursor })}`);
   return {
-    start: start as HeadlessClient['start'],
+    list: (workspaceId, o = {}) =>
+      pages(async (cursor) => {
+        const page = await listPage(workspaceId, { unread: o.unread, limit: o.pageSize, cursor });
+        return { items: page.items, next: page.nextCursor };
+      }),
+    listPage,
+    push: (workspaceId, item) => call(ANSWERS.InboxItem, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox`, item),
+    get: (workspaceId, itemId) => call(ANSWERS.InboxItem, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox/${enc(itemId)}`),
+    markRead: (workspaceId, itemId) => call(ANSWERS.InboxItem, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox/${enc(itemId)}/read`),
+  };
+}
+
+export function createClient(options: ClientOptions): HeadlessClient {
+  const t = transport(options);
+  const { call } = t;
+  const get = (taskId: string) => call(ANSWERS.RunRecord, 'GET', `/api/headless/${enc(taskId)}`) as Promise<RunRecord>;
+  const listPage: HeadlessClient['listPage'] = (workspaceId, o = {}) =>
+    call(
+      ANSWERS.RunList,
+      'GET',
+      `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor, metadata: o.metadata, schedule: o.schedule, agent: o.agent })}`,
+    );
+  const events = eventStream(t);
+  return {
+    start: starter(t, options.startRetries ?? 3) as HeadlessClient['start'],
     get,
     listPage,
     list: (workspaceId, o = {}) =>
@@ -203,19 +222,9 @@ export function createClient(options: ClientOptions): HeadlessClient {
     cancel: (taskId) => call(ANSWERS.RunRecord, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,
     output: (taskId, tail) => call(ANSWERS.RunOutput, 'GET', `/api/headless/${enc(taskId)}/output${query({ tail })}`),
     events,
-    wait,
+    wait: waiter(events, get),
     agents: (workspaceId) => call(ANSWERS.AgentsReport, 'GET', `/api/agents${query({ wsId: workspaceId })}`),
-    inbox: {
-      list: (workspaceId, o = {}) =>
-        pages(async (cursor) => {
-          const page = await inboxPage(workspaceId, { unread: o.unread, limit: o.pageSize, cursor });
-          return { items: page.items, next: page.nextCursor };
-        }),
-      listPage: inboxPage,
-      push: (workspaceId, item) => call(ANSWERS.InboxItem, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox`, item),
-      get: (workspaceId, itemId) => call(ANSWERS.InboxItem, 'GET', `/api/workspaces/${enc(workspaceId)}/inbox/${enc(itemId)}`),
-      markRead: (workspaceId, itemId) => call(ANSWERS.InboxItem, 'POST', `/api/workspaces/${enc(workspaceId)}/inbox/${enc(itemId)}/read`),
-    },
+    inbox: inboxApi(t),
     sessions: {
       get: (resumeId) => call(ANSWERS.SessionView, 'GET', `/api/sessions/${enc(resumeId)}`),
       retire: (resumeId) => call(ANSWERS.SessionView, 'POST', `/api/sessions/${enc(resumeId)}/retire`),
