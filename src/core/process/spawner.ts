@@ -1,4 +1,4 @@
-import { execa } from 'execa';
+import { type ResultPromise, execa } from 'execa';
 import { LineSplitter, TailBuffer } from './collectors';
 import { processStartTime, signalGroup } from './process-tree';
 
@@ -74,10 +74,7 @@ export interface ExecaSpawnerOptions {
  * open (the service then kills it with the group).
  */
 export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
-  const tailBytes = options.tailBytes ?? 64 * 1024;
-  const drainMs = options.drainMs ?? 2000;
-  const maxLineBytes = options.maxLineBytes ?? 4 * 1024 * 1024;
-
+  const limits = { tailBytes: options.tailBytes ?? 64 * 1024, drainMs: options.drainMs ?? 2000, maxLineBytes: options.maxLineBytes ?? 4 * 1024 * 1024 };
   return (spawn) =>
     new Promise<SpawnedProcess>((resolve, reject) => {
       const child = execa(spawn.command, spawn.args, {
@@ -96,65 +93,63 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
         stripFinalNewline: false,
         windowsHide: true,
       });
-
       let spawned = false;
       child.then(
         (result) => {
-          if (!spawned) {
-            const reason = (result as { code?: string }).code ?? 'spawn_error';
-            reject(new SpawnFailure(`cannot start ${spawn.command}: ${reason}`));
-          }
+          if (!spawned) reject(new SpawnFailure(`cannot start ${spawn.command}: ${(result as { code?: string }).code ?? 'spawn_error'}`));
         },
         () => undefined,
       );
-
       child.once('spawn', () => {
         spawned = true;
-        const pid = child.pid!;
-        const stdout = new TailBuffer(tailBytes);
-        const stderr = new TailBuffer(tailBytes);
-        const lines = spawn.onStdoutLine ? new LineSplitter(maxLineBytes, spawn.onStdoutLine) : undefined;
-        const streams = [child.stdout!, child.stderr!];
-        child.stdout!.on('data', (chunk: Buffer) => {
-          stdout.push(chunk);
-          lines?.push(chunk);
-        });
-        child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
-        for (const stream of streams) stream.on('error', () => undefined);
-        child.stdin?.on('error', () => undefined);
-        if (spawn.keepStdin && spawn.stdin !== undefined) child.stdin?.write(spawn.stdin);
-
-        const ended = Promise.all(streams.map((s) => new Promise<void>((done) => (s.readableEnded || s.destroyed ? done() : s.once('close', done)))));
-
-        const exit = new Promise<ProcessExit>((settle) => {
-          child.once('exit', (code, signal) => {
-            let timer: NodeJS.Timeout | undefined;
-            const drained = new Promise<void>((done) => {
-              timer = setTimeout(done, drainMs);
-            });
-            void Promise.race([ended, drained]).then(() => {
-              clearTimeout(timer);
-              for (const stream of streams) stream.destroy();
-              lines?.end();
-              settle({
-                exitCode: code,
-                signal,
-                stdout: stdout.text(),
-                stderr: stderr.text(),
-                truncated: stdout.truncated || stderr.truncated,
-              });
-            });
-          });
-        });
-
-        resolve({
-          pid,
-          startTime: processStartTime(pid),
-          exit,
-          kill: (signal) => signalGroup(pid, signal),
-          output: () => ({ stdout: stdout.text(), stderr: stderr.text(), truncated: stdout.truncated || stderr.truncated }),
-          ...(spawn.keepStdin ? { write: (data: string) => void child.stdin?.write(data) } : {}),
-        });
+        try {
+          resolve(attach(child, spawn, limits));
+        } catch (error) {
+          reject(error);
+        }
       });
     });
+}
+
+/** The started child as a SpawnedProcess: its output collected, its exit settled once drained (at most `drainMs` after it). */
+function attach(child: ResultPromise, spawn: SpawnOptions, limits: Required<ExecaSpawnerOptions>): SpawnedProcess {
+  const { stdout: out, stderr: err, stdin } = child;
+  const pid = child.pid;
+  if (!out || !err || pid === undefined) throw new SpawnFailure(`cannot start ${spawn.command}: no pid or pipes`);
+  const stdout = new TailBuffer(limits.tailBytes);
+  const stderr = new TailBuffer(limits.tailBytes);
+  const lines = spawn.onStdoutLine ? new LineSplitter(limits.maxLineBytes, spawn.onStdoutLine) : undefined;
+  const streams = [out, err];
+  out.on('data', (chunk: Buffer) => {
+    stdout.push(chunk);
+    lines?.push(chunk);
+  });
+  err.on('data', (chunk: Buffer) => stderr.push(chunk));
+  for (const stream of streams) stream.on('error', () => undefined);
+  stdin?.on('error', () => undefined);
+  if (spawn.keepStdin && spawn.stdin !== undefined) stdin?.write(spawn.stdin);
+  const ended = Promise.all(streams.map((s) => new Promise<void>((done) => (s.readableEnded || s.destroyed ? done() : s.once('close', done)))));
+  const output = () => ({ stdout: stdout.text(), stderr: stderr.text(), truncated: stdout.truncated || stderr.truncated });
+  const exit = new Promise<ProcessExit>((settle) => {
+    child.once('exit', (code, signal) => {
+      let timer: NodeJS.Timeout | undefined;
+      const drained = new Promise<void>((done) => {
+        timer = setTimeout(done, limits.drainMs);
+      });
+      void Promise.race([ended, drained]).then(() => {
+        clearTimeout(timer);
+        for (const stream of streams) stream.destroy();
+        lines?.end();
+        settle({ exitCode: code, signal, ...output() });
+      });
+    });
+  });
+  return {
+    pid,
+    startTime: processStartTime(pid),
+    exit,
+    kill: (signal) => signalGroup(pid, signal),
+    output,
+    ...(spawn.keepStdin ? { write: (data: string) => void stdin?.write(data) } : {}),
+  };
 }

@@ -27,17 +27,7 @@ export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec
   const set = columns.map((c) => `${c} = ?`).join(', ');
 
   return {
-    async load() {
-      const id = db.dialect === 'postgres' ? 'TEXT COLLATE "C"' : 'TEXT';
-      const flagColumns = flags.map((f) => `, ${f.column} TEXT`).join('');
-      await db.query(
-        `CREATE TABLE IF NOT EXISTS ${table} (id ${id} PRIMARY KEY, grp TEXT NOT NULL, bucket TEXT NOT NULL, owner TEXT${flagColumns}, record TEXT NOT NULL)`,
-      );
-      await db.query(`CREATE INDEX IF NOT EXISTS ${table}_grp ON ${table} (grp, id)`);
-      await db.query(`CREATE INDEX IF NOT EXISTS ${table}_grp_bucket ON ${table} (grp, bucket, id)`);
-      await db.query(`CREATE INDEX IF NOT EXISTS ${table}_bucket ON ${table} (bucket, id)`);
-      for (const f of flags) await db.query(`CREATE INDEX IF NOT EXISTS ${table}_${f.column} ON ${table} (id) WHERE ${f.column} IS NOT NULL`);
-    },
+    load: () => createTable(db, table, flags),
     async get(id) {
       const record = (await records(`SELECT id, record FROM ${table} WHERE id = ?`, [id])).get(id);
       return record === undefined ? undefined : (JSON.parse(record) as T);
@@ -69,13 +59,7 @@ export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec
     async delete(id) {
       await db.query(`DELETE FROM ${table} WHERE id = ?`, [id]);
     },
-    async page(group, bucket, limit, cursor) {
-      const where = ['grp = ?', ...(bucket === undefined ? [] : ['bucket = ?']), ...(cursor === undefined ? [] : ['id < ?'])].join(' AND ');
-      const params = [group, ...(bucket === undefined ? [] : [bucket]), ...(cursor === undefined ? [] : [cursor]), limit + 1];
-      const found = await ids(`SELECT id FROM ${table} WHERE ${where} ORDER BY id DESC LIMIT ?`, params);
-      const page = found.slice(0, limit);
-      return { ids: page, next: found.length > limit ? (page[page.length - 1] ?? null) : null };
-    },
+    page: (group, bucket, limit, cursor) => pageOf(ids, table, { group, bucket, limit, cursor }),
     inBucket: (bucket) => ids(`SELECT id FROM ${table} WHERE bucket = ? ORDER BY id`, [bucket]),
     flagged(flag) {
       const f = flags.find((x) => x.flag === flag);
@@ -84,4 +68,30 @@ export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec
     },
     oldest: (bound, limit) => ids(`SELECT id FROM ${table} WHERE id < ? ORDER BY id LIMIT ?`, [bound, limit]),
   };
+}
+
+/** Newest first, ids strictly older than `cursor`; one more is read to know whether a page follows. */
+async function pageOf(
+  ids: (sql: string, params: unknown[]) => Promise<string[]>,
+  table: string,
+  q: { group: string; bucket?: string; limit: number; cursor?: string },
+) {
+  const where = ['grp = ?', ...(q.bucket === undefined ? [] : ['bucket = ?']), ...(q.cursor === undefined ? [] : ['id < ?'])].join(' AND ');
+  const params = [q.group, ...(q.bucket === undefined ? [] : [q.bucket]), ...(q.cursor === undefined ? [] : [q.cursor]), q.limit + 1];
+  const found = await ids(`SELECT id FROM ${table} WHERE ${where} ORDER BY id DESC LIMIT ?`, params);
+  const page = found.slice(0, q.limit);
+  return { ids: page, next: found.length > q.limit ? (page[page.length - 1] ?? null) : null };
+}
+
+/** The table and an index per lookup, made if missing. */
+async function createTable(db: SqlDatabase, table: string, flags: Array<{ column: string }>): Promise<void> {
+  const id = db.dialect === 'postgres' ? 'TEXT COLLATE "C"' : 'TEXT';
+  const flagColumns = flags.map((f) => `, ${f.column} TEXT`).join('');
+  await db.query(
+    `CREATE TABLE IF NOT EXISTS ${table} (id ${id} PRIMARY KEY, grp TEXT NOT NULL, bucket TEXT NOT NULL, owner TEXT${flagColumns}, record TEXT NOT NULL)`,
+  );
+  await db.query(`CREATE INDEX IF NOT EXISTS ${table}_grp ON ${table} (grp, id)`);
+  await db.query(`CREATE INDEX IF NOT EXISTS ${table}_grp_bucket ON ${table} (grp, bucket, id)`);
+  await db.query(`CREATE INDEX IF NOT EXISTS ${table}_bucket ON ${table} (bucket, id)`);
+  for (const f of flags) await db.query(`CREATE INDEX IF NOT EXISTS ${table}_${f.column} ON ${table} (id) WHERE ${f.column} IS NOT NULL`);
 }
