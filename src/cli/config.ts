@@ -135,14 +135,15 @@ function describe(issues: [v.BaseIssue<unknown>, ...v.BaseIssue<unknown>[]]): st
   if (unknown) {
     const path = pathOf(unknown);
     const parent = path.replace(/(\.|^)[^.[\]]+$/, '');
-    const missing = issues.filter((i) => isMissingKey(i) && pathOf(i).replace(/(\.|^)[^.[\]]+$/, '') === parent).map((i) => String(i.path!.at(-1)!.key));
-    const key = String(unknown.path!.at(-1)!.key);
+    const lastKey = (issue: v.BaseIssue<unknown>) => String(issue.path?.at(-1)?.key);
+    const missing = issues.filter((i) => isMissingKey(i) && pathOf(i).replace(/(\.|^)[^.[\]]+$/, '') === parent).map(lastKey);
+    const key = lastKey(unknown);
     // The keys it was likely meant to be: the ones missing there first, then any that object takes.
     const known = [
       ...missing,
       ...keysAt(
         ConfigSchema,
-        unknown.path!.slice(0, -1).map((p) => p.key),
+        (unknown.path ?? []).slice(0, -1).map((p) => p.key),
       ),
     ];
     const guess = nearest(key, known);

@@ -70,7 +70,7 @@ export async function doctor(argv: string[]): Promise<void> {
   if (values.json) process.stdout.write(`${JSON.stringify({ workspaces: reports }, null, 2)}\n`);
   else {
     for (const report of reports) {
-      const path = config.workspaces.find((w) => w.id === report.workspaceId)!.path;
+      const path = config.workspaces.find((w) => w.id === report.workspaceId)?.path ?? '';
       process.stdout.write(`workspace ${report.workspaceId} (${path})\n${report.agents.map(line).join('\n')}\n`);
       for (const problem of report.problems) process.stdout.write(`  ${problem}\n`);
       if (!report.agents.some((a) => a.canRun))

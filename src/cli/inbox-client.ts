@@ -10,9 +10,12 @@ export interface PushInput {
 
 /** Pushes one item; resolves to the created item, rejects with a message fit for a human. */
 export async function pushToInbox({ title, body, env }: PushInput): Promise<{ id: string }> {
-  const missing = ['HEADLESS_API_URL', 'HEADLESS_WORKSPACE_ID', 'HEADLESS_RUN_TOKEN'].filter((name) => !env[name]);
-  if (missing.length > 0) throw new InboxPushError(`not inside a headless run: ${missing.join(', ')} not set`);
-  const url = `${env.HEADLESS_API_URL!.replace(/\/+$/, '')}/api/workspaces/${encodeURIComponent(env.HEADLESS_WORKSPACE_ID!)}/inbox`;
+  const { HEADLESS_API_URL: api, HEADLESS_WORKSPACE_ID: workspace, HEADLESS_RUN_TOKEN: token } = env;
+  if (!api || !workspace || !token) {
+    const missing = Object.entries({ HEADLESS_API_URL: api, HEADLESS_WORKSPACE_ID: workspace, HEADLESS_RUN_TOKEN: token }).filter(([, value]) => !value);
+    throw new InboxPushError(`not inside a headless run: ${missing.map(([name]) => name).join(', ')} not set`);
+  }
+  const url = `${api.replace(/\/+$/, '')}/api/workspaces/${encodeURIComponent(workspace)}/inbox`;
   let response: Response;
   try {
     response = await fetch(url, {

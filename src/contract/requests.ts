@@ -25,7 +25,8 @@ function parse<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOut
     return { code: code as ProblemCode, field, issue };
   });
   issues.sort((a, b) => CODE_PRIORITY.indexOf(a.code) - CODE_PRIORITY.indexOf(b.code));
-  const first = issues[0]!;
+  const [first] = issues;
+  if (!first) throw new Error('a failed parse has an issue');
   const unknown = first.issue.type === 'strict_object' && first.issue.expected === 'never';
   const detail = unknown
     ? `Unknown field "${first.field}".`

@@ -15,8 +15,9 @@ export class Workspaces {
     /** Other instances share the store: a missing workspace may be configured on them. */
     private readonly shared: boolean,
   ) {
-    this.listed = Array.isArray(source) ? checkList(source) : undefined;
-    this.resolve = this.listed ? (id) => this.listed!.get(id) : (source as WorkspaceResolver);
+    const listed = Array.isArray(source) ? checkList(source) : undefined;
+    this.listed = listed;
+    this.resolve = listed ? (id) => listed.get(id) : (source as WorkspaceResolver);
   }
 
   /** The listed workspaces; undefined when they come from a resolver. */

@@ -18,9 +18,10 @@ function preview(item: InboxItem): string {
 const itemCommand =
   (name: 'show' | 'read'): Command =>
   async (client, args, v) => {
-    if (args.length !== 2) usage('inbox', 'give one itemId');
+    const [, itemId] = args;
+    if (args.length !== 2 || itemId === undefined) return usage('inbox', 'give one itemId');
     const workspace = workspaceOf(v);
-    const item = name === 'show' ? await client.inbox.get(workspace, args[1]!) : await client.inbox.markRead(workspace, args[1]!);
+    const item = name === 'show' ? await client.inbox.get(workspace, itemId) : await client.inbox.markRead(workspace, itemId);
     if (v.json) printJson(item);
     else print(name === 'show' ? `${header(item)}\n\n${item.body}` : `read ${item.id}`);
     return EXIT.succeeded;
@@ -28,7 +29,7 @@ const itemCommand =
 
 const listItems: Command = async (client, args, v) => {
   if (args.length > 0 && args[0] !== 'list') usage('inbox', `unknown inbox command "${args[0]}"`);
-  const limit = positiveInt('inbox', 'limit', v.limit, 20)!;
+  const limit = positiveInt('inbox', 'limit', v.limit, 20);
   if (limit > 500) usage('inbox', '--limit must be at most 500');
   const page = await client.inbox.listPage(workspaceOf(v), { unread: v.unread, limit, cursor: v.cursor });
   if (v.json) printJson(page.items);
@@ -44,8 +45,9 @@ export const inbox: Command = (client, args, v) => (SUBCOMMANDS[args[0] ?? ''] ?
 export const sessions: Command = async (client, args, v) => {
   const retire = args[0] === 'retire';
   const ids = retire ? args.slice(1) : args;
-  if (ids.length !== 1) usage('sessions', 'give one resumeId');
-  const session = retire ? await client.sessions.retire(ids[0]!) : await client.sessions.get(ids[0]!);
+  const [resumeId] = ids;
+  if (ids.length !== 1 || resumeId === undefined) return usage('sessions', 'give one resumeId');
+  const session = retire ? await client.sessions.retire(resumeId) : await client.sessions.get(resumeId);
   if (v.json) printJson(session);
   else
     print(

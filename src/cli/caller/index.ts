@@ -31,20 +31,22 @@ const COMMANDS: Record<string, { command: Command; takes: Array<keyof typeof OPT
 export const CALLER_COMMANDS = Object.keys(COMMANDS);
 
 export async function caller(name: string, argv: string[]): Promise<void> {
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (error) {
-    usage(name, error instanceof Error ? error.message : String(error));
+    return usage(name, error instanceof Error ? error.message : String(error));
   }
-  const v = parsed!.values;
+  const v = parsed.values;
   if (v.help) return void print(`${CALLER_USAGE[name]}\n${COMMON}`);
-  const { command, takes } = COMMANDS[name]!;
+  const known = COMMANDS[name];
+  if (!known) return usage(name, `unknown command "${name}"`);
+  const { command, takes } = known;
   const extra = Object.keys(v).find((k) => !['url', 'json', 'help', 'version', ...takes].includes(k));
   if (extra) usage(name, `${name} does not take --${extra}`);
   const client = createClient({ url: v.url ?? callerUrl(process.env), token: process.env.HEADLESS_ADMIN_TOKEN || undefined });
   try {
-    process.exitCode = await command(client, parsed!.positionals, v);
+    process.exitCode = await command(client, parsed.positionals, v);
   } catch (error) {
     if (!(error instanceof HeadlessError)) throw error;
     if (v.json) printJson({ error: { status: error.status, code: error.code, message: error.message } });

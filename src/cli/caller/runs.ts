@@ -5,14 +5,16 @@ import { type Command, EXIT, exitFor, finish, metadataOf, positiveInt, print, pr
 /** The caller commands about runs: run, status, follow, logs, list, cancel. */
 
 const one = (command: string, args: string[], what = 'taskId'): string => {
-  if (args.length !== 1) usage(command, `give one ${what}`);
-  return args[0]!;
+  const [only] = args;
+  if (args.length !== 1 || only === undefined) return usage(command, `give one ${what}`);
+  return only;
 };
 
 export const run: Command = async (client, args, v) => {
-  if (args.length !== 1 || args[0]!.trim() === '') usage('run', 'give the prompt as one argument (quote it)');
+  const [prompt] = args;
+  if (args.length !== 1 || prompt === undefined || prompt.trim() === '') return usage('run', 'give the prompt as one argument (quote it)');
   const request = {
-    prompt: args[0]!,
+    prompt,
     ...(v.agent ? { agent: v.agent } : {}),
     ...(v.resume ? { resumeId: v.resume } : {}),
     ...(v.timeout ? { timeoutMs: positiveInt('run', 'timeout', v.timeout) } : {}),
@@ -42,7 +44,7 @@ export const status: Command = async (client, args, v) => {
 
 export const follow: Command = async (client, args, v) => {
   const taskId = one('follow', args);
-  const after = v.after === undefined ? 0 : positiveInt('follow', 'after', v.after)!;
+  const after = positiveInt('follow', 'after', v.after, 0);
   const record = await finish(client, taskId, { ...v, follow: true }, after);
   if (!v.json) print(describeRun(record));
   return exitFor(record.status);
@@ -62,7 +64,7 @@ export const logs: Command = async (client, args, v) => {
 export const list: Command = async (client, args, v) => {
   if (args.length > 0) usage('list', `unexpected argument "${args[0]}"`);
   if (v.status !== undefined && !(RUN_STATUSES as readonly string[]).includes(v.status)) usage('list', `--status must be one of ${RUN_STATUSES.join(', ')}`);
-  const limit = positiveInt('list', 'limit', v.limit, 20)!;
+  const limit = positiveInt('list', 'limit', v.limit, 20);
   if (limit > 500) usage('list', '--limit must be at most 500');
   if ((v.meta?.length ?? 0) > 1) usage('list', 'give one --meta key=value');
   const meta = Object.entries(metadataOf('list', v.meta) ?? {})[0];

@@ -3,8 +3,9 @@ import { type Command, EXIT, print, printJson, usage } from './shared';
 /** The caller command about schedules: list them, or run one now. */
 export const schedules: Command = async (client, args, v) => {
   if (args[0] === 'run') {
-    if (args.length !== 2) usage('schedules', 'give one schedule name');
-    const started = await client.schedules.run(args[1]!);
+    const [, name] = args;
+    if (args.length !== 2 || name === undefined) return usage('schedules', 'give one schedule name');
+    const started = await client.schedules.run(name);
     if (v.json) printJson(started);
     else
       print(

@@ -54,6 +54,8 @@ export const usage = (command: string, message: string): never => fail(`${messag
 export const print = (text: string) => process.stdout.write(`${visible(text)}\n`);
 export const printJson = (value: unknown) => print(JSON.stringify(value, null, 2));
 
+export function positiveInt(command: string, name: string, value: string | undefined, fallback: number): number;
+export function positiveInt(command: string, name: string, value: string | undefined): number | undefined;
 export function positiveInt(command: string, name: string, value: string | undefined, fallback?: number): number | undefined {
   if (value === undefined) return fallback;
   if (!/^[1-9]\d*$/.test(value)) usage(command, `--${name} must be a positive integer, not "${value}"`);

@@ -34,8 +34,8 @@ function definitionProblems(name: string, definition: CommandAgentDefinition): s
       .flat()
       .join(' ')
       .matchAll(/\{(\w+)\}/g)) {
-      if (PLACEHOLDERS.includes(word!)) continue;
-      const meant = nearest(word!, PLACEHOLDERS);
+      if (word === undefined || PLACEHOLDERS.includes(word)) continue;
+      const meant = nearest(word, PLACEHOLDERS);
       problems.push(`agents.${name}.${key} has {${word}}, which is no placeholder${meant ? ` (did you mean {${meant}}?)` : ''}`);
     }
     const args = key === 'stdin' ? undefined : definition[key];
@@ -57,7 +57,7 @@ export function fillArgs(args: string[], input: AgentRunInput): string[] {
     agentSessionId: input.agentSessionId ?? '',
     workspacePath: input.workspacePath,
   };
-  return args.map((arg) => arg.replace(PLACEHOLDER, (_, name: string) => values[name]!));
+  return args.map((arg) => arg.replace(PLACEHOLDER, (_, name: string) => values[name] ?? ''));
 }
 
 export function createCommandAgent(name: string, definition: CommandAgentDefinition): AgentAdapter {
@@ -70,7 +70,7 @@ export function createCommandAgent(name: string, definition: CommandAgentDefinit
     setupProblems: definitionProblems(name, definition),
     invocation(input) {
       const args = input.agentSessionId !== undefined && definition.resumeArgs ? definition.resumeArgs : definition.args;
-      const stdin = definition.stdin === undefined ? {} : { stdin: fillArgs([definition.stdin], input)[0]! };
+      const stdin = definition.stdin === undefined ? {} : { stdin: fillArgs([definition.stdin], input).join('') };
       return { command: definition.command, args: fillArgs(args, input), ...stdin };
     },
     parser(input) {

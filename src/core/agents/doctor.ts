@@ -36,7 +36,7 @@ export interface WorkspaceReport {
 
 /** The flag names an argv passes (`--x=v` counts as `--x`); values and positionals are not flags. */
 function flagsOf(args: string[]): string[] {
-  return args.filter((a) => /^-{1,2}[A-Za-z]/.test(a)).map((a) => a.split('=')[0]!);
+  return args.filter((a) => /^-{1,2}[A-Za-z]/.test(a)).map((a) => a.split('=')[0] ?? a);
 }
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -50,7 +50,7 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     ...(adapter.supportsResume ? [adapter.invocation({ ...sample, agentSessionId: 'doctor' })] : []),
     ...(adapter.readOnly && workspace.permissions === 'read-only' ? [adapter.invocation({ ...sample, permissions: 'read-only' })] : []),
   ];
-  const command = invocations[0]!.command;
+  const command = invocations[0]?.command ?? adapter.command;
   const sources = credentialSources(adapter);
   const refusal = policyRefusal(adapter, workspace);
   const check: AgentCheck = {
@@ -121,8 +121,8 @@ export async function diagnoseWorkspace(input: {
   const named = new Set([...(workspace.agents ?? []), workspace.headlessAgent, workspace.defaultAgent, input.defaultAgent]);
   const adapters = registry
     .names()
-    .map((name) => registry.get(name)!)
-    .filter((a) => a.kind === 'agent' && registry.isEnabled(workspace, a.name));
+    .map((name) => registry.get(name))
+    .filter((a): a is AgentAdapter => a?.kind === 'agent' && registry.isEnabled(workspace, a.name));
   const checks = adapters.map((a) =>
     checkAgent(a, workspace, env, named.has(a.name)).then((check) => {
       input.onChecked?.(check);

@@ -105,9 +105,9 @@ export function credentialSources(adapter: AgentAdapter): string[] {
 
 /** Where a credential file is, or undefined when the variable it lives under is unset. */
 function credentialFilePath(file: string, env: Record<string, string | undefined>): string | undefined {
-  const match = /^\$([A-Z_]+)\/(.+)$/.exec(file);
-  const dir = match ? env[match[1]!] : env.HOME;
-  return dir ? join(dir, match ? match[2]! : file) : undefined;
+  const [, variable, rest] = /^\$([A-Z_]+)\/(.+)$/.exec(file) ?? [];
+  const dir = variable === undefined ? env.HOME : env[variable];
+  return dir ? join(dir, rest ?? file) : undefined;
 }
 
 /** Names of the credential sources the adapter knows that are present in `env` (and its HOME). */

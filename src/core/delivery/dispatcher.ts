@@ -118,8 +118,8 @@ export class WebhookDispatcher {
   /** Starts queued attempts of one lane up to its concurrency. */
   private pump(name: string): void {
     const lane = this.lane(name);
-    while (lane.active < (this.o.concurrency ?? 4) && lane.queue.length > 0 && !this.closing.signal.aborted) {
-      const job = lane.queue.shift()!;
+    for (let job = lane.queue[0]; job && lane.active < (this.o.concurrency ?? 4) && !this.closing.signal.aborted; job = lane.queue[0]) {
+      lane.queue.shift();
       this.queued.delete(jobKey(job));
       lane.active++;
       const attempt = this.attempt(job)
@@ -167,7 +167,7 @@ export class WebhookDispatcher {
     this.o.observe?.deliveryAttempted(next.state === 'pending' ? 'retried' : next.state, lag);
     if (next.state === 'failed')
       this.o.log(`gave up the webhook ${deliveryId(job.taskId, d)} to ${target.url} after ${next.attempts} attempt(s): ${next.lastError}`);
-    if (stored?.bootId === this.o.instanceId && next.state === 'pending') this.after(job, next.nextAttemptAt! - Date.now());
+    if (stored?.bootId === this.o.instanceId && next.state === 'pending') this.after(job, (next.nextAttemptAt ?? Date.now()) - Date.now());
   }
 
   /** One signed POST; undefined when the service is closing (the attempt does not count). */

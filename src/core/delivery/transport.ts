@@ -50,11 +50,11 @@ for (const [net, prefix] of [
 
 /** The IPv4 address inside an IPv4-mapped IPv6 one (`::ffff:1.2.3.4` or `::ffff:102:304`). */
 function mappedIpv4(address: string): string | undefined {
-  const match = /^::ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i.exec(address);
-  if (!match) return undefined;
-  if (match[1]) return match[1];
-  const hi = parseInt(match[2]!, 16);
-  const lo = parseInt(match[3]!, 16);
+  const [, dotted, high, low] = /^::ffff:(?:(\d+\.\d+\.\d+\.\d+)|([0-9a-f]{1,4}):([0-9a-f]{1,4}))$/i.exec(address) ?? [];
+  if (dotted) return dotted;
+  if (high === undefined || low === undefined) return undefined;
+  const hi = parseInt(high, 16);
+  const lo = parseInt(low, 16);
   return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
@@ -96,7 +96,9 @@ function guardedLookup(hostname: string, options: { all?: boolean; family?: numb
     const inside = addresses.find((a) => isNonPublicAddress(a.address));
     if (inside) return callback(new RefusedTarget(`${hostname} resolves to ${inside.address}, which is not a public address`), []);
     if (options.all) return callback(null, addresses);
-    callback(null, addresses[0]!.address, addresses[0]!.family);
+    const [first] = addresses;
+    if (!first) return callback(new RefusedTarget(`${hostname} resolves to no address`), []);
+    callback(null, first.address, first.family);
   });
 }
 

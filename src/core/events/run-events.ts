@@ -245,7 +245,7 @@ export class RunEvents {
   /** Stores every live timeline and releases their readers: the service is closing. */
   async close(): Promise<void> {
     const taskIds = [...this.live.keys()];
-    for (const id of taskIds) clearTimeout(this.live.get(id)!.timer);
+    for (const id of taskIds) clearTimeout(this.live.get(id)?.timer);
     await Promise.all(taskIds.map((id) => this.write(id)));
     for (const id of taskIds) this.live.get(id)?.timeline.release();
   }

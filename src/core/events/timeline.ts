@@ -67,7 +67,7 @@ export class Timeline {
     // The final event always stays, so a reader always learns how the run ended.
     while (this.events.length > 1 && (this.events.length > this.limits.maxEvents || this.bytes > this.limits.maxBytes)) {
       this.events.shift();
-      this.bytes -= this.sizes.shift()!;
+      this.bytes -= this.sizes.shift() ?? 0;
     }
     if (type === 'run.ended') {
       // The end is told at once.

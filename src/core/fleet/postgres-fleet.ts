@@ -145,15 +145,15 @@ export class PostgresFleet implements Fleet {
     if (!rows[0]?.locked) return;
     try {
       let alive: Promise<Set<string>> | undefined;
-      const isGone = async (owner: string | undefined) => {
+      const living = () => {
         alive ??= this.sql.query<{ id: string }>('SELECT id FROM headless_instances WHERE expires_at >= now()').then((r) => new Set(r.map((i) => i.id)));
-        return owner === undefined || !(await alive).has(owner);
+        return alive;
       };
+      const isGone = async (owner: string | undefined) => owner === undefined || !(await living()).has(owner);
       await this.handlers?.takeOver(isGone);
-      await isGone(undefined);
       // What the gone ones held goes with them, once their runs have ended; an instance whose
       // lease ran out during the sweep is left for the next one.
-      const kept = [...(await alive!)];
+      const kept = [...(await living())];
       await this.sql.query(
         'DELETE FROM headless_claims WHERE NOT (owner = ANY($1)) AND owner NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
         [kept],
@@ -177,7 +177,8 @@ export class PostgresFleet implements Fleet {
   }
 
   exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
-    return exclusive(this.pool!, key, work);
+    if (!this.pool) throw new Error('the fleet has not joined yet');
+    return exclusive(this.pool, key, work);
   }
 
   async ask(instanceId: string, request: FleetRequest): Promise<FleetAnswer> {

@@ -83,9 +83,8 @@ export type Credential =
 export function readCredential(request: Request, tokens: RunTokens, verifier: RouteVerifier, workspaceId: string | undefined): Credential {
   const header = request.headers.get('authorization');
   if (header === null) return { kind: 'none' };
-  const match = /^Bearer +([^\s]+) *$/i.exec(header);
-  if (!match) return { kind: 'malformed' };
-  const token = match[1]!;
+  const [, token] = /^Bearer +([^\s]+) *$/i.exec(header) ?? [];
+  if (token === undefined) return { kind: 'malformed' };
   const grant = tokens.lookup(token);
   if (!grant) return { kind: 'bearer', token };
   return { kind: 'run', grant, inScope: verifier.runTokens === 'any' || (verifier.runTokens === 'own' && grant.workspaceId === workspaceId) };
@@ -152,8 +151,7 @@ export function isLoopbackAddress(address: string | undefined): boolean {
 
 /** The host name of a Host header or an Origin's authority, lower-cased, port removed. */
 function hostName(authority: string): string | undefined {
-  const match = /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/i.exec(authority);
-  return match ? match[1]!.toLowerCase() : undefined;
+  return /^(\[[0-9a-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/i.exec(authority)?.[1]?.toLowerCase();
 }
 
 /** An Origin's port (its scheme's default when it names none) is the Host's: another port on the same host is another origin. */
@@ -193,14 +191,14 @@ export function createDefaultGate(options: GateOptions): Authorize {
     const accepted = (name: string | undefined) =>
       name !== undefined && (LOCAL_NAMES.has(name) || publicHosts.has(name) || name === boundName(context.localAddress));
 
-    const host = request.headers.get('host');
+    const host = request.headers.get('host') ?? '';
     const name = host ? hostName(host.trim()) : undefined;
     if (!accepted(name)) throw new HttpProblem('forbidden', 'The Host header is not one this service answers to.');
 
     const origin = request.headers.get('origin');
     if (origin !== null) {
-      const match = /^(https?):\/\/([^/]+)$/i.exec(origin.trim());
-      if (!match || !accepted(hostName(match[2]!)) || !samePort(match[1]!, match[2]!, host!))
+      const [, scheme, authority] = /^(https?):\/\/([^/]+)$/i.exec(origin.trim()) ?? [];
+      if (scheme === undefined || authority === undefined || !accepted(hostName(authority)) || !samePort(scheme, authority, host))
         throw new HttpProblem('forbidden', 'Cross-origin requests are refused.');
     }
     const site = request.headers.get('sec-fetch-site');

@@ -36,8 +36,9 @@ const batches: Record<StreamFormat, WeakMap<RunEvent, { last: RunEvent; bytes: B
 
 /** A batch's bytes, in one buffer (one write to the socket), made once for every reader in step. */
 function bytesOfBatch(format: StreamFormat, events: RunEvent[]): Buffer {
-  const first = events[0]!;
-  const last = events.at(-1)!;
+  const [first] = events;
+  const last = events.at(-1);
+  if (!first || !last) return Buffer.alloc(0);
   if (first === last) return bytesOf(format, first);
   const made = batches[format].get(first);
   if (made?.last === last) return made.bytes;

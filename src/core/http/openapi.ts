@@ -89,7 +89,7 @@ const TAGS: Record<string, string> = {
 };
 
 const tagOf = (routeName: string) => {
-  const group = routeName.split('.')[0]!;
+  const group = routeName.split('.')[0] ?? '';
   return group in TAGS ? group : 'service';
 };
 

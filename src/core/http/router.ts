@@ -143,10 +143,10 @@ export function matchRoute(routes: readonly Route[], method: string, pathname: s
   const segments = segmentsOf(pathname, basePath);
   const allowed: string[] = [];
   for (const candidate of segments ? routes : []) {
-    if (candidate.segments.length !== segments!.length) continue;
+    if (candidate.segments.length !== segments?.length) continue;
     const params: Record<string, string> = {};
     const fits = candidate.segments.every((part, i) => {
-      const segment = segments![i]!;
+      const segment = segments[i] ?? '';
       if (!part.startsWith(':')) return part === segment;
       params[part.slice(1)] = segment;
       return segment !== '';

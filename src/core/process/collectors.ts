@@ -17,8 +17,9 @@ export class TailBuffer {
     }
     this.chunks.push(chunk);
     this.size += chunk.length;
-    while (this.size - this.chunks[0]!.length >= this.max) {
-      this.size -= this.chunks.shift()!.length;
+    for (let first = this.chunks[0]; first && this.size - first.length >= this.max; first = this.chunks[0]) {
+      this.chunks.shift();
+      this.size -= first.length;
     }
   }
 
@@ -34,7 +35,7 @@ export class TailBuffer {
     const all = Buffer.concat(this.chunks);
     let start = Math.max(0, all.length - this.max);
     // At most 3 continuation bytes follow a character's first byte; more is not text anyway.
-    for (let i = 0; start > 0 && i < 3 && (all[start]! & 0xc0) === 0x80; i++) start++;
+    for (let i = 0; start > 0 && i < 3 && ((all[start] ?? 0) & 0xc0) === 0x80; i++) start++;
     return all.subarray(start).toString('utf8');
   }
 }

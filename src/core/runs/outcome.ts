@@ -72,10 +72,9 @@ const MAX_REASON = 500;
  * frames removed, bounded.
  */
 export function reasonFromStderr(stderr: string): string | undefined {
-  const lines = stderr
-    .replace(ANSI, '')
-    // A Rust program's backtrace (RUST_BACKTRACE=1) follows its message.
-    .split(/^Stack backtrace:$/m)[0]!
+  // A Rust program's backtrace (RUST_BACKTRACE=1) follows its message.
+  const [message = ''] = stderr.replace(ANSI, '').split(/^Stack backtrace:$/m);
+  const lines = message
     .split(/\r?\n/)
     .map((line) => line.trim())
     // Stack frames and lone brackets say nothing about why.

@@ -5,7 +5,7 @@ function tail(text: string, bytes: number): { text: string; cut: boolean } {
   const buffer = Buffer.from(text, 'utf8');
   if (buffer.length <= bytes) return { text, cut: false };
   let start = buffer.length - bytes;
-  while (start < buffer.length && (buffer[start]! & 0xc0) === 0x80) start++;
+  while (start < buffer.length && ((buffer[start] ?? 0) & 0xc0) === 0x80) start++;
   return { text: buffer.subarray(start).toString('utf8'), cut: true };
 }
 

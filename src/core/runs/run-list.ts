@@ -48,7 +48,7 @@ export async function listRuns(records: RunRecords, find: (id: string) => Promis
     for (const [i, run] of runs.entries()) {
       if (fits(run)) shown.push(publicRecord(run));
       const more = i + 1 < runs.length || page.next !== null;
-      if (shown.length === q.limit || (filtered && ++scanned >= FILTER_SCAN_MAX)) return { runs: shown, nextCursor: more ? page.ids[i]! : null };
+      if (shown.length === q.limit || (filtered && ++scanned >= FILTER_SCAN_MAX)) return { runs: shown, nextCursor: more ? (page.ids[i] ?? null) : null };
     }
     if (!filtered || page.next === null) return { runs: shown, nextCursor: page.next };
     cursor = page.next;

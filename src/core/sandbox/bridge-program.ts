@@ -15,7 +15,7 @@ interface BridgeSettings {
 }
 
 const settings = JSON.parse(process.env.HEADLESS_SANDBOX_BRIDGE ?? '{}') as BridgeSettings;
-const [command, ...args] = process.argv.slice(process.argv.indexOf('--') + 1);
+const [command = '', ...args] = process.argv.slice(process.argv.indexOf('--') + 1);
 
 /** Asks the egress proxy for a tunnel to `target`, then joins it to `client`. */
 function forward(client: Socket, target: string): void {
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   const proxy = `http://127.0.0.1:${settings.proxyPort}`;
   const { HEADLESS_SANDBOX_BRIDGE: _, ...env } = process.env;
   const noProxy = 'localhost,127.0.0.1,::1';
-  const child = spawn(command!, args, {
+  const child = spawn(command, args, {
     stdio: 'inherit',
     env: { ...env, HTTPS_PROXY: proxy, https_proxy: proxy, HTTP_PROXY: proxy, http_proxy: proxy, NO_PROXY: noProxy, no_proxy: noProxy },
   });

@@ -9,7 +9,7 @@ function lowerBound(ids: string[], id: string): number {
   let hi = ids.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (ids[mid]! < id) lo = mid + 1;
+    if ((ids[mid] ?? '') < id) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -17,7 +17,8 @@ function lowerBound(ids: string[], id: string): number {
 
 function insert(ids: string[], id: string): void {
   // Ids are mostly created in order, so the common case is an append.
-  if (ids.length === 0 || ids[ids.length - 1]! < id) ids.push(id);
+  const last = ids.at(-1);
+  if (last === undefined || last < id) ids.push(id);
   else {
     const at = lowerBound(ids, id);
     if (ids[at] !== id) ids.splice(at, 0, id);
@@ -107,6 +108,6 @@ export class OrderedIndex<B extends string> {
     const end = cursor === undefined ? ids.length : lowerBound(ids, cursor);
     const start = Math.max(0, end - limit);
     const page = ids.slice(start, end).reverse();
-    return { ids: page, next: start > 0 && page.length > 0 ? page[page.length - 1]! : null };
+    return { ids: page, next: start > 0 ? (page.at(-1) ?? null) : null };
   }
 }

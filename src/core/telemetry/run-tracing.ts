@@ -9,8 +9,9 @@ const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 /** A caller's `traceparent` as the parent context of a run's span; undefined if absent or malformed (then the run starts a trace). */
 function parentOf(traceparent: string | undefined) {
   const m = traceparent === undefined ? null : TRACEPARENT.exec(traceparent.trim().toLowerCase());
-  if (!m || /^0+$/.test(m[1]!) || /^0+$/.test(m[2]!)) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, { traceId: m[1]!, spanId: m[2]!, traceFlags: Number.parseInt(m[3]!, 16) & 1, isRemote: true });
+  const [, traceId, spanId, flags] = m ?? [];
+  if (traceId === undefined || spanId === undefined || flags === undefined || /^0+$/.test(traceId) || /^0+$/.test(spanId)) return ROOT_CONTEXT;
+  return trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId, traceFlags: Number.parseInt(flags, 16) & 1, isRemote: true });
 }
 
 /** Whether a header value is a well-formed `traceparent` (what a start keeps of it). */

@@ -4,12 +4,14 @@ export const clip = (text: string, max: number) => (text.length > max ? `${text.
 /** Edit distance, for "did you mean". */
 export function editDistance(a: string, b: string): number {
   let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  // Every index read is within the rows, which are filled in order.
+  const at = (cells: number[], j: number) => cells[j] ?? 0;
   for (let i = 1; i <= a.length; i++) {
     const next = [i];
-    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(at(row, j) + 1, at(next, j - 1) + 1, at(row, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1));
     row = next;
   }
-  return row[b.length]!;
+  return at(row, b.length);
 }
 
 /** The candidate nearest to `word`, if it is near enough to be what was meant. */

@@ -55,8 +55,9 @@ export const codex = agent('codex', {
         state.lastError = str(event.message) ?? state.lastError;
         if (str(event.message)) emit({ type: 'error', message: event.message as string });
       } else if (event.type === 'turn.failed') {
-        state.final = { error: str(obj(event.error)?.message) ?? state.lastError ?? 'the turn failed' };
-        emit({ type: 'error', message: state.final.error! });
+        const error = str(obj(event.error)?.message) ?? state.lastError ?? 'the turn failed';
+        state.final = { error };
+        emit({ type: 'error', message: error });
       } else if (event.type === 'turn.completed') {
         state.final = {};
         state.usage = usageOf(obj(event.usage)?.input_tokens, obj(event.usage)?.output_tokens) ?? state.usage;

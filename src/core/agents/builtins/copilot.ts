@@ -25,13 +25,15 @@ export const copilot = agent('copilot', {
       const data = obj(event.data);
       if (event.type === 'assistant.message') {
         state.answered = true;
-        state.lastMessage = str(data?.content) ?? state.lastMessage;
-        if (str(data?.content)) emit({ type: 'message', text: data!.content as string });
+        const text = str(data?.content);
+        state.lastMessage = text ?? state.lastMessage;
+        if (text) emit({ type: 'message', text });
       } else if (event.type === 'tool.execution_start') toolStarted(state, emit, str(data?.toolName), str(data?.toolCallId));
       else if (event.type === 'tool.execution_complete') toolEnded(state, emit, str(data?.toolCallId), data?.success === false);
       else if (event.type === 'session.error') {
-        state.lastError = str(data?.message) ?? state.lastError;
-        if (str(data?.message)) emit({ type: 'error', message: data!.message as string });
+        const message = str(data?.message);
+        state.lastError = message ?? state.lastError;
+        if (message) emit({ type: 'error', message });
       } else if (event.type === 'result') {
         state.sessionId ??= str(event.sessionId);
         state.final = event.exitCode === 0 ? {} : { error: state.lastError ?? `copilot reported exit code ${String(event.exitCode)}` };

@@ -69,8 +69,9 @@ export const goose = agent('goose', {
         const message = obj(event.message);
         if (event.type === 'message' && message) onMessage(message, state, emit);
         else if (event.type === 'error') {
-          state.final = { error: str(event.error) ?? 'error' };
-          emit({ type: 'error', message: state.final.error! });
+          const error = str(event.error) ?? 'error';
+          state.final = { error };
+          emit({ type: 'error', message: error });
         } else if (event.type === 'complete') {
           if (!state.final?.error) state.final = {};
           state.usage = usageOf(event.input_tokens, event.output_tokens, event.cost_usd) ?? state.usage;

@@ -20,8 +20,9 @@ export const opencode = agent('opencode', {
       state.sessionId ??= str(event.sessionID);
       if (event.type === 'text' || event.type === 'tool_use') state.answered = true;
       if (event.type === 'text') {
-        state.lastMessage = str(part?.text) ?? state.lastMessage;
-        if (str(part?.text)) emit({ type: 'message', text: part!.text as string });
+        const text = str(part?.text);
+        state.lastMessage = text ?? state.lastMessage;
+        if (text) emit({ type: 'message', text });
       }
       if (event.type === 'tool_use') {
         // One event per finished call: its state says how it ended.
@@ -36,8 +37,9 @@ export const opencode = agent('opencode', {
         const error = obj(event.error);
         const name = str(error?.name);
         const message = str(obj(error?.data)?.message);
-        state.final = { error: message ? `${name ? `${name}: ` : ''}${message}` : (name ?? 'error') };
-        emit({ type: 'error', message: state.final.error! });
+        const reason = message ? `${name ? `${name}: ` : ''}${message}` : (name ?? 'error');
+        state.final = { error: reason };
+        emit({ type: 'error', message: reason });
       }
     },
   }),

@@ -5,7 +5,10 @@ export const API_ERROR_TEXT = /^\[API Error/;
 
 /** The content blocks of a Claude-style message. */
 export const blocksOf = (event: Json): Json[] =>
-  (Array.isArray(obj(event.message)?.content) ? (obj(event.message)!.content as unknown[]) : []).map(obj).filter((b): b is Json => b !== undefined);
+  [obj(event.message)?.content]
+    .flatMap((content) => (Array.isArray(content) ? content : []))
+    .map(obj)
+    .filter((b): b is Json => b !== undefined);
 
 /** The text blocks of a Claude-style assistant message. */
 export const assistantText = (event: Json): string =>
