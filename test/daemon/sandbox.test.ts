@@ -29,6 +29,22 @@ afterAll(() => cleanupDaemons(dirs));
 
 type Reach = Record<string, 'yes' | 'no'>;
 
+/** A Unix-domain socket server at `path` that accepts and closes. */
+function unixServer(path: string): Promise<{ path: string; close(): void }> {
+  rmSync(path, { force: true });
+  return new Promise((done) => {
+    const server = createServer((socket) => socket.end()).listen(path, () =>
+      done({
+        path,
+        close: () => {
+          server.close();
+          rmSync(path, { force: true });
+        },
+      }),
+    );
+  });
+}
+
 /** A TCP server on loopback that accepts and closes. */
 function tcpServer(): Promise<{ port: number; close(): void }> {
   return new Promise((done) => {
@@ -61,6 +77,7 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
   let daemon: Daemon;
   let cwd: string;
   let servers: Array<{ port: number; close(): void }> = [];
+  let runSocket: { path: string; close(): void };
 
   beforeAll(async () => {
     cwd = dir();
@@ -69,6 +86,8 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
     const token = adminTokenFile(cwd);
     // Two local services: the sandbox's network lets it reach the first only.
     servers = await Promise.all([0, 1].map(() => tcpServer()));
+    // A service's socket where the host keeps them (the tests run as root, as CI does).
+    runSocket = await unixServer(`/run/hrw-probe-${process.pid}.sock`);
     const env = {
       ALLOWED_PORT: String(servers[0]!.port),
       OTHER_PORT: String(servers[1]!.port),
@@ -77,6 +96,7 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
       CONFIG: join(cwd, 'headless.config.json'),
       OTHER: join(cwd, 'other'),
       OUTSIDE: join(cwd, 'outside'),
+      RUN_SOCKET: runSocket.path,
       SENTINEL,
     };
     const workspace = (id: string, extra: Record<string, unknown> = {}) => ({ id, path: id, agents: ['probe', 'fake'], env, ...extra });
@@ -96,12 +116,13 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
   afterAll(async () => {
     await daemon?.stop();
     for (const server of servers) server.close();
+    runSocket?.close();
   });
 
   it('unconfined, the probe reaches all of it: each check below can fail', async () => {
     const { reach, record } = await probe(daemon, 'open');
     // Everything but the proxy checks (an unconfined run has no proxy: it needs none).
-    expect(Object.keys(reach).length).toBe(15);
+    expect(Object.keys(reach).length).toBe(19);
     expect(Object.keys(reach).filter((check) => reach[check] === 'no')).toEqual(['proxy-allowed', 'proxy-other']);
     expect(record.policy).toBeUndefined();
     // What it wrote is removed, so the sandboxed runs are judged by what they write.
@@ -127,6 +148,12 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
       // Its HTTPS_PROXY tunnels to what is allowed only.
       'proxy-allowed': 'yes',
       'proxy-other': 'no',
+      // Started by root, it keeps no capability, can gain no privilege, sees no other run's folder
+      // and no socket of the host's services.
+      'has-caps': 'no',
+      'new-privs': 'no',
+      'other-runs': 'no',
+      'run-socket': 'no',
     });
     expect(record).toMatchObject({ status: 'succeeded', policy: { permissions: 'full', sandbox: true } });
     expect(existsSync(join(cwd, 'outside', 'written.txt'))).toBe(false);
@@ -147,7 +174,15 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
 
   it('read-only: its own workspace is read-only too, whatever the agent does; with no network listed, only the service', async () => {
     const { reach, record } = await probe(daemon, 'boxro');
-    expect(reach).toMatchObject({ 'own-write': 'no', 'outside-write': 'no', token: 'no', 'tmp-write': 'yes', 'net-allowed': 'no', service: 'yes' });
+    expect(reach).toMatchObject({
+      'own-write': 'no',
+      'outside-write': 'no',
+      token: 'no',
+      'tmp-write': 'yes',
+      'net-allowed': 'no',
+      service: 'yes',
+      'has-caps': 'no',
+    });
     expect(record.policy).toEqual({ permissions: 'read-only', sandbox: true });
   });
 });

@@ -7,6 +7,8 @@ describe('bubblewrapArgs', () => {
     workspace: '/srv/ws',
     readOnly: false,
     isolateNetwork: false,
+    fresh: { folders: ['/run'], files: ['/run/systemd/resolve/stub-resolv.conf'] },
+    dropCapabilities: false,
     writable: ['/home/u/.claude', '/tmp/hrw-sandbox-1'],
     hidden: [
       { path: '/srv', folder: true },
@@ -19,14 +21,30 @@ describe('bubblewrapArgs', () => {
     const args = bubblewrapArgs(layout, '/srv/ws', 'claude', ['-p']);
     const at = (...seq: string[]) => args.findIndex((_, i) => seq.every((s, j) => args[i + j] === s));
     expect(args.slice(0, 3)).toEqual(['--ro-bind', '/', '/']);
-    // The parent of the workspace (another workspace, say) is hidden before the workspace is bound over it.
-    expect(at('--tmpfs', '/srv', '--remount-ro', '/srv')).toBeLessThan(at('--bind', '/srv/ws', '/srv/ws'));
+    // The parent of the workspace (another workspace, say) is hidden before the workspace is bound
+    // over it, and made read-only once the bind's mount point is made in it.
+    expect(at('--tmpfs', '/srv')).toBeLessThan(at('--bind', '/srv/ws', '/srv/ws'));
+    expect(at('--remount-ro', '/srv')).toBeGreaterThan(at('--bind', '/tmp/hrw-sandbox-1', '/tmp/hrw-sandbox-1'));
     // The data directory inside the workspace is hidden after the workspace is bound.
     expect(args.lastIndexOf('/srv/ws/.headless')).toBeGreaterThan(at('--bind', '/srv/ws', '/srv/ws'));
     expect(at('--ro-bind', '/dev/null', '/etc/headless/token')).toBeGreaterThan(0);
     expect(at('--bind', '/home/u/.claude', '/home/u/.claude')).toBeGreaterThan(0);
     expect(at('--unshare-pid')).toBeGreaterThan(0);
     expect(args.slice(-5)).toEqual(['--chdir', '/srv/ws', '--', 'claude', '-p']);
+  });
+
+  it('the host’s service sockets: an empty /run of its own, the resolver file bound back, before anything is hidden', () => {
+    const args = bubblewrapArgs(layout, '/srv/ws', 'x', []);
+    const at = (...seq: string[]) => args.findIndex((_, i) => seq.every((s, j) => args[i + j] === s));
+    expect(at('--tmpfs', '/run')).toBeGreaterThan(at('--proc', '/proc'));
+    expect(at('--ro-bind', '/run/systemd/resolve/stub-resolv.conf', '/run/systemd/resolve/stub-resolv.conf')).toBeGreaterThan(at('--tmpfs', '/run'));
+    expect(at('--tmpfs', '/run')).toBeLessThan(at('--tmpfs', '/srv'));
+    expect(at('--remount-ro', '/run')).toBeGreaterThan(at('--ro-bind', '/run/systemd/resolve/stub-resolv.conf', '/run/systemd/resolve/stub-resolv.conf'));
+  });
+
+  it('started by root: every capability dropped; otherwise bubblewrap has none to give', () => {
+    expect(bubblewrapArgs(layout, '/srv/ws', 'x', [])).not.toContain('--cap-drop');
+    expect(bubblewrapArgs({ ...layout, dropCapabilities: true }, '/srv/ws', 'x', []).join(' ')).toContain('--cap-drop ALL');
   });
 
   it('a limited network: a network namespace of its own', () => {

@@ -2,8 +2,17 @@ import { delimiter } from 'node:path';
 
 /** The environment of a run (docs/http-api.md: Start a run, The Inbox). */
 
-/** The service's own secrets: the ONE list of what no run ever sees, whoever set them (the daemon, or a library user's `process.env`). */
-export const SERVICE_SECRETS = ['HEADLESS_ADMIN_TOKEN', 'HEADLESS_ADMIN_TOKEN_FILE', 'HEADLESS_WEBHOOK_SECRET', 'HEADLESS_STORE_URL'] as const;
+/**
+ * The service's own secrets: the ONE list of what no run ever sees, whoever set them (the daemon,
+ * or a library user's `process.env`), and where systemd hands them over (`CREDENTIALS_DIRECTORY`).
+ */
+export const SERVICE_SECRETS = [
+  'HEADLESS_ADMIN_TOKEN',
+  'HEADLESS_ADMIN_TOKEN_FILE',
+  'HEADLESS_WEBHOOK_SECRET',
+  'HEADLESS_STORE_URL',
+  'CREDENTIALS_DIRECTORY',
+] as const;
 
 /**
  * Removed from every layer: the service's secrets, what tells Claude Code it runs inside another

@@ -205,8 +205,9 @@ export class RunLauncher {
     else live.pendingStop ??= reason;
   }
 
-  /** Removes the folder of the `headless-inbox` launcher. */
+  /** Removes the folder of the `headless-inbox` launcher and the sandboxes'. */
   close(): void {
     this.inboxCommand.close();
+    this.$.sandbox.close();
   }
 }

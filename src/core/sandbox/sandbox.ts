@@ -1,11 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { findExecutable } from '../agents/preflight';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { builtFile } from '../util/package-file';
-import { bubblewrapArgs } from './bubblewrap';
+import { type SandboxLayout, bubblewrapArgs } from './bubblewrap';
 import { startEgressProxy } from './egress-proxy';
 
 export interface SandboxOptions {
@@ -56,6 +56,8 @@ const kindOf = (path: string): 'folder' | 'file' | undefined => {
  */
 export class Sandbox {
   private bwrap: string | undefined;
+  /** The folder every run's private one is made in: hidden from each sandbox, which sees its own bound back. */
+  private runs: string | undefined;
 
   constructor(private readonly o: SandboxOptions) {}
 
@@ -66,11 +68,18 @@ export class Sandbox {
     return this.bwrap;
   }
 
+  /** Removes the folder the runs' private ones were made in (each is removed when its run ends). */
+  close(): void {
+    if (this.runs) rmSync(this.runs, { recursive: true, force: true });
+    this.runs = undefined;
+  }
+
   /** A spawner that starts the run's agent inside the sandbox; its private temporary folder is removed when it ends. */
   confine(inner: Spawner, run: ConfineInput): Spawner {
     const bwrap = this.executable();
     return async (spawn) => {
-      const tmp = mkdtempSync(join(tmpdir(), 'hrw-sandbox-'));
+      this.runs ??= mkdtempSync(join(tmpdir(), 'hrw-sandboxes-'));
+      const tmp = mkdtempSync(join(this.runs, 'run-'));
       const writable = [tmp];
       for (const entry of run.stateDirs) {
         const dir = stateDir(entry, run.env);
@@ -80,7 +89,7 @@ export class Sandbox {
         if (kindOf(dir)) writable.push(dir);
       }
       const workspace = resolve(run.workspace);
-      const hidden = this.o.hidden
+      const hidden = [...this.o.hidden, this.runs]
         .map((path) => resolve(path))
         .filter((path) => path !== workspace)
         .flatMap((path) => {
@@ -91,7 +100,15 @@ export class Sandbox {
       try {
         egress = run.network.includes('*') ? undefined : await openEgress(tmp, run.network, spawn.env.HEADLESS_API_URL);
         const inside = egress ? { command: process.execPath, args: [egress.bridge, '--', spawn.command, ...spawn.args] } : spawn;
-        const layout = { workspace, readOnly: run.readOnly, writable, hidden, isolateNetwork: egress !== undefined };
+        const layout = {
+          workspace,
+          readOnly: run.readOnly,
+          writable,
+          hidden,
+          isolateNetwork: egress !== undefined,
+          fresh: FRESH,
+          dropCapabilities: process.getuid?.() === 0,
+        };
         const args = bubblewrapArgs(layout, run.cwd, inside.command, inside.args);
         const child = await inner({ ...spawn, command: bwrap, args, env: { ...spawn.env, ...egress?.env, TMPDIR: tmp } });
         child.exit.finally(() => closeSandbox(tmp, egress)).catch(() => undefined);
@@ -102,6 +119,31 @@ export class Sandbox {
       }
     };
   }
+}
+
+/**
+ * Where the host keeps the sockets of its services (the system and user buses, Docker, an
+ * ssh-agent started by systemd, databases): each sandbox gets an empty folder there instead,
+ * with the resolver file bound back where the host's lives in it.
+ */
+const FRESH = freshFolders(['/run', '/var/run']);
+
+function freshFolders(candidates: string[]): SandboxLayout['fresh'] {
+  const folders = candidates.filter((path) => {
+    try {
+      return lstatSync(path).isDirectory();
+    } catch {
+      return false;
+    }
+  });
+  let resolver: string | undefined;
+  try {
+    resolver = realpathSync('/etc/resolv.conf');
+  } catch {
+    resolver = undefined;
+  }
+  const files = resolver !== undefined && folders.some((folder) => resolver.startsWith(`${folder}/`)) ? [resolver] : [];
+  return { folders, files };
 }
 
 interface Egress {
