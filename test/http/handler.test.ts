@@ -315,7 +315,8 @@ describe("the service's secrets", () => {
     const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'dump-env', agent: 'fake', wait: true } });
     const seen = JSON.parse(((await res.json()) as { output: { stdout: string } }).output.stdout) as Record<string, string>;
     expect(seen.KEPT).toBe('yes');
-    for (const name of ['HEADLESS_ADMIN_TOKEN', 'HEADLESS_WEBHOOK_SECRET', 'HEADLESS_STORE_URL', 'CREDENTIALS_DIRECTORY']) expect(seen).not.toHaveProperty(name);
+    for (const name of ['HEADLESS_ADMIN_TOKEN', 'HEADLESS_WEBHOOK_SECRET', 'HEADLESS_STORE_URL', 'CREDENTIALS_DIRECTORY'])
+      expect(seen).not.toHaveProperty(name);
   });
 });
 

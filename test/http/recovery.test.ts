@@ -5,6 +5,7 @@ import { processStartTime } from '../../src/core/process/process-tree';
 import { MACHINE } from '../../src/core/process/machine';
 import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import type { StoredRun } from '../../src/core/types';
+import { storedRun } from '../helpers/records';
 import { closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
 import { isAlive, isDead } from '../helpers/processes';
 import { createNodeServer } from '../../src/adapters/node';
@@ -25,22 +26,8 @@ function sleeper(): Promise<ChildProcess> {
 }
 
 function orphanRecord(taskId: string, pid: number, startTime: string | undefined): StoredRun {
-  return {
-    taskId,
-    resumeId: `ses_${taskId}`,
-    workspaceId: 'ws',
-    agent: 'fake',
-    mode: 'async',
-    status: 'running',
-    createdAt: new Date(Date.now() - 60_000).toISOString(),
-    endedAt: null,
-    durationMs: null,
-    timeoutMs: 300_000,
-    exitCode: null,
-    signal: null,
-    process: { pid, startTime, machine: MACHINE },
-    bootId: 'boot_earlier',
-  };
+  const createdAt = new Date(Date.now() - 60_000).toISOString();
+  return storedRun(taskId, { createdAt, timeoutMs: 300_000, process: { pid, startTime, machine: MACHINE }, bootId: 'boot_earlier' });
 }
 
 describe('crash recovery reaper', () => {

@@ -18,26 +18,13 @@ import type { ServiceObserver } from '../../src/core/telemetry/observer';
 import type { RunRecord } from '../../src/contract/records';
 import type { StoredRun } from '../../src/core/types';
 import { createExecaSpawner } from '../../src/core/process/spawner';
+import { storedRun } from '../helpers/records';
 
 const ME = 'inst_me';
 
 function queued(taskId: string, owner = 'inst_accepting'): StoredRun {
-  return {
-    taskId,
-    resumeId: `ses_${taskId}`,
-    workspaceId: 'ws',
-    agent: 'fake',
-    mode: 'async',
-    status: 'queued',
-    createdAt: new Date().toISOString(),
-    endedAt: null,
-    durationMs: null,
-    timeoutMs: 1000,
-    exitCode: null,
-    signal: null,
-    bootId: owner,
-    queued: { prompt: 'p', resumes: false, apiUrl: 'http://127.0.0.1', expiresAt: new Date(Date.now() + 60_000).toISOString() },
-  };
+  const queue = { prompt: 'p', resumes: false, apiUrl: 'http://127.0.0.1', expiresAt: new Date(Date.now() + 60_000).toISOString() };
+  return storedRun(taskId, { status: 'queued', bootId: owner, queued: queue });
 }
 
 /**

@@ -4,26 +4,12 @@ import { publicRecord } from '../../src/core/public-record';
 import { RunRecords } from '../../src/core/runs/records';
 import { keyvStore } from '../../src/core/store/keyv-store';
 import type { StoredRun } from '../../src/core/types';
+import { storedRun } from '../helpers/records';
 import { refusingKeyv } from '../helpers/stores';
 import { waitFor } from '../helpers/wait';
 
 function running(taskId: string): StoredRun {
-  return {
-    taskId,
-    resumeId: 'ses_1',
-    workspaceId: 'ws',
-    agent: 'fake',
-    mode: 'async',
-    status: 'running',
-    createdAt: new Date().toISOString(),
-    endedAt: null,
-    durationMs: null,
-    timeoutMs: 1000,
-    exitCode: null,
-    signal: null,
-    bootId: 'boot_1',
-    process: { pid: 123, startTime: '1', machine: 'host/boot' },
-  };
+  return storedRun(taskId, { resumeId: 'ses_1', process: { pid: 123, startTime: '1', machine: 'host/boot' } });
 }
 
 const end = (run: StoredRun): StoredRun | undefined =>

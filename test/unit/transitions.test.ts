@@ -2,30 +2,21 @@ import { describe, expect, it } from 'vitest';
 import { RUN_STATUSES, type RunStatus, hasEnded } from '../../src/contract/records';
 import { type Change, INTERRUPTED, TRANSITIONS, type TransitionName, can, change } from '../../src/core/runs/transitions';
 import type { StoredRun } from '../../src/core/types';
+import { storedRun } from '../helpers/records';
 
 const OWNER = 'inst_owner';
 const OTHER = 'inst_other';
 const AT = new Date('2026-01-01T00:01:00.000Z');
 
 function run(status: RunStatus, more: Partial<StoredRun> = {}): StoredRun {
-  return {
-    taskId: 'run_1',
-    resumeId: 'ses_1',
-    workspaceId: 'ws',
-    agent: 'fake',
-    mode: 'async',
+  return storedRun('run_1', {
     status,
     createdAt: '2026-01-01T00:00:00.000Z',
-    endedAt: null,
-    durationMs: null,
-    timeoutMs: 1000,
-    exitCode: null,
-    signal: null,
     bootId: OWNER,
     webhookTargets: [{ url: 'https://example.test/hook', events: ['run.ended', 'agent.session'], source: 'start' }],
     ...(status === 'queued' ? { queued: { prompt: 'p', resumes: false, apiUrl: 'http://127.0.0.1', expiresAt: '2026-01-01T01:00:00.000Z' } } : {}),
     ...more,
-  };
+  });
 }
 
 /** Each transition of a stored record as the lifecycle applies it, asked by `by`. */
