@@ -36,6 +36,18 @@ describe('the default gate', () => {
     expect((await host.request('GET', '/api/headless?wsId=ws')).status).toBe(200);
   });
 
+  it('a local process is never locked out by another local one guessing (they share 127.0.0.1); a proxied request still counts', async () => {
+    const host = await createTestHost({ adminToken: TOKEN, localCallers: 'token' });
+    const local = (token: string, headers: Record<string, string> = {}) =>
+      host.request('GET', '/api/headless?wsId=ws', { headers: { authorization: `Bearer ${token}`, ...headers } });
+    for (let i = 0; i < 20; i++) expect((await local(`wrong-${i}`)).status).toBe(401);
+    expect((await local(TOKEN)).status).toBe(200);
+    // Through a proxy on this host every remote caller is 127.0.0.1 with a forwarding header: throttled as one peer.
+    const proxied = { 'x-forwarded-for': REMOTE };
+    for (let i = 0; i < 10; i++) expect((await local(`wrong-${i}`, proxied)).status).toBe(401);
+    expect(await problem(await local(TOKEN, proxied))).toMatchObject({ status: 429, code: 'too_many_attempts' });
+  });
+
   it('counts failures in a one-minute window: the peer is let try again once it has passed', () => {
     let now = 1_000_000;
     const attempts = new FailedAttempts(() => now);

@@ -208,17 +208,21 @@ export function createDefaultGate(options: GateOptions): Authorize {
 
     const { credential } = context;
     if (credential.kind === 'run' && credential.inScope) return true;
+    const direct = FORWARDING_HEADERS.every((h) => !request.headers.has(h)) && name !== undefined && LOCAL_NAMES.has(name);
+    const local = direct && (context.unixSocket === true || isLoopbackAddress(context.remoteAddress));
     if (credential.kind === 'bearer' || credential.kind === 'malformed') {
-      // A peer that keeps guessing is refused for a while, its right guess included.
-      failures.check(context.remoteAddress);
+      // A remote peer that keeps guessing is refused for a while, its right guess included. A
+      // local process is not throttled: every local caller shares one address, so a few bad
+      // guesses by one (an agent) would lock out the operator, and a 32-character token cannot
+      // be guessed faster by a local caller than by a remote one.
+      if (!local) failures.check(context.remoteAddress);
       if (credential.kind === 'bearer' && adminToken !== undefined && secretsEqual(credential.token, adminToken)) return true;
-      failures.record(context.remoteAddress);
+      if (!local) failures.record(context.remoteAddress);
     }
     if (credential.kind !== 'none') throw unauthorized();
 
-    const direct = FORWARDING_HEADERS.every((h) => !request.headers.has(h)) && name !== undefined && LOCAL_NAMES.has(name);
     // A socket file's callers are the ones its mode lets in, whatever localCallers says.
     if (context.unixSocket) return direct;
-    return trustLocal && direct && isLoopbackAddress(context.remoteAddress);
+    return trustLocal && local;
   };
 }
