@@ -329,6 +329,26 @@ describe('the working directory of a run', () => {
   });
 });
 
+describe("a workspace's own executable configuration", () => {
+  it('claude: a hook in the workspace’s .claude/settings.json runs in a full run, never in a read-only one', async () => {
+    const hook = (mode: Mode) => {
+      mkdirSync(join(paths[mode], '.claude'), { recursive: true });
+      const settings = { hooks: { SessionStart: [{ hooks: [{ type: 'command', command: `touch ${join(paths[mode], 'hook-ran.txt')}` }] }] } };
+      writeFileSync(join(paths[mode], '.claude', 'settings.json'), JSON.stringify(settings));
+    };
+    try {
+      hook('ok');
+      hook('ro');
+      expect((await run('ok', { agent: 'claude', prompt: 'hello', wait: true })).status).toBe('succeeded');
+      expect(existsSync(join(paths.ok, 'hook-ran.txt'))).toBe(true);
+      expect((await run('ro', { agent: 'claude', prompt: 'hello', wait: true })).status).toBe('succeeded');
+      expect(existsSync(join(paths.ro, 'hook-ran.txt'))).toBe(false);
+    } finally {
+      for (const mode of ['ok', 'ro'] as const) rmSync(join(paths[mode], '.claude'), { recursive: true, force: true });
+    }
+  });
+});
+
 describe('traces of a real agent', () => {
   it('claude: its run’s span under the caller’s trace, with a child span for the tool call the model asked for', async () => {
     const [traceId, parent] = ['5bf92f3577b34da6a3ce929d0e0e4736', '10f067aa0ba902b7'];

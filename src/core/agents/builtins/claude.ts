@@ -20,7 +20,12 @@ export const claude = agent('claude', {
       '--output-format',
       'stream-json',
       '--verbose',
-      ...byPermissions(input, ['--dangerously-skip-permissions'], ['--permission-mode', 'default', `--disallowedTools=${CHANGING_TOOLS}`]),
+      // Read-only: the workspace's own settings (their hooks run commands) are not loaded either.
+      ...byPermissions(
+        input,
+        ['--dangerously-skip-permissions'],
+        ['--permission-mode', 'default', `--disallowedTools=${CHANGING_TOOLS}`, '--setting-sources', 'user'],
+      ),
       ...resumeFlag('--resume', input),
     ],
     stdin: input.prompt,
