@@ -13,7 +13,7 @@ import type { ProcessOutput } from '../process/spawner';
 import type { SessionBook } from '../sessions';
 import type { StoredRun } from '../types';
 import { clip } from '../util/text';
-import type { RunLifecycle } from './lifecycle';
+import { EMPTY_OUTPUT, type RunLifecycle } from './lifecycle';
 import type { LiveRun } from './live-run';
 import { judgeOutcome } from './outcome';
 import type { RunRecords } from './records';
@@ -34,7 +34,7 @@ export interface EndInput {
   runtimeError?: RunError;
 }
 
-export const emptyEnd: EndInput = { exitCode: null, signal: null, output: { stdout: '', stderr: '', truncated: false } };
+export const emptyEnd: EndInput = { exitCode: null, signal: null, output: EMPTY_OUTPUT };
 
 export function processOutcome(end: ProcessEnd): EndInput {
   return {

@@ -159,7 +159,12 @@ export class RunLifecycle {
         .release({ taskId, workspaceId, placement })
         .catch((error: unknown) => this.$.log(`could not release the placement of ${taskId}`, error));
     }
-    this.settle(taskId, { record, output: o.output ?? (await this.$.records.output(taskId).catch(() => undefined)) ?? EMPTY_OUTPUT });
+    if (this.waiters.has(taskId)) this.settle(taskId, { record, output: o.output ?? (await this.storedOutput(taskId)) });
+  }
+
+  /** An ended run's stored output, empty when none was kept. */
+  private async storedOutput(taskId: string): Promise<ProcessOutput> {
+    return (await this.$.records.output(taskId).catch(() => undefined)) ?? EMPTY_OUTPUT;
   }
 
   /**
@@ -186,7 +191,7 @@ export class RunLifecycle {
     if (this.isHere(taskId)) return;
     const record = await this.$.records.find(taskId).catch(() => undefined);
     if (!record || !hasEnded(record.status) || record.bootId === this.$.instanceId) return;
-    this.settle(taskId, { record: publicRecord(record), output: (await this.$.records.output(taskId).catch(() => undefined)) ?? EMPTY_OUTPUT });
+    this.settle(taskId, { record: publicRecord(record), output: await this.storedOutput(taskId) });
   }
 
   /** Tells whoever waits for the run: its result, or why there is none. */

@@ -4,6 +4,7 @@ import type { ProcessOutput } from '../process/spawner';
 import type { CollectionSpec, HeadlessStore, RecordTable } from '../store/headless-store';
 import type { Page } from '../store/memory-index';
 import type { StoredRun } from '../types';
+import type { Change } from './transitions';
 import { BoundedCache } from '../util/bounded-cache';
 
 /** How often a compare-and-set that lost is tried again on the newer record. */
@@ -33,7 +34,6 @@ export interface RunRecordsOptions {
   backgroundRetryMs?: number;
 }
 
-type Change = (run: StoredRun) => StoredRun | undefined;
 /** Told once a final record is durable. */
 type Stored = (run: StoredRun) => void | Promise<void>;
 

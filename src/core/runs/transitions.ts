@@ -10,7 +10,7 @@ import type { StoredRun } from '../types';
 
 /** The statuses a run can end in, by the way it ends. */
 export type FinishStatus = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'interrupted';
-export type QueuedEnding = 'cancelled' | 'expired' | 'failed';
+export type QueuedEnding = 'cancelled' | 'expired';
 
 /**
  * Every transition: from which statuses (none: it makes a new record) to which. A `running` run
@@ -99,7 +99,7 @@ export const change = {
     };
   },
   endQueued(ending: QueuedEnding | { status: 'failed'; error: RunError }, instanceId: string, at: Date): Change {
-    const { status, error } = typeof ending === 'string' ? { status: ending, error: queuedError(ending) } : ending;
+    const { status, error } = typeof ending === 'string' ? { status: ending, error: QUEUED_ENDINGS[ending] } : ending;
     return (r) => (can('endQueued', r) ? endedRecord(r, { status, error, owner: instanceId, at }) : undefined);
   },
   recordProcess(owner: string, fields: Pick<StoredRun, 'process' | 'placement'>): Change {
@@ -119,7 +119,3 @@ export const change = {
     return (r) => (can('interrupt', r, owner) ? endedRecord(r, { status: 'interrupted', error: INTERRUPTED, owner: instanceId, at }) : undefined);
   },
 };
-
-function queuedError(ending: QueuedEnding): RunError {
-  return ending === 'failed' ? { code: 'failed', message: 'It could not be started.' } : QUEUED_ENDINGS[ending];
-}

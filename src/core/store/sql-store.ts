@@ -9,7 +9,7 @@ import { sqlTable } from './sql-table';
 
 const SCAN_BATCH = 1000;
 /** The first key after every key that starts with `prefix`. */
-export const after = (prefix: string) => `${prefix}\uffff`;
+const after = (prefix: string) => `${prefix}\uffff`;
 
 /** Creates the key-value table; the record tables are made by their own `load`. */
 export async function prepareKeyValue(db: SqlDatabase): Promise<void> {
