@@ -16,6 +16,9 @@ import type { WebhookOptions } from '../core/delivery/targets';
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const stringList = v.array(v.string());
 
+/** Paths relative to HOME that stay inside it. */
+const homePaths = v.array(v.pipe(v.string(), v.regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$)).+$/, 'must be a path relative to HOME, without ..')));
+
 const AgentSchema = v.strictObject({
   command: v.pipe(v.string(), v.minLength(1)),
   args: stringList,
@@ -35,6 +38,8 @@ const AgentSchema = v.strictObject({
     ),
   ),
   kind: v.optional(v.picklist(['agent', 'utility'])),
+  state: v.optional(homePaths),
+  config: v.optional(homePaths),
 });
 
 const webhookEvents = v.optional(v.pipe(v.array(v.picklist(WEBHOOK_EVENTS)), v.minLength(1)));
@@ -96,6 +101,7 @@ export const ConfigSchema = v.strictObject({
   webhooks: v.optional(WebhooksSchema),
   retentionDays: v.optional(v.pipe(v.number(), v.minValue(0))),
   instanceLeaseSeconds: v.optional(v.pipe(v.number(), v.minValue(1))),
+  sandbox: v.optional(v.strictObject({ readable: v.optional(v.array(v.pipe(v.string(), v.startsWith('/', 'must be an absolute path')))) })),
 });
 
 export interface DaemonConfig {
@@ -115,6 +121,8 @@ export interface DaemonConfig {
   retentionDays?: number;
   /** With a shared PostgreSQL store: how long an instance's lease lasts. */
   instanceLeaseMs?: number;
+  /** What every sandbox may read besides the system, its PATH and its agent's install. */
+  sandbox?: { readable?: string[] };
 }
 
 export class ConfigError extends Error {}
@@ -243,6 +251,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     workspaces,
     webhooks: config.webhooks,
     retentionDays: config.retentionDays,
+    sandbox: config.sandbox,
     ...(config.instanceLeaseSeconds === undefined ? {} : { instanceLeaseMs: Math.round(config.instanceLeaseSeconds * 1000) }),
   };
 }

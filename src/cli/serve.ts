@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Server } from 'node:http';
 import { parseArgs } from 'node:util';
 import type pino from 'pino';
@@ -108,7 +108,8 @@ export async function serve(argv: string[]): Promise<void> {
   const tracing = daemonTracing(process.env, version);
   const api = { url: '' };
   const hidden = [config.file, dataDir?.path, admin.file, values.socket && resolve(cwd, values.socket)].filter((p) => p !== undefined);
-  const handler = await startHandler({ values, config, admin, store, tracer: tracing?.tracer, hidden, logger, api });
+  const agentState = dataDir && join(dataDir.path, 'agent-state');
+  const handler = await startHandler({ values, config, admin, store, tracer: tracing?.tracer, hidden, agentState, logger, api });
   // A size the operator chose wins.
   if (!youngGenerationChosen(process.execArgv, process.env.NODE_OPTIONS)) holdYoungGeneration(YOUNG_GENERATION_MB);
   const server = createNodeServer(handler);
@@ -190,6 +191,8 @@ interface HandlerSetup {
   tracer: HeadlessHandlerOptions['tracer'];
   /** What no sandboxed run may see: the config, data directory, token file and socket. */
   hidden: string[];
+  /** Where sandboxed agents keep each workspace's state: in the data directory, when there is one. */
+  agentState: string | undefined;
   logger: pino.Logger;
   /** The URL runs are given, known once the port is bound. */
   api: { url: string };
@@ -213,7 +216,7 @@ async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
       queue: config.queue,
       schedules: config.schedules,
       tracer: o.tracer,
-      sandbox: { hidden: o.hidden },
+      sandbox: { hidden: o.hidden, readable: config.sandbox?.readable, agentState: o.agentState },
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
       logger: o.logger,

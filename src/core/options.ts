@@ -34,9 +34,12 @@ export interface HeadlessHandlerOptions {
   queue?: QueueSettings;
   /**
    * What sandboxed runs (a workspace's or schedule's `sandbox: true`) must not see, besides every
-   * other listed workspace: the daemon passes its data directory, config file, token file and socket. @default {}
+   * other listed workspace: the daemon passes its data directory, config file, token file and socket.
+   * `readable`: what every sandbox may read besides the system, its PATH and its agent's install.
+   * `agentState`: where each workspace's sandboxed agents keep their state (the daemon: `<data dir>/agent-state`;
+   * otherwise a temporary folder, so sessions of sandboxed runs last until close). @default {}
    */
-  sandbox?: { hidden?: string[] };
+  sandbox?: { hidden?: string[]; readable?: string[]; agentState?: string };
   /** Cron schedules that start runs (docs/queue-and-schedules.md). @default [] */
   schedules?: ScheduleDefinition[];
   /** The installation default agent. @default none */

@@ -244,17 +244,17 @@ async function diagnose({ workspaces, registry, env, options }: ServiceResources
   return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
 }
 
-/** The sandbox of confined runs: it hides the service's own files and every other listed workspace; bubblewrap is required up front where one is asked for. */
+/** The sandbox of confined runs: it hides the service's own files and every other listed workspace; bubblewrap must make one up front where one is asked for. */
 function buildSandbox(options: HeadlessHandlerOptions, workspaces: Workspaces): Sandbox {
   const listed = workspaces.all() ?? [];
-  const sandbox = new Sandbox({ hidden: [...(options.sandbox?.hidden ?? []), ...listed.map((ws) => ws.path)] });
+  const sandbox = new Sandbox({ ...options.sandbox, hidden: [...(options.sandbox?.hidden ?? []), ...listed.map((ws) => ws.path)] });
   const wanted = [
     ...listed.filter((ws) => ws.sandbox).map((ws) => `workspace "${ws.id}"`),
     ...(options.schedules ?? []).filter((s) => s.sandbox).map((s) => `schedule "${s.name}"`),
   ];
   if (wanted.length > 0) {
     try {
-      sandbox.executable();
+      sandbox.check();
     } catch (error) {
       throw new Error(`${wanted[0]} asks for a sandbox, but ${(error as Error).message}`);
     }

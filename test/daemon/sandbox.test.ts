@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,17 +31,19 @@ type Reach = Record<string, 'yes' | 'no'>;
 
 /** A Unix-domain socket server at `path` that accepts and closes. */
 function unixServer(path: string): Promise<{ path: string; close(): void }> {
-  rmSync(path, { force: true });
+  if (!path.startsWith('\0')) rmSync(path, { force: true });
   return new Promise((done) => {
-    const server = createServer((socket) => socket.end()).listen(path, () =>
+    const server = createServer((socket) => socket.end()).listen(path, () => {
+      // Any local user may connect, as to an agent's socket its owner opened up: only the sandbox stands in the way.
+      if (!path.startsWith('\0')) chmodSync(path, 0o666);
       done({
         path,
         close: () => {
           server.close();
-          rmSync(path, { force: true });
+          if (!path.startsWith('\0')) rmSync(path, { force: true });
         },
-      }),
-    );
+      });
+    });
   });
 }
 
@@ -73,21 +75,49 @@ async function probe(daemon: Daemon, workspace: string): Promise<{ reach: Reach;
   return { reach, record };
 }
 
-describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
+/**
+ * Who the daemon runs as: root (as in most containers and CI), and an unprivileged user made for
+ * the test (bubblewrap then needs unprivileged user namespaces, as Debian ships them). Not root:
+ * only the current user.
+ */
+const isRoot = process.getuid?.() === 0;
+function escapeUser(): { uid: number; gid: number } {
+  const name = 'hrw-escape';
+  if (spawnSync('id', ['-u', name]).status !== 0) {
+    const made = spawnSync('useradd', ['--no-create-home', '--shell', '/bin/sh', name], { encoding: 'utf8' });
+    if (made.status !== 0) throw new Error(`useradd ${name}: ${made.stderr}`);
+  }
+  const id = (flag: string) => Number(spawnSync('id', [flag, name], { encoding: 'utf8' }).stdout.trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+const VARIANTS = isRoot ? (['root', 'user'] as const) : (['user'] as const);
+
+/** What the unconfined probe reaches that it should not be able to, as this user: everything but the proxy, and as a user, no root's files or capabilities. */
+const unconfinedNo = (variant: string) => ['proxy-allowed', 'proxy-other', ...(variant === 'user' && isRoot ? ['etc-shadow', 'has-caps'] : [])];
+
+describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the daemon run as %s', (variant) => {
   let daemon: Daemon;
   let cwd: string;
+  let home: string;
   let servers: Array<{ port: number; close(): void }> = [];
-  let runSocket: { path: string; close(): void };
+  let sockets: Array<{ path: string; close(): void }> = [];
+  const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
   beforeAll(async () => {
     cwd = dir();
-    for (const name of ['box', 'boxro', 'open', 'other', 'outside']) mkdirSync(join(cwd, name));
+    home = join(cwd, 'home');
+    for (const name of ['box', 'boxro', 'open', 'other', 'outside', 'home/.ssh', 'home/.agent', 'home/.gnupg']) mkdirSync(join(cwd, name), { recursive: true });
     writeFileSync(join(cwd, 'other', 'secret.txt'), 'secret');
+    writeFileSync(join(home, '.ssh', 'id_ed25519'), 'a private key');
+    writeFileSync(join(home, '.agent', 'settings.json'), "the operator's settings\n");
     const token = adminTokenFile(cwd);
     // Two local services: the sandbox's network lets it reach the first only.
     servers = await Promise.all([0, 1].map(() => tcpServer()));
-    // A service's socket where the host keeps them (the tests run as root, as CI does).
-    runSocket = await unixServer(`/run/hrw-probe-${process.pid}.sock`);
+    // Sockets where the host keeps them: a service's under /run, an ssh-agent's under /tmp, a gpg-agent's in HOME, an abstract one.
+    const abstract = `hrw-probe-${process.pid}-${variant}`;
+    sockets = await Promise.all(
+      [`/run/hrw-probe-${process.pid}-${variant}.sock`, join(cwd, `ssh-${variant}.sock`), join(home, '.gnupg', 'S.gpg-agent'), `\0${abstract}`].map(unixServer),
+    );
     const env = {
       ALLOWED_PORT: String(servers[0]!.port),
       OTHER_PORT: String(servers[1]!.port),
@@ -96,13 +126,20 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
       CONFIG: join(cwd, 'headless.config.json'),
       OTHER: join(cwd, 'other'),
       OUTSIDE: join(cwd, 'outside'),
-      RUN_SOCKET: runSocket.path,
+      RUN_SOCKET: sockets[0]!.path,
+      TMP_SOCKET: sockets[1]!.path,
+      ABSTRACT_SOCKET: abstract,
+      HOME: home,
       SENTINEL,
     };
     const workspace = (id: string, extra: Record<string, unknown> = {}) => ({ id, path: id, agents: ['probe', 'fake'], env, ...extra });
+    // The probe keeps its state in ~/.agent; its settings and hooks there are configuration.
+    const probeAgent = { command: '/bin/sh', args: [PROBE], stdin: '{prompt}', state: ['.agent'], config: ['.agent/settings.json', '.agent/hooks'] };
     writeConfig(cwd, {
       localCallers: 'token',
-      agents: { probe: { command: '/bin/sh', args: [PROBE], stdin: '{prompt}' }, fake: fakeAgent },
+      // The probe is a script outside the view: the operator lets sandboxes read it.
+      sandbox: { readable: [PROBE] },
+      agents: { probe: probeAgent, fake: fakeAgent },
       workspaces: [
         workspace('open'),
         workspace('box', { sandbox: true, network: [`127.0.0.1:${servers[0]!.port}`] }),
@@ -110,26 +147,42 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
         workspace('other'),
       ],
     });
+    const as: { uid?: number; gid?: number } = variant === 'user' && isRoot ? escapeUser() : {};
+    if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, cwd]);
     // The sentinel stands for any secret left in the daemon's environment.
-    daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', token], { HEADLESS_ADMIN_TOKEN: SENTINEL });
+    daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', token], { HEADLESS_ADMIN_TOKEN: SENTINEL, HOME: home }, as);
   }, 30_000);
   afterAll(async () => {
     await daemon?.stop();
-    for (const server of servers) server.close();
-    runSocket?.close();
+    for (const server of [...servers, ...sockets]) server.close();
   });
 
   it('unconfined, the probe reaches all of it: each check below can fail', async () => {
+    await probe(daemon, 'open');
+    // The second run finds what the first planted and kept.
     const { reach, record } = await probe(daemon, 'open');
-    // Everything but the proxy checks (an unconfined run has no proxy: it needs none).
-    expect(Object.keys(reach).length).toBe(19);
-    expect(Object.keys(reach).filter((check) => reach[check] === 'no')).toEqual(['proxy-allowed', 'proxy-other']);
+    expect(Object.keys(reach).length).toBe(29);
+    expect(
+      Object.keys(reach)
+        .filter((check) => reach[check] === 'no')
+        .sort(),
+    ).toEqual(unconfinedNo(variant).sort());
     expect(record.policy).toBeUndefined();
     // What it wrote is removed, so the sandboxed runs are judged by what they write.
-    for (const file of [join(cwd, 'other', 'written.txt'), join(cwd, 'outside', 'written.txt')]) rmSync(file);
+    for (const file of [
+      join(cwd, 'other', 'written.txt'),
+      join(cwd, 'outside', 'written.txt'),
+      join(home, '.agent', 'hooks'),
+      join(home, '.agent', 'sessions'),
+    ]) {
+      rmSync(file, { recursive: true });
+    }
+    writeFileSync(join(home, '.agent', 'settings.json'), "the operator's settings\n");
   });
 
-  it('sees its own workspace and a private temporary folder, never the token, the store, the config, another workspace, or the daemon', async () => {
+  it('sees its own workspace, a private temporary folder and its agent state, never the token, the store, the config, another workspace, HOME, a socket or the daemon', async () => {
+    const first = await probe(daemon, 'box');
+    expect(first.reach).toMatchObject({ planted: 'no', kept: 'no' });
     const { reach, record } = await probe(daemon, 'box');
     expect(reach).toEqual({
       token: 'no',
@@ -148,20 +201,34 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
       // Its HTTPS_PROXY tunnels to what is allowed only.
       'proxy-allowed': 'yes',
       'proxy-other': 'no',
-      // Started by root, it keeps no capability, can gain no privilege, sees no other run's folder
-      // and no socket of the host's services.
+      // No capability, whoever started it; no privilege to gain; no other run's folder; no socket of the host's services.
       'has-caps': 'no',
       'new-privs': 'no',
       'other-runs': 'no',
       'run-socket': 'no',
+      // A HOME of its own: no ssh key; no password hashes.
+      'home-key': 'no',
+      'etc-shadow': 'no',
+      // The operator's agent configuration is read-only; a hook it planted is gone at the next run; its sessions are kept.
+      'config-write': 'no',
+      planted: 'no',
+      kept: 'yes',
+      'tmp-socket': 'no',
+      'home-socket': 'no',
+      'abstract-socket': 'no',
+      sockets: 'no',
+      userns: 'no',
     });
     expect(record).toMatchObject({ status: 'succeeded', policy: { permissions: 'full', sandbox: true } });
     expect(existsSync(join(cwd, 'outside', 'written.txt'))).toBe(false);
     expect(existsSync(join(cwd, 'other', 'written.txt'))).toBe(false);
+    // Nothing reached the operator's HOME; the workspace's agent state is in the data directory.
+    expect(readFileSync(join(home, '.agent', 'settings.json'), 'utf8')).toBe("the operator's settings\n");
+    expect(existsSync(join(home, '.agent', 'hooks'))).toBe(false);
+    expect(existsSync(join(cwd, '.headless', 'agent-state', 'box', '.agent', 'sessions', 'kept'))).toBe(true);
   });
 
   it('cancel stops the whole sandbox: the agent, its grandchild, the network bridge and bubblewrap', async () => {
-    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const res = await api(daemon, 'POST', '/api/workspaces/box/headless', { prompt: 'grandchild 60000; sleep 60000', agent: 'fake' }, auth);
     const { taskId } = (await res.json()) as { taskId: string };
     // bubblewrap, the bridge, the agent and its grandchild all carry the run's marker.
@@ -182,6 +249,8 @@ describe.skipIf(!hasBwrap)('a sandboxed run (bubblewrap)', () => {
       'net-allowed': 'no',
       service: 'yes',
       'has-caps': 'no',
+      'home-key': 'no',
+      'config-write': 'no',
     });
     expect(record.policy).toEqual({ permissions: 'read-only', sandbox: true });
   });
@@ -221,6 +290,18 @@ describe('sandbox settings', () => {
     const r = await runCli(['serve', '--port', '0'], { cwd, env: { PATH: join(cwd, 'no-bin') } });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('schedule "nightly" asks for a sandbox, but the sandbox needs bubblewrap, which is not installed: apt-get install bubblewrap');
+  });
+
+  it('bubblewrap cannot make the sandbox (no user namespaces): the daemon refuses to start, saying why, never runs a weaker one', async () => {
+    const cwd = dir();
+    mkdirSync(join(cwd, 'bin'));
+    // What bubblewrap says where user namespaces are off (a sysctl, or Ubuntu's AppArmor rule).
+    writeFileSync(join(cwd, 'bin', 'bwrap'), '#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n', { mode: 0o755 });
+    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', sandbox: true }] });
+    const r = await runCli(['serve', '--port', '0'], { cwd, env: { PATH: `${join(cwd, 'bin')}:/usr/bin:/bin` } });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('workspace "ws" asks for a sandbox, but bubblewrap cannot make a sandbox here (bwrap: setting up uid map: Permission denied)');
+    expect(r.stderr).toContain('user namespaces');
   });
 
   it('a bad permissions value is a config error naming it', async () => {

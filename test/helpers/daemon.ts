@@ -70,10 +70,16 @@ export function runCli(
  * Starts `serve` in `dir` and waits for its `listening on` line. Its store is `dir/.headless`
  * unless `--data-dir` or `HEADLESS_DATA_DIR` says otherwise: never the user's state folder.
  */
-export function startDaemon(dir: string, args: string[] = ['--port', '0'], env: NodeJS.ProcessEnv = {}): Promise<Daemon> {
+export function startDaemon(
+  dir: string,
+  args: string[] = ['--port', '0'],
+  env: NodeJS.ProcessEnv = {},
+  /** Another user to run it as (the test runs as root). */
+  as: { uid?: number; gid?: number } = {},
+): Promise<Daemon> {
   return new Promise((done, fail) => {
     const childEnv = { ...process.env, HEADLESS_DATA_DIR: join(dir, '.headless'), ...env };
-    const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], ...as });
     running.add(child);
     let out = '';
     let stdout = '';

@@ -17,6 +17,10 @@ export interface CommandAgentDefinition {
   sessionIdPattern?: string;
   /** @default "agent" */
   kind?: 'agent' | 'utility';
+  /** Where it keeps sessions and history, relative to HOME: inside a sandbox, the workspace's own (docs/security.md: Agent state). */
+  state?: string[];
+  /** Its executable configuration and login files, relative to HOME: inside a sandbox, the operator's, read-only. */
+  config?: string[];
 }
 
 const PLACEHOLDERS = ['prompt', 'resumeId', 'agentSessionId', 'workspacePath'];
@@ -68,6 +72,8 @@ export function createCommandAgent(name: string, definition: CommandAgentDefinit
     command: definition.command,
     supportsResume: definition.resumeArgs !== undefined,
     setupProblems: definitionProblems(name, definition),
+    stateDirs: definition.state,
+    config: definition.config,
     invocation(input) {
       const args = input.agentSessionId !== undefined && definition.resumeArgs ? definition.resumeArgs : definition.args;
       const stdin = definition.stdin === undefined ? {} : { stdin: fillArgs([definition.stdin], input).join('') };

@@ -127,8 +127,13 @@ export interface AgentAdapter {
   unlistedFlags?: string[];
   /** Whether its own flags can keep it from editing and running commands (`permissions: "read-only"`). */
   readOnly?: boolean;
-  /** Where it keeps its state, relative to `HOME` (a `.json` entry is a file): writable inside a sandbox. */
+  /** Where it keeps sessions and history, relative to `HOME` (a `.json` entry is a file): inside a sandbox, the workspace's own, writable. */
   stateDirs?: string[];
+  /**
+   * Its executable configuration (settings with hooks, MCP servers, plugins, instructions), relative
+   * to `HOME`: inside a sandbox only the operator's, read-only, with its `credentials.files`.
+   */
+  config?: string[];
   invocation(input: AgentRunInput): AgentInvocation;
   /** The parser of the `lines` protocol. */
   parser(input: AgentRunInput): AgentOutputParser;

@@ -138,10 +138,12 @@ export class RunLauncher {
     await preflight(adapter, invocation.command, env);
     const spawner = record.policy?.sandbox
       ? this.$.sandbox.confine(placed.spawner, {
+          workspaceId: workspace.id,
           workspace: workspace.path,
           cwd,
           readOnly: record.policy.permissions === 'read-only',
-          stateDirs: adapter.stateDirs ?? [],
+          state: adapter.stateDirs ?? [],
+          config: [...(adapter.config ?? []), ...(adapter.credentials?.files ?? [])],
           env,
           network: workspace.network ?? [],
         })

@@ -1,57 +1,64 @@
-/** What a sandboxed run sees of the file system (docs/security.md: Confining agents). */
+/** One piece of what a sandboxed run sees (docs/security.md: Confining agents); `path` is where, inside. */
+export type Mount =
+  /** A host path shown read-only (`ro`) or read-write (`rw`) at `path`. */
+  | { kind: 'ro' | 'rw'; source: string; path: string }
+  /** A fresh empty folder of its own; `readOnly` once everything inside it is mounted. */
+  | { kind: 'tmpfs'; path: string; readOnly: boolean }
+  | { kind: 'link'; target: string; path: string }
+  /** A path it must not see: a folder becomes an empty read-only one, a file an empty one. */
+  | { kind: 'hide'; path: string; folder: boolean };
+
 export interface SandboxLayout {
-  /** The run's working directory: read-write, or read-only under `permissions: "read-only"`. */
-  workspace: string;
-  readOnly: boolean;
-  /** Folders it may write besides: its CLI's own state, its private temporary folder. */
-  writable: string[];
-  /** Paths it must not see at all: folders become empty, files empty. Only paths that exist. */
-  hidden: Array<{ path: string; folder: boolean }>;
+  /** Everything it sees, from an empty root: nothing is there that is not listed. */
+  mounts: Mount[];
   /** A network namespace of its own (only its loopback), where its traffic goes through the egress proxy. */
   isolateNetwork: boolean;
-  /** Folders replaced by an empty one of its own (`/run`: the host's service sockets), and files bound back into them (a resolver file that lives there). */
-  fresh: { folders: string[]; files: string[] };
-  /** Started by root: every capability is dropped, so it cannot unmount, remount or reach around what it is shown. */
-  dropCapabilities: boolean;
 }
 
-const inside = (path: string, folder: string) => path === folder || path.startsWith(folder.endsWith('/') ? folder : `${folder}/`);
+const depth = (path: string) => path.split('/').filter(Boolean).length;
+
+function mountArgs(mount: Mount): string[] {
+  switch (mount.kind) {
+    case 'ro':
+      return ['--ro-bind', mount.source, mount.path];
+    case 'rw':
+      return ['--bind', mount.source, mount.path];
+    case 'tmpfs':
+      return ['--tmpfs', mount.path];
+    case 'link':
+      return ['--symlink', mount.target, mount.path];
+    case 'hide':
+      return mount.folder ? ['--tmpfs', mount.path] : ['--ro-bind', '/dev/null', mount.path];
+  }
+}
 
 /**
- * bubblewrap's arguments: the whole file system read-only, a fresh /dev and /proc in a pid
- * namespace of its own (so no other process's /proc, the daemon's environment included), fresh
- * empty folders where the host keeps its service sockets, the hidden paths covered, then the
- * writable ones bound over, then any hidden path inside those covered again; every capability
- * dropped when root starts it. The process stays in the run's process group, so cancel and the
+ * bubblewrap's arguments. The mounts go in order of depth, so a folder is in place before what
+ * is mounted inside it (a hidden parent before the workspace bound into it, the workspace before
+ * a hidden folder inside it); the empty folders and the root are made read-only last, once their
+ * mount points exist. A user namespace of its own with every capability dropped, whoever starts
+ * it (root included), no new user namespaces inside, and a pid namespace with a fresh /proc, so
+ * no other process is seen. The process stays in the run's process group, so cancel and the
  * watchdog reach it.
  */
 export function bubblewrapArgs(layout: SandboxLayout, cwd: string, command: string, args: string[]): string[] {
-  // A hidden folder becomes an empty one, made read-only once everything is mounted (a bind into
-  // it needs its mount point made first): nothing written there could land anywhere.
-  const hide = (h: SandboxLayout['hidden'][number]) => (h.folder ? ['--tmpfs', h.path] : ['--ro-bind', '/dev/null', h.path]);
-  const binds = [layout.workspace, ...layout.writable];
-  const hiddenInside = layout.hidden.filter((h) => binds.some((b) => inside(h.path, b) && h.path !== b));
-  const emptied = [...layout.fresh.folders, ...[...layout.hidden, ...hiddenInside].filter((h) => h.folder).map((h) => h.path)];
+  const ordered = layout.mounts.map((mount, index) => ({ mount, index })).sort((a, b) => depth(a.mount.path) - depth(b.mount.path) || a.index - b.index);
+  const readOnly = layout.mounts.filter((m) => (m.kind === 'tmpfs' && m.readOnly) || (m.kind === 'hide' && m.folder)).map((m) => m.path);
   return [
-    '--ro-bind',
-    '/',
-    '/',
     '--dev',
     '/dev',
     '--proc',
     '/proc',
-    ...layout.fresh.folders.flatMap((folder) => ['--tmpfs', folder]),
-    ...layout.fresh.files.flatMap((file) => ['--ro-bind', file, file]),
-    ...layout.hidden.flatMap(hide),
-    ...(layout.readOnly ? ['--ro-bind', layout.workspace, layout.workspace] : ['--bind', layout.workspace, layout.workspace]),
-    ...layout.writable.flatMap((path) => ['--bind', path, path]),
-    ...hiddenInside.flatMap(hide),
-    ...emptied.flatMap((folder) => ['--remount-ro', folder]),
+    ...ordered.flatMap(({ mount }) => mountArgs(mount)),
+    ...[...readOnly, '/'].flatMap((path) => ['--remount-ro', path]),
+    '--unshare-user',
+    '--disable-userns',
     '--unshare-pid',
     '--unshare-ipc',
     '--unshare-uts',
     ...(layout.isolateNetwork ? ['--unshare-net'] : []),
-    ...(layout.dropCapabilities ? ['--cap-drop', 'ALL'] : []),
+    '--cap-drop',
+    'ALL',
     '--die-with-parent',
     '--chdir',
     cwd,

@@ -1,63 +1,56 @@
-import { lstatSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { findExecutable } from '../agents/preflight';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { builtFile } from '../util/package-file';
-import { type SandboxLayout, bubblewrapArgs } from './bubblewrap';
+import { agentHomeMounts } from './agent-home';
+import { type Mount, bubblewrapArgs } from './bubblewrap';
 import { startEgressProxy } from './egress-proxy';
+import { realPath } from './paths';
+import { hiddenMounts, installMounts, systemMounts } from './view';
 
 export interface SandboxOptions {
   /** Paths no sandboxed agent may see: the daemon's data directory, config file, token file, socket; other workspaces. */
   hidden: string[];
+  /** Paths every sandboxed agent may read besides the system, its PATH and its own install (a toolchain under HOME, say). */
+  readable?: string[];
+  /** Where each workspace's sandboxed agents keep their state, a folder per workspace. @default a temporary folder, removed at close */
+  agentState?: string;
   /** Where `bwrap` is looked up. @default process.env.PATH */
   path?: string;
 }
 
 export interface ConfineInput {
+  workspaceId: string;
   workspace: string;
   cwd: string;
   readOnly: boolean;
-  /** The agent's state folders, relative to `HOME` (XDG variables and `CODEX_HOME` honoured). */
-  stateDirs: string[];
-  /** The run's environment: its `HOME` and XDG variables place the state folders; `TMPDIR` is set here. */
+  /** The agent's state (sessions, history), relative to `HOME`: the workspace's own inside the sandbox. */
+  state: string[];
+  /** The agent's executable configuration and login files, relative to `HOME`: the operator's, read-only. */
+  config: string[];
+  /** The run's environment: its `HOME`, `PATH` and XDG variables place what it sees; `TMPDIR` is set here. */
   env: Record<string, string>;
   /** `host:port` it may reach besides the service (`HEADLESS_API_URL`); `*`: the host's network. */
   network: string[];
 }
 
-/** Where the XDG variables move a folder that defaults under HOME. */
-const XDG: Array<[string, string]> = [
-  ['.config/', 'XDG_CONFIG_HOME'],
-  ['.local/share/', 'XDG_DATA_HOME'],
-  ['.local/state/', 'XDG_STATE_HOME'],
-  ['.cache/', 'XDG_CACHE_HOME'],
-];
-
-function stateDir(entry: string, env: Record<string, string>): string | undefined {
-  if (entry === '.codex' && env.CODEX_HOME) return env.CODEX_HOME;
-  for (const [prefix, variable] of XDG) if (entry.startsWith(prefix) && env[variable]) return join(env[variable], entry.slice(prefix.length));
-  return env.HOME ? join(env.HOME, entry) : undefined;
-}
-
-const kindOf = (path: string): 'folder' | 'file' | undefined => {
-  try {
-    return statSync(path).isDirectory() ? 'folder' : 'file';
-  } catch {
-    return undefined;
-  }
-};
-
 /**
- * Runs agents inside bubblewrap (docs/security.md: Confining agents): each sees its workspace,
- * its CLI's own state and a private temporary folder read-write, the rest of the file system
- * read-only, none of the hidden paths, and no other process.
+ * Runs agents inside bubblewrap (docs/security.md: Confining agents). Each sees only what is
+ * listed: the system read-only, what runs its agent, its workspace, a HOME of its own holding its
+ * agent's state for this workspace and the operator's agent configuration read-only, a private
+ * /tmp and temporary folder; no other process; no capability, whoever started the daemon.
  */
 export class Sandbox {
   private bwrap: string | undefined;
-  /** The folder every run's private one is made in: hidden from each sandbox, which sees its own bound back. */
+  /** The folder every run's private one is made in: each sandbox sees its own only. */
   private runs: string | undefined;
+  /** The agents' state when no folder was given: made at first use, removed at close. */
+  private ownState: string | undefined;
+  private readonly system = systemMounts();
 
   constructor(private readonly o: SandboxOptions) {}
 
@@ -68,10 +61,23 @@ export class Sandbox {
     return this.bwrap;
   }
 
-  /** Removes the folder the runs' private ones were made in (each is removed when its run ends). */
+  /** Throws, saying why, where bubblewrap is missing or cannot make this sandbox (no user namespaces): never a weaker one. */
+  check(): void {
+    const bwrap = this.executable();
+    const args = bubblewrapArgs({ mounts: this.system, isolateNetwork: true }, '/', 'true', []);
+    const tried = spawnSync(bwrap, args, { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
+    if (tried.status === 0) return;
+    const said = (tried.stderr || tried.error?.message || `exit ${tried.status}`).trim();
+    throw new SpawnFailure(
+      `bubblewrap cannot make a sandbox here (${said}): it needs user namespaces (sysctl user.max_user_namespaces > 0; on Ubuntu 24.04, an AppArmor profile that allows bwrap them)`,
+    );
+  }
+
+  /** Removes the folders the runs' private ones were made in (each is removed when its run ends). */
   close(): void {
-    if (this.runs) rmSync(this.runs, { recursive: true, force: true });
+    for (const dir of [this.runs, this.ownState]) if (dir) rmSync(dir, { recursive: true, force: true });
     this.runs = undefined;
+    this.ownState = undefined;
   }
 
   /** A spawner that starts the run's agent inside the sandbox; its private temporary folder is removed when it ends. */
@@ -80,36 +86,12 @@ export class Sandbox {
     return async (spawn) => {
       this.runs ??= mkdtempSync(join(tmpdir(), 'hrw-sandboxes-'));
       const tmp = mkdtempSync(join(this.runs, 'run-'));
-      const writable = [tmp];
-      for (const entry of run.stateDirs) {
-        const dir = stateDir(entry, run.env);
-        if (dir === undefined) continue;
-        // A folder is made so it can be bound (the CLI would make it); a file is bound only if it exists.
-        if (!entry.endsWith('.json')) mkdirSync(dir, { recursive: true });
-        if (kindOf(dir)) writable.push(dir);
-      }
-      const workspace = resolve(run.workspace);
-      const hidden = [...this.o.hidden, this.runs]
-        .map((path) => resolve(path))
-        .filter((path) => path !== workspace)
-        .flatMap((path) => {
-          const kind = kindOf(path);
-          return kind ? [{ path, folder: kind === 'folder' }] : [];
-        });
       let egress: Egress | undefined;
       try {
         egress = run.network.includes('*') ? undefined : await openEgress(tmp, run.network, spawn.env.HEADLESS_API_URL);
         const inside = egress ? { command: process.execPath, args: [egress.bridge, '--', spawn.command, ...spawn.args] } : spawn;
-        const layout = {
-          workspace,
-          readOnly: run.readOnly,
-          writable,
-          hidden,
-          isolateNetwork: egress !== undefined,
-          fresh: FRESH,
-          dropCapabilities: process.getuid?.() === 0,
-        };
-        const args = bubblewrapArgs(layout, run.cwd, inside.command, inside.args);
+        const mounts = this.view(run, tmp, spawn.command);
+        const args = bubblewrapArgs({ mounts, isolateNetwork: egress !== undefined }, run.cwd, inside.command, inside.args);
         const child = await inner({ ...spawn, command: bwrap, args, env: { ...spawn.env, ...egress?.env, TMPDIR: tmp } });
         child.exit.finally(() => closeSandbox(tmp, egress)).catch(() => undefined);
         return child;
@@ -119,31 +101,35 @@ export class Sandbox {
       }
     };
   }
-}
 
-/**
- * Where the host keeps the sockets of its services (the system and user buses, Docker, an
- * ssh-agent started by systemd, databases): each sandbox gets an empty folder there instead,
- * with the resolver file bound back where the host's lives in it.
- */
-const FRESH = freshFolders(['/run', '/var/run']);
-
-function freshFolders(candidates: string[]): SandboxLayout['fresh'] {
-  const folders = candidates.filter((path) => {
-    try {
-      return lstatSync(path).isDirectory();
-    } catch {
-      return false;
-    }
-  });
-  let resolver: string | undefined;
-  try {
-    resolver = realpathSync('/etc/resolv.conf');
-  } catch {
-    resolver = undefined;
+  /** Everything the run sees, from an empty root. */
+  private view(run: ConfineInput, tmp: string, command: string): Mount[] {
+    const workspace = realPath(run.workspace);
+    const home = run.env.HOME ? realPath(run.env.HOME) : undefined;
+    const agentState = this.agentState();
+    const hidden = [...this.o.hidden, this.runs as string, agentState].filter((path) => realPath(path) !== workspace);
+    const mounts: Mount[] = [
+      ...this.system,
+      ...installMounts({
+        env: run.env,
+        command,
+        readable: this.o.readable ?? [],
+        guarded: [...hidden, ...(home ? [home] : [])],
+        shown: [...this.system.flatMap((m) => (m.kind === 'ro' ? [m.path] : [])), workspace],
+      }),
+      ...(home ? [{ kind: 'tmpfs', path: home, readOnly: false } as const] : []),
+      { kind: run.readOnly ? 'ro' : 'rw', source: workspace, path: workspace },
+      { kind: 'rw', source: tmp, path: tmp },
+      ...agentHomeMounts(agentState, { workspaceId: run.workspaceId, state: run.state, config: run.config, env: run.env }),
+    ];
+    return [...mounts, ...hiddenMounts(hidden, mounts)];
   }
-  const files = resolver !== undefined && folders.some((folder) => resolver.startsWith(`${folder}/`)) ? [resolver] : [];
-  return { folders, files };
+
+  private agentState(): string {
+    if (this.o.agentState) return this.o.agentState;
+    this.ownState ??= mkdtempSync(join(tmpdir(), 'hrw-agent-state-'));
+    return this.ownState;
+  }
 }
 
 interface Egress {

@@ -8,6 +8,7 @@ export const amp = agent('amp', {
   unlistedFlags: ['--dangerously-allow-all'],
   // No read-only mode on its command line: a read-only workspace runs amp only in a sandbox.
   stateDirs: ['.local/share/amp', '.config/amp', '.cache/amp'],
+  config: ['.config/amp/settings.json', '.config/amp/AGENTS.md'],
   run: (input) => ({
     args: [
       ...(input.agentSessionId === undefined ? [] : ['threads', 'continue', input.agentSessionId]),

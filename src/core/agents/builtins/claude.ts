@@ -11,7 +11,18 @@ export const claude = agent('claude', {
     files: ['.claude/.credentials.json'],
   },
   readOnly: true,
-  stateDirs: ['.claude', '.claude.json', '.config/claude'],
+  // Not ~/.claude.json: it holds MCP servers and is rewritten at every start, so a sandbox starts without one.
+  stateDirs: ['.claude', '.config/claude'],
+  config: [
+    '.claude/settings.json',
+    '.claude/settings.local.json',
+    '.claude/CLAUDE.md',
+    '.claude/hooks',
+    '.claude/plugins',
+    '.claude/commands',
+    '.claude/agents',
+    '.claude/skills',
+  ],
   run: (input) => ({
     // stream-json requires --verbose in print mode; the prompt comes on stdin. Read-only: the
     // tools that change anything are removed, and print mode denies whatever else would ask.

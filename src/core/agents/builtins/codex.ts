@@ -17,6 +17,7 @@ export const codex = agent('codex', {
   },
   readOnly: true,
   stateDirs: ['.codex'],
+  config: ['.codex/config.toml', '.codex/AGENTS.md', '.codex/prompts', '.codex/rules'],
   run: (input) => ({
     // Every flag before `resume` (older parsers require it); `-` reads the prompt from stdin.
     args: [

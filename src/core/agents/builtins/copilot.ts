@@ -8,6 +8,7 @@ export const copilot = agent('copilot', {
   // Read-only: nothing allowed beyond its defaults, writes and the shell denied; it cannot ask.
   readOnly: true,
   stateDirs: ['.copilot', '.cache/copilot'],
+  config: ['.copilot/mcp-config.json', '.copilot/agents', '.copilot/copilot-instructions.md'],
   run: (input) => ({
     stdin: input.prompt,
     args: [

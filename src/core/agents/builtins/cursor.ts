@@ -7,6 +7,7 @@ export const cursor = agent('cursor', {
   // Read-only: without --force, print mode denies every tool call that would ask.
   readOnly: true,
   stateDirs: ['.cursor', '.config/cursor'],
+  config: ['.cursor/mcp.json', '.cursor/rules'],
   run: (input) => ({
     args: ['-p', '--output-format', 'stream-json', ...byPermissions(input, ['--force'], []), '--trust', ...resumeFlag('--resume', input)],
     stdin: input.prompt,

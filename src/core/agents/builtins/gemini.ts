@@ -11,6 +11,7 @@ export const gemini = agent('gemini', {
   // Read-only: the default approval mode, in which headless gemini leaves out every tool that would ask.
   readOnly: true,
   stateDirs: ['.gemini'],
+  config: ['.gemini/settings.json', '.gemini/GEMINI.md', '.gemini/extensions', '.gemini/commands', '.gemini/google_accounts.json'],
   run: (input) => ({
     args: [
       '--prompt=',

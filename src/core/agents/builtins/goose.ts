@@ -50,6 +50,7 @@ export const goose = agent('goose', {
   identity: { args: ['--help'], pattern: /^(?=[\s\S]*\bsession\b)(?=[\s\S]*\brun\b)/i },
   readOnly: true,
   stateDirs: ['.config/goose', '.local/share/goose', '.local/state/goose', '.cache/goose'],
+  config: ['.config/goose/config.yaml', '.config/goose/secrets.yaml', '.config/goose/.goosehints', '.config/goose/recipes'],
   run: (input) => ({
     args: [
       'run',

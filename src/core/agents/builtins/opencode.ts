@@ -6,6 +6,16 @@ export const opencode = agent('opencode', {
   credentials: { env: [], files: ['.local/share/opencode/auth.json'] },
   readOnly: true,
   stateDirs: ['.local/share/opencode', '.config/opencode', '.cache/opencode', '.local/state/opencode'],
+  config: [
+    '.config/opencode/opencode.json',
+    '.config/opencode/opencode.jsonc',
+    '.config/opencode/config.json',
+    '.config/opencode/AGENTS.md',
+    '.config/opencode/plugin',
+    '.config/opencode/plugins',
+    '.config/opencode/agent',
+    '.config/opencode/command',
+  ],
   run: (input) => ({
     // `run` reads the message from stdin when it is not a TTY. The permission variable is
     // the one auto-approve switch that has survived every flag rename.

@@ -6,6 +6,7 @@ export const qwen = agent('qwen', {
   // Read-only as gemini's (qwen is its fork): the default approval mode.
   readOnly: true,
   stateDirs: ['.qwen'],
+  config: ['.qwen/settings.json', '.qwen/QWEN.md', '.qwen/extensions', '.qwen/commands'],
   run: (input) => ({
     // The prompt on stdin: `-p` is deprecated and a positional prompt could be read as an option.
     args: ['--output-format', 'stream-json', '--approval-mode', byPermissions(input, 'yolo', 'default'), ...resumeFlag('--resume', input)],
