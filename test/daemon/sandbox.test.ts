@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, type Daemon, adminTokenFile, api, cleanupDaemons, runCli, startDaemon, tempDir, writeConfig } from '../helpers/daemon';
-import { fakeAgent } from '../helpers/harness';
+import { FAKE_AGENT, fakeAgent } from '../helpers/harness';
 import { markedCount, noneMarked } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
 
@@ -137,8 +137,8 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
     const probeAgent = { command: '/bin/sh', args: [PROBE], stdin: '{prompt}', state: ['.agent'], config: ['.agent/settings.json', '.agent/hooks'] };
     writeConfig(cwd, {
       localCallers: 'token',
-      // The probe is a script outside the view: the operator lets sandboxes read it.
-      sandbox: { readable: [PROBE] },
+      // The probe and the fake agent are scripts outside the view: the operator lets sandboxes read them.
+      sandbox: { readable: [PROBE, FAKE_AGENT] },
       agents: { probe: probeAgent, fake: fakeAgent },
       workspaces: [
         workspace('open'),
@@ -231,8 +231,8 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
   it('cancel stops the whole sandbox: the agent, its grandchild, the network bridge and bubblewrap', async () => {
     const res = await api(daemon, 'POST', '/api/workspaces/box/headless', { prompt: 'grandchild 60000; sleep 60000', agent: 'fake' }, auth);
     const { taskId } = (await res.json()) as { taskId: string };
-    // bubblewrap, the bridge, the agent and its grandchild all carry the run's marker.
-    await waitFor(() => markedCount([taskId]) >= 4, { what: 'the sandboxed agent and its grandchild' });
+    // bubblewrap (outside and as the sandbox's init), the bridge, the agent and its grandchild all carry the run's marker.
+    await waitFor(() => markedCount([taskId]) >= 5, { what: 'the sandboxed agent and its grandchild' });
     expect((await api(daemon, 'POST', `/api/headless/${taskId}/cancel`, undefined, auth)).status).toBe(202);
     const status = async () => ((await (await api(daemon, 'GET', `/api/headless/${taskId}`, undefined, auth)).json()) as { status: string }).status;
     await waitFor(async () => (await status()) === 'cancelled', { what: 'the run to be cancelled' });
