@@ -9,6 +9,9 @@ import type { QueueSettings, Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
 import { nearest } from '../core/util/text';
 import { NETWORK_TARGET } from '../core/sandbox/policy';
+import { SENDER_NAMES } from '../core/triggers/senders';
+import type { TriggerDefinition } from '../core/triggers/trigger-spec';
+import { VERIFY_METHODS } from '../core/triggers/verification';
 import type { WebhookOptions } from '../core/delivery/targets';
 
 /** The daemon's config file (docs/configuration.md). Unknown keys are errors that name the key. */
@@ -88,10 +91,44 @@ const ScheduleSchema = v.strictObject({
   sandbox: v.optional(v.boolean()),
 });
 
+/** A trigger's verification: the method, and for `grafana`, `hmac` and `basic` their own settings. */
+const VerifySchema = v.strictObject({
+  method: v.picklist(VERIFY_METHODS),
+  header: v.optional(v.string()),
+  timestampHeader: v.optional(v.string()),
+  toleranceSeconds: v.optional(positiveInt),
+  algorithm: v.optional(v.picklist(['sha256', 'sha1', 'sha512'])),
+  encoding: v.optional(v.picklist(['hex', 'base64'])),
+  prefix: v.optional(v.string()),
+  separator: v.optional(v.string()),
+  username: v.optional(v.string()),
+});
+
+const TriggerSchema = v.strictObject({
+  name: v.pipe(v.string(), v.regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)),
+  workspace: v.string(),
+  sender: v.picklist(SENDER_NAMES),
+  verify: v.optional(VerifySchema),
+  secret: v.union([v.pipe(v.string(), v.minLength(1)), v.strictObject({ env: v.string() }), v.strictObject({ file: v.string() })]),
+  prompt: v.pipe(v.string(), v.minLength(1)),
+  agent: v.optional(v.string()),
+  title: v.optional(v.string()),
+  metadata: v.optional(v.record(v.string(), v.string())),
+  timeoutMs: v.optional(positiveInt),
+  when: v.optional(v.record(v.string(), v.union([v.string(), v.array(v.string())]))),
+  dedupe: v.optional(v.strictObject({ key: v.optional(v.string()), windowSeconds: v.optional(positiveInt) })),
+  resolved: v.optional(v.picklist(['cancel', 'annotate', 'run', 'ignore'])),
+  limits: v.optional(v.strictObject({ perMinute: v.optional(positiveInt), concurrent: v.optional(positiveInt) })),
+  enabled: v.optional(v.boolean()),
+  permissions: v.optional(v.picklist(['full', 'read-only'])),
+  sandbox: v.optional(v.boolean()),
+});
+
 export const ConfigSchema = v.strictObject({
   maxConcurrentRuns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   queue: v.optional(QueueSchema),
   schedules: v.optional(v.array(ScheduleSchema)),
+  triggers: v.optional(v.array(TriggerSchema)),
   defaultAgent: v.optional(v.string()),
   publicHosts: v.optional(stringList),
   localCallers: v.optional(v.picklist(['trusted', 'token'])),
@@ -110,6 +147,7 @@ export interface DaemonConfig {
   maxConcurrentRuns?: number;
   queue?: QueueSettings;
   schedules?: ScheduleDefinition[];
+  triggers?: TriggerDefinition[];
   defaultAgent?: string;
   publicHosts?: string[];
   localCallers?: 'trusted' | 'token';
@@ -243,6 +281,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     maxConcurrentRuns: config.maxConcurrentRuns,
     queue: config.queue,
     schedules: config.schedules,
+    triggers: config.triggers as TriggerDefinition[] | undefined,
     defaultAgent: config.defaultAgent,
     publicHosts: config.publicHosts,
     localCallers: config.localCallers,

@@ -215,6 +215,7 @@ async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
       maxConcurrentRuns: config.maxConcurrentRuns,
       queue: config.queue,
       schedules: config.schedules,
+      triggers: config.triggers,
       tracer: o.tracer,
       sandbox: { hidden: o.hidden, readable: config.sandbox?.readable, agentState: o.agentState },
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { type InboxItem, RUN_EVENT_TYPES, RUN_STATUSES, type RunRecord, type SessionView, WEBHOOK_EVENTS } from './records';
+import { DELIVERY_OUTCOMES, type InboxItem, RUN_EVENT_TYPES, RUN_STATUSES, type RunRecord, type SessionView, WEBHOOK_EVENTS } from './records';
 import type { WebhookDeliveryView } from './records';
 
 /**
@@ -41,7 +41,11 @@ export const RunRecordSchema = v.pipe(
     status: v.picklist(RUN_STATUSES),
     queuePosition: v.optional(v.number()),
     startedAt: v.optional(v.string()),
-    source: v.variant('kind', [v.object({ kind: v.literal('api') }), v.object({ kind: v.literal('schedule'), name: v.string(), scheduledFor: v.string() })]),
+    source: v.variant('kind', [
+      v.object({ kind: v.literal('api') }),
+      v.object({ kind: v.literal('schedule'), name: v.string(), scheduledFor: v.string() }),
+      v.object({ kind: v.literal('trigger'), name: v.string(), delivery: v.string(), deliveryId: v.optional(v.string()) }),
+    ]),
     schedule: v.optional(v.string()),
     scheduledFor: v.optional(v.string()),
     createdAt: v.string(),
@@ -149,6 +153,41 @@ export const ANSWERS = {
   Health: HealthSchema,
   Version: VersionSchema,
   Problem: ProblemSchema,
+  TriggerList: v.object({
+    triggers: v.array(
+      v.object({
+        name: v.string(),
+        workspace: v.string(),
+        sender: v.string(),
+        verify: v.string(),
+        enabled: v.boolean(),
+        agent: v.optional(v.string()),
+        warnings: v.optional(v.array(v.string())),
+      }),
+    ),
+  }),
+  DeliveryAccepted: v.object({
+    outcome: v.picklist(DELIVERY_OUTCOMES),
+    delivery: v.string(),
+    taskId: v.optional(v.string()),
+    reason: v.optional(v.string()),
+  }),
+  DeliveryList: v.object({
+    deliveries: v.array(
+      v.object({
+        id: v.string(),
+        trigger: v.string(),
+        receivedAt: v.string(),
+        outcome: v.picklist(DELIVERY_OUTCOMES),
+        reason: v.optional(v.string()),
+        event: v.optional(v.string()),
+        status: v.optional(v.picklist(['firing', 'resolved'])),
+        deliveryId: v.optional(v.string()),
+        taskId: v.optional(v.string()),
+      }),
+    ),
+    nextCursor: v.nullable(v.string()),
+  }),
   ScheduleList: v.object({
     schedules: v.array(
       v.object({

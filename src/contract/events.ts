@@ -11,6 +11,8 @@ export interface RunEventData {
   tool: { name: string; status: 'started' | 'succeeded' | 'failed'; id?: string };
   usage: RunUsage;
   error: { message: string };
+  /** A delivery of the trigger that started it said its incident is over (docs/triggers.md: Resolved). */
+  'trigger.resolved': { trigger: string; delivery: string; event?: string; cancelled: boolean };
   /** The final record. */
   'run.ended': RunRecord;
 }

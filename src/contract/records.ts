@@ -7,8 +7,12 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
 export const hasEnded = (status: RunStatus): boolean => status !== 'queued' && status !== 'running';
 
 /** The types of a run's events (docs/http-api.md: Follow a run). */
-export const RUN_EVENT_TYPES = ['run.queued', 'run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended'] as const;
+export const RUN_EVENT_TYPES = ['run.queued', 'run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'trigger.resolved', 'run.ended'] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
+
+/** What became of a trigger's delivery (docs/triggers.md: Deliveries). */
+export const DELIVERY_OUTCOMES = ['started', 'queued', 'deduplicated', 'filtered', 'resolved', 'refused'] as const;
+export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
 
 /** The events a webhook can be told of. */
 export const WEBHOOK_EVENTS = ['run.ended', 'agent.session'] as const;
@@ -26,7 +30,11 @@ export interface RunPolicy {
  * Where a run came from: a caller of the API, or an occurrence of a schedule (a "run now"
  * included). Stored once on the record when it is accepted.
  */
-export type RunSource = { kind: 'api' } | { kind: 'schedule'; name: string; scheduledFor: string };
+export type RunSource =
+  | { kind: 'api' }
+  | { kind: 'schedule'; name: string; scheduledFor: string }
+  /** A trigger's delivery (docs/triggers.md): its record in the trigger's deliveries, and the sender's own id of it. */
+  | { kind: 'trigger'; name: string; delivery: string; deliveryId?: string };
 
 export interface RunError {
   code: string;

@@ -218,6 +218,13 @@ export function parseInboxQuery(url: URL): { unread: boolean; limit: number; cur
   return { unread: q.unread === 'true', limit: Number(q.limit), cursor: q.cursor };
 }
 
+export const DeliveriesQuery = v.strictObject({ limit: limitSchema, cursor: cursorSchema('dlv_') }, 'invalid_body');
+
+export function parseDeliveriesQuery(url: URL): { limit: number; cursor?: string } {
+  const q = parse(DeliveriesQuery, queryObject(url));
+  return { limit: Number(q.limit), cursor: q.cursor };
+}
+
 export const INBOX_TITLE_MAX = 200;
 export const INBOX_BODY_MAX = 64_000;
 

@@ -29,6 +29,8 @@ interface Entry {
   taskId?: string;
   answer?: StoredAnswer;
   createdAt: string;
+  /** How long it is kept, where not the default (a trigger's dedupe window). */
+  ttlMs?: number;
 }
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
@@ -57,7 +59,7 @@ export class IdempotencyKeys {
   async prune(now: number): Promise<number> {
     let count = 0;
     for await (const [id, entry] of this.store.scan<Entry>('idem:')) {
-      if (Date.parse(entry.createdAt) + IDEMPOTENCY_TTL_MS < now && (await this.fleet.holder(id)) === undefined) {
+      if (Date.parse(entry.createdAt) + (entry.ttlMs ?? IDEMPOTENCY_TTL_MS) < now && (await this.fleet.holder(id)) === undefined) {
         await this.store.delete(id);
         count++;
       }
@@ -77,6 +79,8 @@ export class IdempotencyKeys {
     body: unknown,
     execute: (taskId: string) => Promise<StoredAnswer>,
     replay: (taskId: string) => Promise<StoredAnswer | undefined>,
+    /** How long the key is kept. @default 24 hours */
+    ttlMs = IDEMPOTENCY_TTL_MS,
   ): Promise<{ answer: StoredAnswer; replayed: boolean }> {
     if (!KEY.test(key)) throw new HttpProblem('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
     const id = `idem:${sha256(`${scope}\0${key}`)}`;
@@ -92,20 +96,21 @@ export class IdempotencyKeys {
       if (cutOff) return { answer: cutOff, replayed: true };
       const taskId = newSortableId('run_');
       const createdAt = new Date().toISOString();
-      await this.store.set(id, { fingerprint, state: 'pending', taskId, createdAt } satisfies Entry, IDEMPOTENCY_TTL_MS);
+      const kept = ttlMs === IDEMPOTENCY_TTL_MS ? {} : { ttlMs };
+      await this.store.set(id, { fingerprint, state: 'pending', taskId, createdAt, ...kept } satisfies Entry, ttlMs);
       let answer: StoredAnswer;
       try {
         answer = await execute(taskId);
       } catch (error) {
         if (error instanceof HttpProblem && typeof error.extra.taskId === 'string') {
-          await this.keep(id, { fingerprint, state: 'done', taskId, createdAt, answer: problemAnswer(error) });
+          await this.keep(id, { fingerprint, state: 'done', taskId, createdAt, ...kept, answer: problemAnswer(error) });
         } else if ((await replay(taskId).catch(() => undefined)) === undefined) {
           // No run was made: the key is free again.
           await this.store.delete(id).catch((e: unknown) => this.log('could not release an idempotency key', e));
         }
         throw error;
       }
-      await this.keep(id, { fingerprint, state: 'done', taskId, createdAt, answer });
+      await this.keep(id, { fingerprint, state: 'done', taskId, createdAt, ...kept, answer });
       return { answer, replayed: false };
     } finally {
       await this.fleet.release(id, fingerprint).catch((e: unknown) => this.log('could not release an idempotency key', e));
@@ -114,7 +119,9 @@ export class IdempotencyKeys {
 
   /** Stores the answer; if the store refuses, retries are answered from the run, never a second run. */
   private async keep(id: string, entry: Entry): Promise<void> {
-    await this.store.set(id, entry, IDEMPOTENCY_TTL_MS).catch((e: unknown) => this.log('could not store the answer of an idempotent request', e));
+    await this.store
+      .set(id, entry, entry.ttlMs ?? IDEMPOTENCY_TTL_MS)
+      .catch((e: unknown) => this.log('could not store the answer of an idempotent request', e));
   }
 }
 

@@ -5,6 +5,10 @@ export type { AuthContext, Authorize, Credential, GateOptions } from './http/aut
 export type { RunTokenGrant } from './runs/tokens';
 export type { HeadlessLogger, Log } from './logger';
 export type { ScheduleDefinition } from './schedules/schedule-spec';
+export type { OnResolved, SecretSource, TriggerDefinition } from './triggers/trigger-spec';
+export type { SenderName } from './triggers/senders';
+export type { VerifySettings } from './triggers/verification';
+export type { When } from './triggers/when';
 export { HttpProblem, StorageError } from '../contract/problems';
 export type { ProblemCode, ProblemOptions } from '../contract/problems';
 export { createExecaSpawner, SpawnFailure } from './process/spawner';

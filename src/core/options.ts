@@ -1,4 +1,5 @@
 import type { ScheduleDefinition } from './schedules/schedule-spec';
+import type { TriggerDefinition } from './triggers/trigger-spec';
 import type { Tracer } from '@opentelemetry/api';
 import type { Keyv } from 'keyv';
 import type { CommandAgentDefinition } from './agents/command-agent';
@@ -40,6 +41,8 @@ export interface HeadlessHandlerOptions {
    * otherwise a temporary folder, so sessions of sandboxed runs last until close). @default {}
    */
   sandbox?: { hidden?: string[]; readable?: string[]; agentState?: string };
+  /** Senders' webhooks that start runs: Alertmanager, Grafana, GitHub, GitLab, Sentry, PagerDuty… (docs/triggers.md). @default [] */
+  triggers?: TriggerDefinition[];
   /** Cron schedules that start runs (docs/queue-and-schedules.md). @default [] */
   schedules?: ScheduleDefinition[];
   /** The installation default agent. @default none */

@@ -1,5 +1,9 @@
 import { checkSchedules } from './schedules/schedule-spec';
+import { parseStartBody } from '../contract/requests';
 import { Scheduler } from './schedules/scheduler';
+import { DeliveryLog } from './triggers/deliveries';
+import { TriggerService } from './triggers/trigger-service';
+import { loadTriggers } from './triggers/trigger-spec';
 import { diagnoseWorkspace } from './agents/doctor';
 import { AgentRegistry } from './agents/registry';
 import { Webhooks } from './delivery/webhooks';
@@ -79,7 +83,9 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
   if (!Number.isFinite(retentionDays) || retentionDays < 0) throw new Error(`retentionDays must be a number of days, 0 or more, not ${retentionDays}`);
   const idempotency = new IdempotencyKeys(store, fleet, log);
   const scheduler = buildScheduler($, runs, idempotency);
-  const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, log, logger });
+  const deliveries = new DeliveryLog(store);
+  const triggers = buildTriggers($, runs, idempotency, deliveries);
+  const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, deliveries, log, logger });
   const recovery = recoveryOf($, runs);
   // Closed in reverse: retention, then runs (recorded while the lease still holds), webhooks, the lease, the store.
   const stages: Stage[] = [
@@ -87,6 +93,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     { close: () => fleet.leave() },
     { close: () => webhooks.close() },
     { start: () => inbox.load() },
+    { start: () => deliveries.load() },
     { start: () => runs.load(), close: () => runs.shutdown() },
     { start: () => fleet.join({ takeOver: recovery.takeOver, answer: (request) => runs.answer(request), lost: () => runs.abandon() }), close: recovery.close },
     { start: () => runs.startQueue() },
@@ -94,7 +101,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     { start: () => retention.start(), close: () => retention.close() },
   ];
   return {
-    services: routeServices($, runs, idempotency, scheduler),
+    services: routeServices($, { runs, idempotency, schedules: scheduler, triggers }),
     tokens: $.tokens,
     async start(): Promise<void> {
       for (const stage of stages) await stage.start?.();
@@ -206,17 +213,37 @@ function recoveryOf($: ServiceResources, runs: RunService) {
   return { takeOver, close: async () => clearTimeout(retry) };
 }
 
+/** The triggers: each sender's deliveries into runs, started as a schedule's are. */
+function buildTriggers($: ServiceResources, runs: RunService, idempotency: IdempotencyKeys, deliveries: DeliveryLog): TriggerService {
+  const { options, workspaces, events } = $;
+  const triggers = loadTriggers(options.triggers ?? [], (id) => workspaces.all()?.some((w) => w.id === id), $.env);
+  return new TriggerService({
+    ...$,
+    triggers,
+    deliveries,
+    idempotency,
+    start: (workspace, body, apiUrl, taskId, origin) => runs.start(workspace, parseStartBody(body), apiUrl, taskId, origin),
+    find: (taskId) => $.records.find(taskId),
+    cancel: (taskId) => runs.cancel(taskId),
+    annotate: (taskId, data) => events.append(taskId, 'trigger.resolved', data),
+    workspace: (id) => workspaces.require(id),
+    apiUrl: () => options.apiUrl ?? '',
+    observe: (trigger, outcome) => $.observe.triggerDelivered(trigger, outcome),
+  });
+}
+
+/** What the routes call, besides the foundation's units. */
+type RouteUnits = Pick<RouteServices, 'runs' | 'idempotency' | 'schedules' | 'triggers'>;
+
 /** What the routes call. */
-function routeServices($: ServiceResources, runs: RunService, idempotency: IdempotencyKeys, schedules: Scheduler): RouteServices {
+function routeServices($: ServiceResources, units: RouteUnits): RouteServices {
   const { workspaces, metrics } = $;
   return {
-    runs,
+    ...units,
     events: $.events,
     heartbeatMs: $.options.heartbeatMs ?? 15_000,
     sessions: $.sessions,
     inbox: $.inbox,
-    idempotency,
-    schedules,
     workspaces: () => workspaces.publicList(),
     workspace: (id) => workspaces.require(id),
     metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),

@@ -4,6 +4,7 @@ import type { HeadlessLogger, Log } from './logger';
 import type { IdempotencyKeys } from './idempotency';
 import { sortableIdBound } from './util/ids';
 import type { Inbox } from './inbox';
+import type { DeliveryLog } from './triggers/deliveries';
 import type { RunEvents } from './events/run-events';
 import type { RunRecords } from './runs/records';
 import type { SessionBook } from './sessions';
@@ -27,6 +28,7 @@ export interface RetentionOptions {
   inbox: Inbox;
   sessions: SessionBook;
   idempotency: IdempotencyKeys;
+  deliveries: DeliveryLog;
   log: Log;
   logger: HeadlessLogger;
 }
@@ -36,6 +38,7 @@ export interface Pruned {
   inboxItems: number;
   sessions: number;
   idempotencyKeys: number;
+  triggerDeliveries: number;
 }
 
 export class Retention {
@@ -65,7 +68,7 @@ export class Retention {
   /** One pass: everything created before `now - days`. */
   async prune(now = Date.now()): Promise<Pruned> {
     const cutoff = now - this.o.days * DAY_MS;
-    const pruned: Pruned = { runs: 0, inboxItems: 0, sessions: 0, idempotencyKeys: 0 };
+    const pruned: Pruned = { runs: 0, inboxItems: 0, sessions: 0, idempotencyKeys: 0, triggerDeliveries: 0 };
     const { records, events } = this.o;
     for (;;) {
       const batch = await records.oldest(sortableIdBound('run_', cutoff), BATCH);
@@ -86,6 +89,11 @@ export class Retention {
     for (let n = BATCH; n === BATCH && !this.closed; ) {
       n = await this.o.inbox.prune(sortableIdBound('inb_', cutoff), BATCH);
       pruned.inboxItems += n;
+      await yieldToRequests();
+    }
+    for (let n = BATCH; n === BATCH && !this.closed; ) {
+      n = await this.o.deliveries.prune(sortableIdBound('dlv_', cutoff), BATCH);
+      pruned.triggerDeliveries += n;
       await yieldToRequests();
     }
     // A Session whose last run is older than the runs kept goes with them (and one a crash left with no run at all).

@@ -62,6 +62,8 @@ export interface RunOrigin {
   policy?: PolicySettings;
   /** The caller's W3C `traceparent` (docs/deployment.md: Traces). */
   traceparent?: string;
+  /** At capacity, wait in the queue even where none is configured (a trigger's burst). */
+  queueWhenBusy?: boolean;
 }
 
 /** A queue for starts that find every slot busy (docs/queue-and-schedules.md). */

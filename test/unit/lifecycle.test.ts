@@ -87,6 +87,7 @@ async function setup() {
     runEnded: (run) => ended.push(run),
     deliveryAttempted: () => undefined,
     scheduleFired: () => undefined,
+    triggerDelivered: () => undefined,
   };
   const webhooks = { schedule: () => undefined } as unknown as Webhooks;
   const events = new RunEvents({ store, log });

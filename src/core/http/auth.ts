@@ -3,6 +3,7 @@ import { secretsEqual } from '../util/ids';
 import { FailedAttempts } from './failed-attempts';
 import { HttpProblem } from '../../contract/problems';
 import type { RunTokenGrant, RunTokens } from '../runs/tokens';
+import type { RouteServices } from './route-services';
 
 /**
  * Who a route lets in, declared on the route itself: a verifier the pipeline runs before the
@@ -35,6 +36,10 @@ export interface VerifyContext {
   gate: Authorize;
   /** The gate is the library user's hook: it is never asked about run tokens. */
   customGate: boolean;
+  /** The matched route's path parameters. */
+  params: Record<string, string>;
+  /** What the routes call: a sender's verifier finds its trigger there. */
+  services: RouteServices;
 }
 
 /** A gate's verifier: the core's run-token rule, then the gate. */

@@ -22,7 +22,8 @@ function hasBody(request: Request): boolean {
   return request.headers.has('transfer-encoding') || request.body !== null;
 }
 
-async function readLimited(request: Request): Promise<string> {
+/** A body's text, bounded in size only (a sender's delivery, verified on these exact bytes). */
+export async function readLimited(request: Request): Promise<string> {
   const declared = request.headers.get('content-length');
   if (declared !== null && Number(declared) > MAX_BODY_BYTES) {
     throw new HttpProblem('body_too_large', `The body exceeds ${MAX_BODY_BYTES} bytes.`, { headers: { connection: 'close' } });

@@ -136,6 +136,13 @@ export function openApiDocument(
       securitySchemes: {
         adminToken: { type: 'http', scheme: 'bearer', description: 'HEADLESS_ADMIN_TOKEN; local callers need none.' },
         runToken: { type: 'http', scheme: 'bearer', description: "A run's HEADLESS_RUN_TOKEN, while the run runs: its own workspace's Inbox push, and MCP." },
+        senderSignature: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Hub-Signature-256',
+          description:
+            "A trigger's own verification, the sender's way: GitHub's X-Hub-Signature-256, GitLab's X-Gitlab-Token, Standard Webhooks, Sentry-Hook-Signature, X-PagerDuty-Signature, Grafana's HMAC, a generic HMAC, Bearer or Basic (docs/triggers.md).",
+        },
       },
     },
   };

@@ -61,7 +61,7 @@ export function createPipeline(o: PipelineOptions) {
       runToken: credential.kind === 'run' ? credential.grant : undefined,
       credential,
     };
-    await verifier.verify(request, { auth, gate: o.gate, customGate: o.customGate });
+    await verifier.verify(request, { auth, gate: o.gate, customGate: o.customGate, params: match?.params ?? {}, services: o.services });
   }
 
   async function handle(request: Request, ctx: HeadlessServerContext = {}): Promise<Response> {

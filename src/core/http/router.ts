@@ -1,18 +1,13 @@
 // whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
-import type { Scheduler } from '../schedules/scheduler';
 import { Response } from '@whatwg-node/fetch';
 import { ID_PATTERN } from '../../contract/ids';
 import { HttpProblem } from '../../contract/problems';
-import type { WorkspaceReport } from '../agents/doctor';
-import type { RunEvents } from '../events/run-events';
-import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
-import type { Inbox } from '../inbox';
-import type { RunService } from '../runs/run-service';
-import type { SessionBook } from '../sessions';
-import type { Workspace } from '../types';
+import type { StoredAnswer } from '../idempotency';
 import type { Credential, RouteAuth } from './auth';
+import type { RouteServices } from './route-services';
 
 export type { RouteAuth } from './auth';
+export type { RouteServices } from './route-services';
 import type * as v from 'valibot';
 import type { ProblemCode } from '../../contract/problems';
 
@@ -29,28 +24,6 @@ export interface RouteDoc {
   responses: Record<number, { description: string; schema?: Schema; stream?: Schema }>;
   /** The problems it can answer with, besides those of every route (the gate, 404, 405, 503). */
   problems: ProblemCode[];
-}
-
-/** What a route's handler works with. */
-export interface RouteServices {
-  runs: RunService;
-  events: RunEvents;
-  /** How often an idle event stream sends a keep-alive. */
-  heartbeatMs: number;
-  sessions: SessionBook;
-  inbox: Inbox;
-  /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
-  workspace(id: string): Promise<Workspace>;
-  idempotency: IdempotencyKeys;
-  schedules: Scheduler;
-  /** The listed workspaces (none when they come from a resolver). */
-  workspaces(): Array<Pick<Workspace, 'id' | 'tag'>>;
-  /** The Prometheus metrics, in the text format. */
-  metrics(): Promise<{ contentType: string; body: string }>;
-  /** Why the service is not ready (the store does not answer, the fleet lease is lost); undefined when it is. */
-  unready(): Promise<string | undefined>;
-  /** The agent checks of one workspace, or of every listed one. */
-  diagnose(workspaceId: string | undefined): Promise<WorkspaceReport[]>;
 }
 
 /** One request, as a handler sees it: `params` typed by the route's path. */

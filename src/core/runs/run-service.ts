@@ -93,7 +93,9 @@ export class RunService {
     if (before && !hasEnded(before.status)) return enqueue(queuePolicy(this.$.queueSettings, workspace) ?? DEFAULT_QUEUE);
     const decision = await admission.admit(workspace, request, taskId);
     if ('wait' in decision) {
-      const policy = queuePolicy(this.$.queueSettings, workspace);
+      // A trigger's burst waits in the default queue where none is configured, unless the workspace has `queue: false`.
+      const fallback = origin.queueWhenBusy && workspace.queue !== false ? DEFAULT_QUEUE : undefined;
+      const policy = queuePolicy(this.$.queueSettings, workspace) ?? fallback;
       if (policy && (decision.wait === 'capacity' || request.waitForSession === true)) return enqueue(policy);
       throw decision.problem;
     }

@@ -14,5 +14,7 @@ export function logObserver(logger: HeadlessLogger): ServiceObserver {
     deliveryAttempted: () => undefined,
     // The scheduler logs its firings itself, with the occurrence.
     scheduleFired: () => undefined,
+    // The trigger service logs each delivery itself, with its id.
+    triggerDelivered: () => undefined,
   };
 }

@@ -28,6 +28,7 @@ export function createMetrics(o: { queued(): Promise<number> }): { registry: Reg
     registers: [registry],
   });
   const firings = new Counter({ name: 'headless_schedule_firings_total', help: 'Schedule occurrences, by outcome.', ...labels(['schedule', 'outcome']) });
+  const triggered = new Counter({ name: 'headless_trigger_deliveries_total', help: 'Trigger deliveries, by outcome.', ...labels(['trigger', 'outcome']) });
   new Gauge({
     name: 'headless_runs_queued',
     help: 'Runs waiting in the queue (every instance’s, in a fleet).',
@@ -60,6 +61,9 @@ export function createMetrics(o: { queued(): Promise<number> }): { registry: Reg
     },
     scheduleFired(schedule, outcome) {
       firings.inc({ schedule, outcome });
+    },
+    triggerDelivered(trigger, outcome) {
+      triggered.inc({ trigger, outcome });
     },
   };
   return { registry, observer };

@@ -1,4 +1,4 @@
-import type { RunRecord } from '../../contract/records';
+import type { DeliveryOutcome, RunRecord } from '../../contract/records';
 
 /**
  * What the service tells its observers (the logs, the metrics): a run started here, a run ended
@@ -11,6 +11,8 @@ export interface ServiceObserver {
   deliveryAttempted(outcome: 'delivered' | 'retried' | 'failed', lagMs?: number): void;
   /** A schedule's occurrence: a run started (or queued), skipped for overlap, or not started (refused). */
   scheduleFired(schedule: string, outcome: 'started' | 'skipped' | 'refused'): void;
+  /** A trigger's delivery, by what became of it (docs/triggers.md). */
+  triggerDelivered(trigger: string, outcome: DeliveryOutcome): void;
 }
 
 /** Tells every observer, each on its own: one that fails does not stop the others or the service. */
@@ -31,5 +33,6 @@ export function fanOut(observers: ServiceObserver[], onError: (error: unknown) =
     runEnded: each('runEnded'),
     deliveryAttempted: each('deliveryAttempted'),
     scheduleFired: each('scheduleFired'),
+    triggerDelivered: each('triggerDelivered'),
   };
 }

@@ -68,6 +68,7 @@ export class RunTracing {
       },
       deliveryAttempted: () => undefined,
       scheduleFired: () => undefined,
+      triggerDelivered: () => undefined,
     };
   }
 

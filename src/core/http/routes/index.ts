@@ -7,6 +7,7 @@ import { RUN_ROUTES } from './runs';
 import { SERVICE_ROUTES } from './service';
 import { SCHEDULE_ROUTES } from './schedules';
 import { SESSION_ROUTES } from './sessions';
+import { TRIGGER_ROUTES } from './triggers';
 
 let openApi: Record<string, unknown> | undefined;
 
@@ -16,6 +17,7 @@ export const ROUTES: Route[] = [
   ...SESSION_ROUTES,
   ...INBOX_ROUTES,
   ...SCHEDULE_ROUTES,
+  ...TRIGGER_ROUTES,
   ...SERVICE_ROUTES,
   ...OPERATIONS_ROUTES,
   route(

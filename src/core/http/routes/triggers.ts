@@ -1,0 +1,118 @@
+import { ANSWERS } from '../../../contract/answers';
+import { HttpProblem } from '../../../contract/problems';
+import { DeliveriesQuery, parseDeliveriesQuery } from '../../../contract/requests';
+import type { Trigger } from '../../triggers/trigger-spec';
+import { verifyDelivery } from '../../triggers/verification';
+import type { RouteVerifier } from '../auth';
+import { readLimited } from '../body';
+import { type Route, answer, json, route } from '../router';
+
+/** What the sender's verifier read and let in, for the route's handler: the body is read once. */
+const verified = new WeakMap<Request, { trigger: Trigger; body: string }>();
+
+/** Compared against when no such trigger is enabled, so its answer takes the time a wrong signature does. */
+const NOBODY = { method: 'hmac', header: 'x-none' } as const;
+
+/**
+ * A sender's delivery is let in by its trigger's own verification alone (docs/triggers.md):
+ * no admin token, no gate, and it opens nothing but its trigger. An unknown trigger, a disabled
+ * one and a wrong signature get the same `401`, so an outsider learns nothing of which exist.
+ */
+export const SENDER_SIGNATURE: RouteVerifier = {
+  name: 'sender signature',
+  runTokens: 'none',
+  security: [{ senderSignature: [] }],
+  async verify(request, { params, services }) {
+    const trigger = services.triggers.get(params.name ?? '');
+    const body = await readLimited(request);
+    const ok = await verifyDelivery(trigger?.verify ?? NOBODY, trigger?.secret ?? 'none', body, request.headers);
+    if (!trigger || !ok) {
+      if (trigger) await services.triggers.refusedUnverified(trigger.definition.name);
+      throw new HttpProblem('unauthorized', 'This delivery could not be verified.');
+    }
+    verified.set(request, { trigger, body });
+  },
+};
+
+const REFUSED_STATUS = {
+  invalid_body: 'invalid_body',
+  template_error: 'template_error',
+  rate_limited: 'rate_limited',
+  prompt_too_long: 'prompt_too_long',
+} as const;
+
+/** Triggers (docs/triggers.md): senders' deliveries, the list, each one's deliveries log. */
+export const TRIGGER_ROUTES: Route[] = [
+  route(
+    {
+      name: 'triggers.deliver',
+      method: 'POST',
+      path: '/api/triggers/:name',
+      auth: SENDER_SIGNATURE,
+      doc: {
+        summary: "Take a sender's delivery (Alertmanager, Grafana, GitHub, GitLab, Sentry, PagerDuty, Standard Webhooks), verified its own way",
+        responses: { 202: { description: 'Taken: what became of it (started, queued, deduplicated, filtered, resolved).', schema: ANSWERS.DeliveryAccepted } },
+        problems: [
+          'invalid_body',
+          'template_error',
+          'rate_limited',
+          'prompt_too_long',
+          'body_too_large',
+          'unsupported_media_type',
+          'capacity_reached',
+          'queue_full',
+          'spawn_failed',
+        ],
+      },
+    },
+    async ({ request, services }) => {
+      const delivery = verified.get(request);
+      if (!delivery) throw new HttpProblem('unauthorized', 'This delivery could not be verified.');
+      const type = (request.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase();
+      if (type !== 'application/json')
+        throw new HttpProblem('unsupported_media_type', 'Send the delivery as Content-Type: application/json (GitHub: Content type "application/json").');
+      const decision = await services.triggers.deliver(delivery.trigger, delivery.body, request.headers, request.headers.get('traceparent') ?? undefined);
+      if (decision.outcome === 'refused') {
+        const headers: Record<string, string> = decision.code === 'rate_limited' ? { 'retry-after': '60' } : {};
+        throw new HttpProblem(REFUSED_STATUS[decision.code], `Delivery ${decision.delivery} refused: ${decision.reason}.`, {
+          headers,
+          extra: { delivery: decision.delivery },
+        });
+      }
+      return answer({ status: 202, body: decision, headers: {} });
+    },
+  ),
+  route(
+    {
+      name: 'triggers.list',
+      method: 'GET',
+      path: '/api/triggers',
+      auth: 'caller',
+      doc: {
+        summary: 'List the triggers (never their secrets)',
+        responses: { 200: { description: 'The triggers.', schema: ANSWERS.TriggerList } },
+        problems: [],
+      },
+    },
+    async ({ services }) => json({ triggers: services.triggers.list() }),
+  ),
+  route(
+    {
+      name: 'triggers.deliveries',
+      method: 'GET',
+      path: '/api/triggers/:name/deliveries',
+      auth: 'caller',
+      doc: {
+        summary: "A trigger's deliveries, newest first: what became of each",
+        query: DeliveriesQuery,
+        responses: { 200: { description: 'A page.', schema: ANSWERS.DeliveryList } },
+        problems: ['invalid_body', 'trigger_not_found'],
+      },
+    },
+    async ({ url, params, services }) => {
+      if (!services.triggers.has(params.name)) throw new HttpProblem('trigger_not_found', `No trigger "${params.name}".`);
+      const query = parseDeliveriesQuery(url);
+      return json(await services.triggers.deliveries(params.name, query.limit, query.cursor));
+    },
+  ),
+];

@@ -1,0 +1,275 @@
+import { HttpProblem } from '../../contract/problems';
+import { hasEnded } from '../../contract/records';
+import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
+import type { HeadlessLogger } from '../logger';
+import type { StartedRun } from '../runs/live-run';
+import type { HeadlessStore } from '../store/keyv-store';
+import type { RunOrigin, StoredRun, Workspace } from '../types';
+import { newSortableId, sha256 } from '../util/ids';
+import type { DeliveryLog, DeliveryOutcome, DeliveryRecord } from './deliveries';
+import type { DeliveryFacts } from './senders';
+import { type PromptTemplate, preamble, renderTemplate } from './template';
+import type { Trigger } from './trigger-spec';
+import { unmatched } from './when';
+
+export interface TriggerDeps {
+  triggers: Map<string, Trigger>;
+  store: HeadlessStore;
+  deliveries: DeliveryLog;
+  idempotency: IdempotencyKeys;
+  start(workspace: Workspace, body: Record<string, unknown>, apiUrl: string, taskId: string, origin: RunOrigin): Promise<StartedRun>;
+  find(taskId: string): Promise<StoredRun | undefined>;
+  cancel(taskId: string): Promise<unknown>;
+  /** Adds `trigger.resolved` to a run's timeline. */
+  annotate(taskId: string, data: { trigger: string; delivery: string; event?: string; cancelled: boolean }): void;
+  workspace(id: string): Promise<Workspace>;
+  apiUrl(): string;
+  logger: HeadlessLogger;
+  /** Counted in `headless_trigger_deliveries_total`. */
+  observe(trigger: string, outcome: DeliveryOutcome): void;
+}
+
+/** What a delivery came to; the HTTP edge answers `refused` ones with their problem, the rest `202`. */
+export type DeliveryDecision =
+  | (Decided & { delivery: string })
+  | { outcome: 'refused'; delivery: string; code: 'invalid_body' | 'template_error' | 'rate_limited' | 'prompt_too_long'; reason: string };
+
+/** What a delivery that was not refused came to. */
+type Decided = { outcome: Exclude<DeliveryOutcome, 'refused'>; taskId?: string; reason?: string };
+
+/** A delivery that is refused, with why. */
+class Refusal extends Error {
+  constructor(
+    readonly code: 'invalid_body' | 'template_error' | 'rate_limited' | 'prompt_too_long',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Headers a template may read: never a credential or signature. */
+const SECRET_HEADER = /authorization|signature|token|secret|cookie|api-key/i;
+const MAX_PROMPT = 16_000;
+const incidentKey = (trigger: string, incident: string) => `trigger-incident:${trigger}:${sha256(incident)}`;
+
+/**
+ * Turns a sender's verified delivery into a run (docs/triggers.md): read the sender's way,
+ * filtered, a resolution handled, deduplicated (an idempotent start keyed by the trigger and the
+ * sender's identity, kept for the window: one run per key across restarts and a fleet), limited,
+ * its prompt rendered, and started, waiting in the queue when every slot is busy. Every delivery
+ * is logged with what became of it.
+ */
+export class TriggerService {
+  /** Deliveries taken per trigger this minute (this instance). */
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+  /** Each trigger's latest runs: a new one waits behind the one `concurrent` places back. */
+  private readonly chains = new Map<string, string[]>();
+
+  constructor(private readonly $: TriggerDeps) {}
+
+  get(name: string): Trigger | undefined {
+    const trigger = this.$.triggers.get(name);
+    return trigger && trigger.definition.enabled !== false ? trigger : undefined;
+  }
+
+  has(name: string): boolean {
+    return this.$.triggers.has(name);
+  }
+
+  deliveries(name: string, limit: number, cursor?: string) {
+    return this.$.deliveries.list(name, limit, cursor);
+  }
+
+  list() {
+    return [...this.$.triggers.values()].map(({ definition: d, verify, warnings }) => ({
+      name: d.name,
+      workspace: d.workspace,
+      sender: d.sender,
+      verify: verify.method,
+      enabled: d.enabled !== false,
+      ...(d.agent === undefined ? {} : { agent: d.agent }),
+      ...(warnings.length > 0 ? { warnings } : {}),
+    }));
+  }
+
+  /** Logs a delivery refused before it was read (a wrong signature): no content of it is kept. */
+  async refusedUnverified(name: string): Promise<void> {
+    await this.log({
+      id: this.$.deliveries.newId(),
+      trigger: name,
+      receivedAt: new Date().toISOString(),
+      outcome: 'refused',
+      reason: 'signature not verified',
+    });
+  }
+
+  /** Handles a verified delivery of `trigger`. */
+  async deliver(trigger: Trigger, body: string, headers: Headers, traceparent?: string): Promise<DeliveryDecision> {
+    const id = this.$.deliveries.newId();
+    const base: DeliveryRecord = { id, trigger: trigger.definition.name, receivedAt: new Date().toISOString(), outcome: 'refused' };
+    try {
+      const payload = parsePayload(body);
+      const facts = trigger.sender.read(payload, headers);
+      const record = { ...base, ...pick(facts) };
+      const context = contextOf(trigger, payload, headers, facts);
+      const decision: Decided = await this.decide(trigger, context, facts, record, traceparent);
+      await this.log({ ...record, ...decision });
+      return { ...decision, delivery: id };
+    } catch (error) {
+      if (!(error instanceof Refusal)) throw error;
+      await this.log({ ...base, reason: error.message });
+      return { outcome: 'refused', delivery: id, code: error.code, reason: error.message };
+    }
+  }
+
+  private async decide(
+    trigger: Trigger,
+    context: Record<string, unknown>,
+    facts: DeliveryFacts,
+    record: DeliveryRecord,
+    traceparent?: string,
+  ): Promise<Decided> {
+    const missed = unmatched(trigger.definition.when, context);
+    if (missed !== undefined) return { outcome: 'filtered' as const, reason: `${missed} does not match` };
+    const onResolved = trigger.definition.resolved ?? 'annotate';
+    if (facts.status === 'resolved' && onResolved !== 'run') return this.resolve(trigger, facts, record.id, onResolved);
+    const key = trigger.dedupeKey ? await this.render(trigger.dedupeKey, context) : facts.dedupeKey;
+    const start = (taskId: string) => this.start(trigger, context, facts, { taskId, delivery: record.id, traceparent });
+    if (key === undefined) return this.started(await start(newSortableId('run_')));
+    return this.dedupe(trigger, key, start);
+  }
+
+  /** One run per key within the window: a repeat gets the first run's id and starts nothing. */
+  private async dedupe(trigger: Trigger, key: string, start: (taskId: string) => Promise<StartedRun>) {
+    const name = trigger.definition.name;
+    const execute = async (taskId: string): Promise<StoredAnswer> => {
+      const { record } = await start(taskId);
+      return { status: 202, body: { taskId: record.taskId, status: record.status }, headers: {} };
+    };
+    const replay = async (taskId: string) => ((await this.$.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
+    try {
+      const { answer, replayed } = await this.$.idempotency.run(
+        `trigger:${name}`,
+        `trigger:${name}:${sha256(key)}`,
+        { trigger: name },
+        execute,
+        replay,
+        trigger.windowMs,
+      );
+      const { taskId, status } = answer.body as { taskId: string; status?: string };
+      if (replayed) return { outcome: 'deduplicated' as const, taskId, reason: 'seen within the dedupe window' };
+      return { outcome: status === 'queued' ? ('queued' as const) : ('started' as const), taskId };
+    } catch (error) {
+      if (error instanceof HttpProblem && error.code === 'idempotency_key_in_use')
+        return { outcome: 'deduplicated' as const, reason: 'the same delivery is being handled' };
+      throw error;
+    }
+  }
+
+  private started(run: StartedRun) {
+    return { outcome: run.record.status === 'queued' ? ('queued' as const) : ('started' as const), taskId: run.record.taskId };
+  }
+
+  private async start(
+    trigger: Trigger,
+    context: Record<string, unknown>,
+    facts: DeliveryFacts,
+    at: { taskId: string; delivery: string; traceparent?: string },
+  ): Promise<StartedRun> {
+    const d = trigger.definition;
+    this.take(trigger);
+    const prompt = preamble(d.name, d.sender) + (await this.render(trigger.prompt, context));
+    if (prompt.length > MAX_PROMPT) throw new Refusal('prompt_too_long', `the rendered prompt has ${prompt.length} characters, more than ${MAX_PROMPT}`);
+    const body = {
+      prompt,
+      ...(d.agent === undefined ? {} : { agent: d.agent }),
+      ...(d.timeoutMs === undefined ? {} : { timeoutMs: d.timeoutMs }),
+      ...(trigger.title ? { title: (await this.render(trigger.title, context)).slice(0, 200) } : {}),
+      ...(d.metadata === undefined ? {} : { metadata: d.metadata }),
+    };
+    const chain = this.chains.get(d.name) ?? [];
+    const after = d.limits?.concurrent === undefined ? undefined : chain[chain.length - d.limits.concurrent];
+    const origin: RunOrigin = {
+      source: { kind: 'trigger', name: d.name, delivery: at.delivery, ...(facts.deliveryId ? { deliveryId: facts.deliveryId } : {}) },
+      policy: { permissions: d.permissions, sandbox: d.sandbox },
+      queueWhenBusy: true,
+      ...(after === undefined ? {} : { after }),
+      ...(at.traceparent === undefined ? {} : { traceparent: at.traceparent }),
+    };
+    const run = await this.$.start(await this.$.workspace(d.workspace), body, this.$.apiUrl(), at.taskId, origin);
+    if (d.limits?.concurrent !== undefined) this.chains.set(d.name, [...chain, run.record.taskId].slice(-d.limits.concurrent));
+    if (facts.incident !== undefined) await this.$.store.set(incidentKey(d.name, facts.incident), run.record.taskId, trigger.windowMs);
+    return run;
+  }
+
+  /** A resolution: the incident's run is cancelled or annotated (or nothing is done). */
+  private async resolve(trigger: Trigger, facts: DeliveryFacts, delivery: string, action: 'cancel' | 'annotate' | 'ignore') {
+    const name = trigger.definition.name;
+    if (action === 'ignore' || facts.incident === undefined)
+      return { outcome: 'resolved' as const, reason: action === 'ignore' ? 'ignored' : 'no incident to match' };
+    const taskId = await this.$.store.get<string>(incidentKey(name, facts.incident));
+    const run = taskId === undefined ? undefined : await this.$.find(taskId);
+    if (!run) return { outcome: 'resolved' as const, reason: 'no run of this incident' };
+    const cancel = action === 'cancel' && !hasEnded(run.status);
+    if (cancel) await this.$.cancel(run.taskId).catch(() => undefined);
+    this.$.annotate(run.taskId, { trigger: name, delivery, ...(facts.event ? { event: facts.event } : {}), cancelled: cancel });
+    return { outcome: 'resolved' as const, taskId: run.taskId, reason: cancel ? 'its run was cancelled' : 'its run was told' };
+  }
+
+  private async render(template: PromptTemplate, context: Record<string, unknown>): Promise<string> {
+    try {
+      return await renderTemplate(template, context);
+    } catch (error) {
+      throw new Refusal('template_error', `the template cannot be rendered for this delivery: ${(error as Error).message}`);
+    }
+  }
+
+  /** A token of the trigger's rate: refused once a minute's worth is spent. */
+  private take(trigger: Trigger): void {
+    const perMinute = trigger.definition.limits?.perMinute;
+    if (perMinute === undefined) return;
+    const now = Date.now();
+    const bucket = this.buckets.get(trigger.definition.name) ?? { tokens: perMinute, at: now };
+    bucket.tokens = Math.min(perMinute, bucket.tokens + ((now - bucket.at) * perMinute) / 60_000);
+    bucket.at = now;
+    this.buckets.set(trigger.definition.name, bucket);
+    if (bucket.tokens < 1) throw new Refusal('rate_limited', `more than ${perMinute} deliveries a minute`);
+    bucket.tokens -= 1;
+  }
+
+  private async log(record: DeliveryRecord): Promise<void> {
+    this.$.observe(record.trigger, record.outcome);
+    this.$.logger.info(
+      { trigger: record.trigger, delivery: record.id, outcome: record.outcome, taskId: record.taskId, reason: record.reason },
+      'trigger delivery',
+    );
+    await this.$.deliveries
+      .add(record)
+      .catch((error: unknown) => this.$.logger.warn({ trigger: record.trigger, error: String(error) }, 'could not log a trigger delivery'));
+  }
+}
+
+function parsePayload(body: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    throw new Refusal('invalid_body', 'the body is not valid JSON');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Refusal('invalid_body', 'the body must be a JSON object');
+  return value as Record<string, unknown>;
+}
+
+const pick = (facts: DeliveryFacts) => ({
+  ...(facts.event === undefined ? {} : { event: facts.event.slice(0, 200) }),
+  ...(facts.status === undefined ? {} : { status: facts.status }),
+  ...(facts.deliveryId === undefined ? {} : { deliveryId: facts.deliveryId.slice(0, 200) }),
+});
+
+function contextOf(trigger: Trigger, payload: Record<string, unknown>, headers: Headers, facts: DeliveryFacts): Record<string, unknown> {
+  const safe: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    if (!SECRET_HEADER.test(name)) safe[name.toLowerCase()] = value;
+  });
+  return { payload, headers: safe, event: facts.event, status: facts.status, deliveryId: facts.deliveryId, trigger: trigger.definition.name };
+}
