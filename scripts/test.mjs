@@ -22,10 +22,10 @@ for (const [tool, args] of checks) {
   }
 }
 
-// The browser test drives Debian's chromium (no browser download: none is reachable here) and the
-// sandbox tests Debian's bubblewrap. As root with apt they are installed once; otherwise those
-// tests say they are skipped, except in CI.
-const DEBIAN = { '/usr/bin/chromium': 'chromium', '/usr/bin/bwrap': 'bubblewrap' };
+// The browser test drives Debian's chromium (no browser download: none is reachable here), the
+// sandbox tests Debian's bubblewrap, a trigger test Debian's Alertmanager. As root with apt they are
+// installed once; otherwise those tests say they are skipped, except in CI.
+const DEBIAN = { '/usr/bin/chromium': 'chromium', '/usr/bin/bwrap': 'bubblewrap', '/usr/bin/prometheus-alertmanager': 'prometheus-alertmanager' };
 const missing = Object.entries(DEBIAN)
   .filter(([file]) => !existsSync(file))
   .map(([, name]) => name);
@@ -35,7 +35,7 @@ if (missing.length > 0 && process.getuid?.() === 0 && existsSync('/usr/bin/apt-g
       stdio: 'ignore',
       env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
     }).status === 0;
-  console.log(`installing Debian ${missing.join(' and ')} for the status-page and sandbox tests…`);
+  console.log(`installing Debian ${missing.join(', ')} for the status-page, sandbox and trigger tests…`);
   if (!install()) {
     spawnSync('apt-get', ['update'], { stdio: 'ignore' });
     install();

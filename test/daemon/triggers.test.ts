@@ -1,11 +1,14 @@
+import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { sign as signGithub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Daemon, api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
+import { type TestPostgres, startPostgres } from '../fixtures/postgres.mjs';
 
 /**
  * docs/triggers.md: each sender's documented example payload, signed the way the sender signs it
@@ -282,4 +285,139 @@ describe('trigger settings', () => {
     expect(await deliver(after, 'gh', body, headers)).toMatchObject({ status: 202, body: { outcome: 'deduplicated', taskId: first.body.taskId } });
     await after.stop();
   });
+});
+
+/** npm test installs Debian's Alertmanager as root; elsewhere this is skipped, saying so, except in CI, where it must run. */
+const ALERTMANAGER = '/usr/bin/prometheus-alertmanager';
+const hasAlertmanager = existsSync(ALERTMANAGER) || Boolean(process.env.CI);
+if (!hasAlertmanager) console.warn('the real Alertmanager test is skipped: apt-get install prometheus-alertmanager');
+
+/** A loopback port free a moment ago. */
+const freePort = () =>
+  new Promise<number>((done) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => done(port));
+    });
+  });
+
+describe.skipIf(!hasAlertmanager)('a real Alertmanager (Debian prometheus-alertmanager)', () => {
+  it('fires at the daemon with its bearer token from a file: the alert starts a run, its repeats do not', async () => {
+    const cwd = tempDir();
+    dirs.push(cwd);
+    mkdirSync(join(cwd, 'ops'));
+    const tokenFile = join(cwd, 'am-token');
+    writeFileSync(tokenFile, 'the-alertmanager-token\n', { mode: 0o600 });
+    writeConfig(cwd, {
+      agents: AGENTS,
+      workspaces: [{ id: 'ops', path: 'ops' }],
+      triggers: [
+        {
+          name: 'am',
+          workspace: 'ops',
+          sender: 'alertmanager',
+          agent: 'echo',
+          secret: { file: tokenFile },
+          prompt: 'Look at {{ payload.commonLabels.alertname }}: {{ payload.commonAnnotations.summary }}',
+        },
+      ],
+    });
+    const daemon = await startDaemon(cwd);
+    const port = await freePort();
+    writeFileSync(
+      join(cwd, 'alertmanager.yml'),
+      [
+        'route:',
+        '  receiver: headless',
+        '  group_by: [alertname]',
+        '  group_wait: 0s',
+        '  group_interval: 1s',
+        '  repeat_interval: 2s',
+        'receivers:',
+        '  - name: headless',
+        '    webhook_configs:',
+        `      - url: ${daemon.url}/api/triggers/am`,
+        '        send_resolved: true',
+        '        http_config:',
+        '          authorization:',
+        `            credentials_file: ${tokenFile}`,
+        '',
+      ].join('\n'),
+    );
+    const am = spawn(
+      ALERTMANAGER,
+      [
+        `--config.file=${join(cwd, 'alertmanager.yml')}`,
+        `--storage.path=${join(cwd, 'am-data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+        '--cluster.listen-address=',
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
+    try {
+      const alert = [{ labels: { alertname: 'DiskFull', severity: 'page' }, annotations: { summary: 'disk 95% full on db-1' } }];
+      await waitFor(
+        async () =>
+          (
+            await fetch(`http://127.0.0.1:${port}/api/v2/alerts`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify(alert),
+            }).catch(() => undefined)
+          )?.ok === true,
+        {
+          what: 'Alertmanager to take the alert',
+        },
+      );
+      await waitFor(async () => (await deliveries(daemon, 'am')).some((d) => d.outcome === 'started'), { what: "Alertmanager's delivery to start a run" });
+      const started = (await deliveries(daemon, 'am')).find((d) => d.outcome === 'started') as Record<string, any>;
+      expect(await output(daemon, (await waitRun(daemon, started.taskId)).taskId)).toContain('Look at ⟦DiskFull⟧: ⟦disk 95% full on db-1⟧');
+      // It repeats the firing group every repeat_interval (2 s here): each repeat names the same run.
+      await waitFor(async () => (await deliveries(daemon, 'am')).some((d) => d.outcome === 'deduplicated'), { what: 'a repeat of the group' });
+      const all = await deliveries(daemon, 'am');
+      expect(all.filter((d) => d.outcome === 'started')).toHaveLength(1);
+      expect(all.filter((d) => d.outcome === 'deduplicated').every((d) => d.taskId === started.taskId)).toBe(true);
+    } finally {
+      am.kill('SIGKILL');
+      await daemon.stop();
+    }
+  }, 60_000);
+});
+
+describe('two instances on one PostgreSQL', () => {
+  let postgres: TestPostgres | undefined;
+  afterAll(async () => postgres?.stop());
+
+  it('the same delivery sent to both at once, again and again: one run, every other answer names it', async () => {
+    postgres = await startPostgres();
+    const env = { HEADLESS_STORE_URL: await postgres.database() };
+    const daemons = await Promise.all(
+      [0, 1].map(() => {
+        const cwd = tempDir();
+        dirs.push(cwd);
+        writeConfig(cwd, {
+          agents: AGENTS,
+          workspaces: [{ id: 'ops', path: '.' }],
+          triggers: [{ name: 'gh', workspace: 'ops', sender: 'github', agent: 'echo', secret: 's', prompt: '{{ event }}' }],
+        });
+        return startDaemon(cwd, undefined, env);
+      }),
+    );
+    const body = payload('github-issues-opened');
+    const headers = { 'x-github-event': 'issues', 'x-github-delivery': 'fleet-1', 'x-hub-signature-256': await signGithub('s', body) };
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => deliver(daemons[i % 2]!, 'gh', body, headers)));
+    expect(answers.every((a) => a.status === 202)).toBe(true);
+    const started = answers.filter((a) => a.body.outcome === 'started');
+    expect(started).toHaveLength(1);
+    // The rest name that run (or, while it was being started elsewhere, say it was in hand).
+    for (const a of answers.filter((a) => a.body.outcome !== 'started')) {
+      expect(a.body.outcome).toBe('deduplicated');
+      if (a.body.taskId !== undefined) expect(a.body.taskId).toBe(started[0]!.body.taskId);
+    }
+    const runs = (await (await api(daemons[1]!, 'GET', '/api/headless?wsId=ops')).json()) as { runs: unknown[] };
+    expect(runs.runs).toHaveLength(1);
+    await Promise.all(daemons.map((d) => d.stop()));
+  }, 90_000);
 });
