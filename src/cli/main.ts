@@ -21,6 +21,7 @@ Commands:
   inbox      list the Inbox, show an item, or mark it read
   sessions   show or retire a Session
   schedules  list the schedules, or run one now
+  triggers   list the triggers, or a trigger's deliveries
   mcp        serve the API as MCP tools over stdio`;
 
 const USAGE = `${SHORT}

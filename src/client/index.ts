@@ -44,12 +44,12 @@ export interface HeadlessClient {
   /** Every run of a workspace, newest first, a page at a time. */
   list(
     workspaceId: string,
-    options?: { status?: RunStatus; pageSize?: number; metadata?: string; schedule?: string; agent?: string },
+    options?: { status?: RunStatus; pageSize?: number; metadata?: string; schedule?: string; trigger?: string; agent?: string },
   ): AsyncIterable<RunRecord>;
   /** One page; `metadata: "key:value"` keeps the runs whose metadata has it. */
   listPage(
     workspaceId: string,
-    options?: { status?: RunStatus; limit?: number; cursor?: string; metadata?: string; schedule?: string; agent?: string },
+    options?: { status?: RunStatus; limit?: number; cursor?: string; metadata?: string; schedule?: string; trigger?: string; agent?: string },
   ): Promise<v.InferOutput<typeof ANSWERS.RunList>>;
   cancel(taskId: string): Promise<RunRecord>;
   output(taskId: string, tail?: number): Promise<RunOutput>;
@@ -74,6 +74,12 @@ export interface HeadlessClient {
     list(): Promise<v.InferOutput<typeof ANSWERS.ScheduleList>>;
     /** Starts a run of the schedule now. */
     run(name: string): Promise<StartAccepted>;
+  };
+  triggers: {
+    /** Each trigger: its workspace, sender, verification, whether it is enabled (never its secret). */
+    list(): Promise<v.InferOutput<typeof ANSWERS.TriggerList>>;
+    /** A page of a trigger's deliveries, newest first: what became of each. */
+    deliveries(name: string, options?: { limit?: number; cursor?: string }): Promise<v.InferOutput<typeof ANSWERS.DeliveryList>>;
   };
 }
 
@@ -207,7 +213,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
     call(
       ANSWERS.RunList,
       'GET',
-      `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor, metadata: o.metadata, schedule: o.schedule, agent: o.agent })}`,
+      `/api/headless${query({ wsId: workspaceId, status: o.status, limit: o.limit, cursor: o.cursor, metadata: o.metadata, schedule: o.schedule, trigger: o.trigger, agent: o.agent })}`,
     );
   const events = eventStream(t);
   return {
@@ -216,7 +222,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
     listPage,
     list: (workspaceId, o = {}) =>
       pages(async (cursor) => {
-        const page = await listPage(workspaceId, { status: o.status, limit: o.pageSize, cursor, metadata: o.metadata, schedule: o.schedule, agent: o.agent });
+        const page = await listPage(workspaceId, { status: o.status, limit: o.pageSize, cursor, metadata: o.metadata, schedule: o.schedule, trigger: o.trigger, agent: o.agent });
         return { items: page.runs as RunRecord[], next: page.nextCursor };
       }),
     cancel: (taskId) => call(ANSWERS.RunRecord, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,
@@ -232,6 +238,10 @@ export function createClient(options: ClientOptions): HeadlessClient {
     schedules: {
       list: () => call(ANSWERS.ScheduleList, 'GET', '/api/schedules'),
       run: (name) => call(ANSWERS.StartAccepted, 'POST', `/api/schedules/${enc(name)}/run`),
+    },
+    triggers: {
+      list: () => call(ANSWERS.TriggerList, 'GET', '/api/triggers'),
+      deliveries: (name, options = {}) => call(ANSWERS.DeliveryList, 'GET', `/api/triggers/${enc(name)}/deliveries${query(options)}`),
     },
   };
 }

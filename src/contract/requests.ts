@@ -146,6 +146,8 @@ export const ListQuery = v.strictObject(
     metadata: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}:[\s\S]{0,256}$/))),
     /** Only runs this schedule started. */
     schedule: v.optional(v.pipe(v.string(), v.regex(SCHEDULE_NAME))),
+    /** Only runs this trigger started. */
+    trigger: v.optional(v.pipe(v.string(), v.regex(ID_PATTERN))),
     /** Only runs of this agent. */
     agent: v.optional(v.pipe(v.string(), v.regex(ID_PATTERN))),
   },
@@ -166,7 +168,7 @@ export function parseListQuery(url: URL) {
   const q = parse(ListQuery, queryObject(url));
   const split = q.metadata?.indexOf(':') ?? -1;
   const metadata = q.metadata === undefined ? undefined : { key: q.metadata.slice(0, split), value: q.metadata.slice(split + 1) };
-  return { workspaceId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor, metadata, schedule: q.schedule, agent: q.agent };
+  return { workspaceId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor, metadata, schedule: q.schedule, trigger: q.trigger, agent: q.agent };
 }
 
 /** At most the tail each stream keeps (64 KiB). */

@@ -54,11 +54,17 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
       status: v.optional(v.picklist(RUN_STATUSES)),
       agent: v.optional(v.string()),
       schedule: v.optional(v.string()),
+      trigger: v.optional(v.string()),
       metadata: v.optional(v.string()),
       limit,
       cursor: v.optional(v.string()),
     }),
     call: (client, { workspaceId, ...page }) => client.listPage(workspaceId, page),
+  }),
+  list_trigger_deliveries: tool({
+    description: "What became of a trigger's deliveries (a monitor's or forge's webhooks), newest first: started, queued, deduplicated, filtered, resolved or refused, with the run each started.",
+    input: v.strictObject({ trigger: id, limit, cursor: v.optional(v.string()) }),
+    call: (client, { trigger, ...page }) => client.triggers.deliveries(trigger, page),
   }),
   cancel_run: tool({
     description: 'Cancel a running run (its whole process group is stopped).',

@@ -3,6 +3,8 @@ import { createHmac } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { sign as signGithub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -227,6 +229,25 @@ describe('triggers, through the built daemon', () => {
       ['refused', 'the body is not valid JSON'],
       ['refused', expect.stringContaining('undefined variable: payload.n')],
     ]);
+  });
+
+  it('the list filter, the caller CLI, MCP and the metrics know triggers', async () => {
+    const github = (await deliveries(daemon, 'github')).find((d) => d.outcome === 'started') as Record<string, any>;
+    const listed = (await (await api(daemon, 'GET', '/api/headless?wsId=ops&trigger=github')).json()) as { runs: Array<Record<string, any>> };
+    expect(listed.runs.map((r) => r.taskId)).toEqual([github.taskId]);
+    const cli = await runCli(['triggers', 'deliveries', 'github', '--url', daemon.url, '--json'], { cwd });
+    expect(JSON.parse(cli.stdout).deliveries.map((d: Record<string, unknown>) => d.id)).toEqual((await deliveries(daemon, 'github')).map((d) => d.id));
+    const names = await runCli(['triggers', '--url', daemon.url], { cwd });
+    expect(names.stdout).toContain('github  github (github)  workspace ops');
+    expect(names.stdout).toContain('off  generic (bearer)  workspace ops  disabled');
+    const mcp = new Client({ name: 'test', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${daemon.url}/mcp`)));
+    const answer = (await mcp.callTool({ name: 'list_trigger_deliveries', arguments: { trigger: 'github', limit: 1 } })) as { structuredContent?: Record<string, any> };
+    expect(answer.structuredContent?.deliveries).toHaveLength(1);
+    await mcp.close();
+    const metrics = await (await api(daemon, 'GET', '/metrics')).text();
+    expect(metrics).toMatch(/headless_trigger_deliveries_total\{trigger="github",outcome="started"\} 1\n/);
+    expect(metrics).toMatch(/headless_trigger_deliveries_total\{trigger="github",outcome="deduplicated"\} 1\n/);
   });
 
   it('never shows a secret: not in the list, the deliveries, the answers or the logs', async () => {

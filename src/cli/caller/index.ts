@@ -6,6 +6,7 @@ import { fail } from '../fail';
 import { inbox, sessions } from './inbox';
 import { cancel, follow, list, logs, run, status } from './runs';
 import { schedules } from './schedules';
+import { triggers } from './triggers';
 import { type Command, EXIT, OPTIONS, print, printJson, usage } from './shared';
 import { CALLER_USAGE, COMMON } from './usage';
 
@@ -26,6 +27,7 @@ const COMMANDS: Record<string, { command: Command; takes: Array<keyof typeof OPT
   inbox: { command: inbox, takes: ['workspace', 'unread', 'limit', 'cursor'] },
   sessions: { command: sessions, takes: [] },
   schedules: { command: schedules, takes: [] },
+  triggers: { command: triggers, takes: ['limit', 'cursor'] },
 };
 
 export const CALLER_COMMANDS = Object.keys(COMMANDS);

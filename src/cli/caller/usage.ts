@@ -49,4 +49,8 @@ export const CALLER_USAGE: Record<string, string> = {
        headless-run-webhook schedules run <name>
 
   Lists the schedules (next occurrence, last run), or starts a run of one now.`,
+  triggers: `Usage: headless-run-webhook triggers
+       headless-run-webhook triggers deliveries <name> [--limit N] [--cursor C]
+
+  Lists the triggers, or what became of a trigger's deliveries, newest first.`,
 };

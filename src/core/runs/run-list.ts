@@ -3,10 +3,10 @@ import { publicRecord, sourceOf } from '../public-record';
 import type { StoredRun } from '../types';
 import type { RunRecords } from './records';
 
-/** The schedule a run came from, if one did. */
-const scheduleOf = (r: StoredRun) => {
+/** The schedule or trigger a run came from, if one did. */
+const originOf = (r: StoredRun, kind: 'schedule' | 'trigger') => {
   const source = sourceOf(r);
-  return source.kind === 'schedule' ? source.name : undefined;
+  return source.kind === kind ? source.name : undefined;
 };
 
 /** A filtered list reads at most this many runs for one page; the cursor goes on from where it stopped. */
@@ -21,6 +21,8 @@ export interface ListQuery {
   metadata?: { key: string; value: string };
   /** Only runs this schedule started. */
   schedule?: string;
+  /** Only runs this trigger started. */
+  trigger?: string;
   /** Only runs of this agent. */
   agent?: string;
 }
@@ -37,9 +39,10 @@ export async function listRuns(records: RunRecords, find: (id: string) => Promis
     r !== undefined &&
     (q.status === undefined || r.status === q.status) &&
     (!q.metadata || r.metadata?.[q.metadata.key] === q.metadata.value) &&
-    (q.schedule === undefined || scheduleOf(r) === q.schedule) &&
+    (q.schedule === undefined || originOf(r, 'schedule') === q.schedule) &&
+    (q.trigger === undefined || originOf(r, 'trigger') === q.trigger) &&
     (q.agent === undefined || r.agent === q.agent);
-  const filtered = q.metadata !== undefined || q.schedule !== undefined || q.agent !== undefined;
+  const filtered = q.metadata !== undefined || q.schedule !== undefined || q.trigger !== undefined || q.agent !== undefined;
   let cursor = q.cursor;
   for (let scanned = 0; ; ) {
     const page = await records.page(q.workspaceId, q.status, q.limit, cursor);

@@ -89,6 +89,7 @@ function filterQuery() {
     ['status', 'f-status'],
     ['agent', 'f-agent'],
     ['schedule', 'f-schedule'],
+    ['trigger', 'f-trigger'],
     ['metadata', 'f-metadata'],
   ]) {
     const value = $(id).value.trim();
@@ -179,6 +180,8 @@ async function showRun(taskId, fresh) {
   $('hint').hidden = true;
   $('run').hidden = false;
   const lines = [`${label(record)} · ${record.status} · ${record.agent}${record.durationMs === null ? '' : ` · ${took(record)}`}`, record.taskId];
+  if (record.source?.kind === 'schedule') lines.push(`Started by schedule ${record.source.name} for ${record.source.scheduledFor}`);
+  if (record.source?.kind === 'trigger') lines.push(`Started by trigger ${record.source.name} (delivery ${record.source.delivery})`);
   if (record.error) lines.push(`${record.error.code}: ${record.error.message}`);
   if (record.lastMessage) lines.push(`Last message: ${record.lastMessage}`);
   $('summary').replaceChildren(...lines.map((l, i) => el('div', l, i === 0 ? `status ${record.status}` : 'muted')));
