@@ -2,7 +2,8 @@ import { parseArgs } from 'node:util';
 import { type AgentCheck, type WorkspaceReport, diagnoseWorkspace } from '../core/agents/doctor';
 import { AgentRegistry } from '../core/agents/registry';
 import { SERVICE_SECRETS } from '../core/runs/env';
-import { ConfigError, loadConfig } from './config';
+import { loadTriggers } from '../core/triggers/trigger-spec';
+import { ConfigError, type DaemonConfig, loadConfig } from './config';
 import { fail } from './fail';
 
 export const DOCTOR_USAGE = `Usage: headless-run-webhook doctor [--config FILE] [--json]
@@ -67,7 +68,8 @@ export async function doctor(argv: string[]): Promise<void> {
       diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: config.defaultAgent, onChecked: progress(workspace.id) }),
     ),
   );
-  if (values.json) process.stdout.write(`${JSON.stringify({ workspaces: reports }, null, 2)}\n`);
+  const triggers = checkTriggers(config, env);
+  if (values.json) process.stdout.write(`${JSON.stringify({ workspaces: reports, triggers }, null, 2)}\n`);
   else {
     for (const report of reports) {
       const path = config.workspaces.find((w) => w.id === report.workspaceId)?.path ?? '';
@@ -76,7 +78,34 @@ export async function doctor(argv: string[]): Promise<void> {
       if (!report.agents.some((a) => a.canRun))
         process.stdout.write('  no agent can run here: install one of the agents above, or enable one that is installed\n');
     }
+    for (const t of triggers) process.stdout.write(`trigger ${t.name}: ${t.problems.length > 0 ? 'broken' : 'ok'}\n${[...t.problems, ...t.warnings].map((p) => `  ${p}\n`).join('')}`);
     process.stdout.write('(* named by the config)\n');
   }
-  if (reportFails(reports)) process.exitCode = 1;
+  if (reportFails(reports) || triggers.some((t) => t.problems.length > 0)) process.exitCode = 1;
+}
+
+interface TriggerCheck {
+  name: string;
+  /** What stops it from working: a template variable, a secret that is not there, an agent not enabled on its workspace. */
+  problems: string[];
+  /** Payload fields its templates read that the sender's example does not have: checked at each delivery only. */
+  warnings: string[];
+}
+
+/** Each trigger, checked on its own: its templates against the sender's payload, its secret present, its agent enabled. */
+function checkTriggers(config: DaemonConfig, env: NodeJS.ProcessEnv): TriggerCheck[] {
+  return (config.triggers ?? []).map((definition, i) => {
+    // Loaded on its own, it is triggers[0]: named as the config file numbers it.
+    const where = (text: string) => text.replace(/^triggers\[0\]/, `triggers[${i}]`);
+    const workspace = config.workspaces.find((w) => w.id === definition.workspace);
+    const problems: string[] = [];
+    let warnings: string[] = [];
+    try {
+      warnings = (loadTriggers([definition], (id) => config.workspaces.some((w) => w.id === id), env).get(definition.name)?.warnings ?? []).map(where);
+    } catch (error) {
+      problems.push(where((error as Error).message));
+    }
+    if (definition.agent && workspace?.agents && !workspace.agents.includes(definition.agent)) problems.push(`its agent ${definition.agent} is not enabled on workspace ${definition.workspace}`);
+    return { name: definition.name, problems, warnings };
+  });
 }

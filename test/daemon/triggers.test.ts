@@ -288,6 +288,29 @@ describe('trigger settings', () => {
     expect(r.stderr).toContain('triggers[0].secret is empty (environment variable NOT_SET_ANYWHERE is not set)');
   });
 
+  it('doctor checks each trigger: a missing secret is a problem (exit 1); a payload field the sender does not send is a warning', async () => {
+    const cwd = tempDir();
+    dirs.push(cwd);
+    writeConfig(cwd, {
+      agents: AGENTS,
+      workspaces: [{ id: 'ops', path: '.', agents: ['echo'] }],
+      triggers: [
+        { name: 'typo', workspace: 'ops', sender: 'alertmanager', agent: 'echo', secret: 'x', prompt: '{{ payload.commonLabel.alertname }}' },
+        { name: 'nosecret', workspace: 'ops', sender: 'github', agent: 'slow', secret: { env: 'NOT_SET_ANYWHERE' }, prompt: 'x' },
+      ],
+    });
+    const r = await runCli(['doctor', '--json'], { cwd, timeoutMs: 60_000 });
+    expect(r.code).toBe(1);
+    expect(JSON.parse(r.stdout).triggers).toEqual([
+      { name: 'typo', problems: [], warnings: ["triggers[0].prompt reads payload.commonLabel.alertname, which the sender's example payload does not have"] },
+      {
+        name: 'nosecret',
+        problems: ['triggers[1].secret is empty (environment variable NOT_SET_ANYWHERE is not set)', 'its agent slow is not enabled on workspace ops'],
+        warnings: [],
+      },
+    ]);
+  });
+
   it('a delivery seen before a restart is still deduplicated after it', async () => {
     const cwd = tempDir();
     dirs.push(cwd);
