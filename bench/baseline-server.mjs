@@ -12,7 +12,16 @@ import { Hono } from 'hono';
 const body = process.env.BODY ?? '{}';
 const headers = { 'content-type': 'application/json' };
 const announce = (port) => process.stdout.write(`listening on http://127.0.0.1:${port}\n`);
-if (process.env.MODE === 'hono') {
+if (process.env.MODE === 'hono-receiver') {
+  // A webhook receiver that does no work: the bearer token checked, the body parsed, 202.
+  const app = new Hono();
+  app.post('/api/triggers/:name', async (c) => {
+    if (c.req.header('authorization') !== `Bearer ${process.env.TOKEN}`) return c.body('{}', 401, headers);
+    JSON.parse(await c.req.text());
+    return c.body('{"outcome":"started"}', 202, headers);
+  });
+  serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => announce(info.port));
+} else if (process.env.MODE === 'hono') {
   const app = new Hono();
   app.get('/api/headless/:taskId', (c) => c.body(body, 200, headers));
   serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => announce(info.port));

@@ -14,6 +14,7 @@ import { createSqliteKeyv } from '../dist/index.js';
 import { startPostgres } from '../test/fixtures/postgres.mjs';
 import { eventLatency } from './event-latency.mjs';
 import { queueKill, queueMemory, queuePickup, queuePickupFleet } from './queue.mjs';
+import { triggerBurst } from './triggers.mjs';
 import { spawnDaemon, spawnServer } from './spawn-daemon.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -503,6 +504,21 @@ for (const [name, fn] of [
   ['queue pick-up in a fleet', () => queuePickupFleet({ daemon, fakeConfig, post, row, tempDir, startPostgres })],
   ['queue across kill -9', () => queueKill({ daemon, post, row, tempDir })],
   ['event latency', () => eventLatency({ daemon, fakeConfig, post, row, tempDir, claudeBin })],
+  [
+    'trigger burst',
+    () =>
+      triggerBurst({
+        daemon,
+        row,
+        rssMb,
+        tempDir,
+        baselineServer: join(ROOT, 'bench/baseline-server.mjs'),
+        spawnServer: async (args, options) => {
+          const { child, url } = await spawnServer(args, options);
+          return { url, stop: tracked(child) };
+        },
+      }),
+  ],
 ]) {
   if (process.env.BENCH_ONLY && !name.includes(process.env.BENCH_ONLY)) continue;
   console.error(`bench: ${name}…`);

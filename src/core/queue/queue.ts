@@ -86,7 +86,7 @@ export class RunQueue {
 
   /** The queued runs that count against `policy.max` (at most `max + 1` are counted). */
   private async count(policy: QueuePolicy, workspaceId: string): Promise<number> {
-    if (policy.scope === 'installation') return (await this.ids()).length;
+    if (policy.scope === 'installation') return this.$.records.countInStatus('queued');
     return (await this.$.records.page(workspaceId, 'queued', policy.max + 1)).ids.length;
   }
 
@@ -185,8 +185,8 @@ export class RunQueue {
 
   /** The public record, with its place in the queue while it is queued. */
   async withPosition(record: StoredRun): Promise<RunRecord> {
-    const index = record.status === 'queued' ? (await this.ids()).indexOf(record.taskId) : -1;
-    return { ...publicRecord(record), ...(index === -1 ? {} : { queuePosition: index + 1 }) };
+    if (record.status !== 'queued') return publicRecord(record);
+    return { ...publicRecord(record), queuePosition: (await this.$.records.countInStatus('queued', record.taskId)) + 1 };
   }
 
   /** Records of a list page, each queued one with its place. */

@@ -100,6 +100,11 @@ export class RunRecords {
   }
 
   /** The ids of the runs in `status`, oldest first. */
+  /** How many runs have `status` (with `before`: that were accepted before that run). */
+  countInStatus(status: RunStatus, before?: string): Promise<number> {
+    return this.runs.count(status, before);
+  }
+
   async inStatus(status: RunStatus): Promise<string[]> {
     return (await this.runs.inBucket(status)).sort();
   }

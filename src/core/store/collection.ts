@@ -60,6 +60,7 @@ export function keyValueTable<T extends object>(kv: KeyValue, spec: CollectionSp
     },
     page: async (group, bucket, limit, cursor) => index.page(group, bucket, limit, cursor),
     inBucket: async (bucket) => index.inBucket(bucket).map((e) => e.id),
+    count: async (bucket, before) => index.inBucket(bucket).filter((e) => before === undefined || e.id < before).length,
     flagged: async (flag) => [...(flags.get(flag) ?? [])],
     oldest: async (bound, limit) => index.oldest(bound, limit).map((e) => e.id),
   };

@@ -65,6 +65,8 @@ export interface RecordTable<T> {
   page(group: string, bucket: string | undefined, limit: number, cursor?: string): Promise<Page>;
   /** Every id in `bucket`. */
   inBucket(bucket: string): Promise<string[]>;
+  /** How many are in `bucket` (with `before`: whose ids sort before it), without reading them. */
+  count(bucket: string, before?: string): Promise<number>;
   /** Every id whose `flag` field is set. */
   flagged(flag: string): Promise<string[]>;
   /** Up to `limit` of the oldest ids that sort before `bound`. */

@@ -61,6 +61,11 @@ export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec
     },
     page: (group, bucket, limit, cursor) => pageOf(ids, table, { group, bucket, limit, cursor }),
     inBucket: (bucket) => ids(`SELECT id FROM ${table} WHERE bucket = ? ORDER BY id`, [bucket]),
+    async count(bucket, before) {
+      const where = before === undefined ? 'bucket = ?' : 'bucket = ? AND id < ?';
+      const [row] = await db.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, before === undefined ? [bucket] : [bucket, before]);
+      return Number(row?.n ?? 0);
+    },
     flagged(flag) {
       const f = flags.find((x) => x.flag === flag);
       if (!f) throw new Error(`${table} has no lookup by ${flag}`);
