@@ -16,7 +16,17 @@ function alert(g) {
   return JSON.stringify({
     receiver: 'headless',
     status: 'firing',
-    alerts: [{ status: 'firing', labels, annotations: { summary: `alert ${g} fired` }, startsAt: '2026-11-25T10:00:00Z', endsAt: '0001-01-01T00:00:00Z', generatorURL: 'http://prometheus:9090/graph', fingerprint: `fp${g}` }],
+    alerts: [
+      {
+        status: 'firing',
+        labels,
+        annotations: { summary: `alert ${g} fired` },
+        startsAt: '2026-11-25T10:00:00Z',
+        endsAt: '0001-01-01T00:00:00Z',
+        generatorURL: 'http://prometheus:9090/graph',
+        fingerprint: `fp${g}`,
+      },
+    ],
     groupLabels: { alertname: labels.alertname },
     commonLabels: labels,
     commonAnnotations: { summary: `alert ${g} fired` },
@@ -60,7 +70,16 @@ export async function triggerBurst({ daemon, row, rssMb, tempDir, spawnServer, b
     agents: { hold },
     workspaces: [{ id: 'ops', path: '.', agents: ['hold'] }],
     queue: { max: 1000 },
-    triggers: [{ name: 'alerts', workspace: 'ops', sender: 'alertmanager', agent: 'hold', secret: TOKEN, prompt: 'Investigate {{ payload.commonLabels.alertname }}: {{ payload.commonAnnotations.summary }}' }],
+    triggers: [
+      {
+        name: 'alerts',
+        workspace: 'ops',
+        sender: 'alertmanager',
+        agent: 'hold',
+        secret: TOKEN,
+        prompt: 'Investigate {{ payload.commonLabels.alertname }}: {{ payload.commonAnnotations.summary }}',
+      },
+    ],
   });
   const idle = rssMb(d.pid);
   const ours = await burst(`${d.url}/api/triggers/alerts`, bodies);
@@ -72,9 +91,39 @@ export async function triggerBurst({ daemon, row, rssMb, tempDir, spawnServer, b
   const refused = ours.answers.filter((a) => a.status !== 202).length;
   const rate = bodies.length / ours.seconds;
   const baseRate = bodies.length / baseline.seconds;
-  row('trigger burst: verified deliveries/s (1000 Alertmanager deliveries, 20 at a time)', `${rate.toFixed(0)}/s`, `${baseRate.toFixed(0)}/s Hono receiver (bearer + JSON)`, `${(rate / baseRate).toFixed(2)}×`, '≥ 1000/s', rate >= 1000);
-  const p99 = pct(ours.answers.map((a) => a.ms), 99);
-  row('trigger burst: answer p99', `${p99.toFixed(1)} ms`, `${pct(baseline.answers.map((a) => a.ms), 99).toFixed(1)} ms`, `p50 ${pct(ours.answers.map((a) => a.ms), 50).toFixed(1)} ms`, '≤ 100 ms', p99 <= 100);
-  row('trigger burst: runs started or queued, repeats', `${runs.size} runs, ${deduplicated} repeats, ${refused} refused`, `${GROUPS} groups`, runs.size === GROUPS && deduplicated === GROUPS ? 'none doubled' : 'WRONG', `exactly ${GROUPS}`, runs.size === GROUPS && refused === 0);
+  row(
+    'trigger burst: verified deliveries/s (1000 Alertmanager deliveries, 20 at a time)',
+    `${rate.toFixed(0)}/s`,
+    `${baseRate.toFixed(0)}/s Hono receiver (bearer + JSON)`,
+    `${(rate / baseRate).toFixed(2)}×`,
+    '≥ 1000/s',
+    rate >= 1000,
+  );
+  const p99 = pct(
+    ours.answers.map((a) => a.ms),
+    99,
+  );
+  row(
+    'trigger burst: answer p99',
+    `${p99.toFixed(1)} ms`,
+    `${pct(
+      baseline.answers.map((a) => a.ms),
+      99,
+    ).toFixed(1)} ms`,
+    `p50 ${pct(
+      ours.answers.map((a) => a.ms),
+      50,
+    ).toFixed(1)} ms`,
+    '≤ 100 ms',
+    p99 <= 100,
+  );
+  row(
+    'trigger burst: runs started or queued, repeats',
+    `${runs.size} runs, ${deduplicated} repeats, ${refused} refused`,
+    `${GROUPS} groups`,
+    runs.size === GROUPS && deduplicated === GROUPS ? 'none doubled' : 'WRONG',
+    `exactly ${GROUPS}`,
+    runs.size === GROUPS && refused === 0,
+  );
   row('trigger burst: daemon RSS growth', `+${grown.toFixed(1)} MB`, `${idle.toFixed(1)} MB before`, `+${grown.toFixed(1)} MB`, '≤ 30 MB', grown <= 30);
 }

@@ -78,7 +78,8 @@ export async function doctor(argv: string[]): Promise<void> {
       if (!report.agents.some((a) => a.canRun))
         process.stdout.write('  no agent can run here: install one of the agents above, or enable one that is installed\n');
     }
-    for (const t of triggers) process.stdout.write(`trigger ${t.name}: ${t.problems.length > 0 ? 'broken' : 'ok'}\n${[...t.problems, ...t.warnings].map((p) => `  ${p}\n`).join('')}`);
+    for (const t of triggers)
+      process.stdout.write(`trigger ${t.name}: ${t.problems.length > 0 ? 'broken' : 'ok'}\n${[...t.problems, ...t.warnings].map((p) => `  ${p}\n`).join('')}`);
     process.stdout.write('(* named by the config)\n');
   }
   if (reportFails(reports) || triggers.some((t) => t.problems.length > 0)) process.exitCode = 1;
@@ -105,7 +106,8 @@ function checkTriggers(config: DaemonConfig, env: NodeJS.ProcessEnv): TriggerChe
     } catch (error) {
       problems.push(where((error as Error).message));
     }
-    if (definition.agent && workspace?.agents && !workspace.agents.includes(definition.agent)) problems.push(`its agent ${definition.agent} is not enabled on workspace ${definition.workspace}`);
+    if (definition.agent && workspace?.agents && !workspace.agents.includes(definition.agent))
+      problems.push(`its agent ${definition.agent} is not enabled on workspace ${definition.workspace}`);
     return { name: definition.name, problems, warnings };
   });
 }

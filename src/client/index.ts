@@ -222,7 +222,15 @@ export function createClient(options: ClientOptions): HeadlessClient {
     listPage,
     list: (workspaceId, o = {}) =>
       pages(async (cursor) => {
-        const page = await listPage(workspaceId, { status: o.status, limit: o.pageSize, cursor, metadata: o.metadata, schedule: o.schedule, trigger: o.trigger, agent: o.agent });
+        const page = await listPage(workspaceId, {
+          status: o.status,
+          limit: o.pageSize,
+          cursor,
+          metadata: o.metadata,
+          schedule: o.schedule,
+          trigger: o.trigger,
+          agent: o.agent,
+        });
         return { items: page.runs as RunRecord[], next: page.nextCursor };
       }),
     cancel: (taskId) => call(ANSWERS.RunRecord, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,

@@ -168,7 +168,16 @@ export function parseListQuery(url: URL) {
   const q = parse(ListQuery, queryObject(url));
   const split = q.metadata?.indexOf(':') ?? -1;
   const metadata = q.metadata === undefined ? undefined : { key: q.metadata.slice(0, split), value: q.metadata.slice(split + 1) };
-  return { workspaceId: q.wsId, status: q.status, limit: Number(q.limit), cursor: q.cursor, metadata, schedule: q.schedule, trigger: q.trigger, agent: q.agent };
+  return {
+    workspaceId: q.wsId,
+    status: q.status,
+    limit: Number(q.limit),
+    cursor: q.cursor,
+    metadata,
+    schedule: q.schedule,
+    trigger: q.trigger,
+    agent: q.agent,
+  };
 }
 
 /** At most the tail each stream keeps (64 KiB). */

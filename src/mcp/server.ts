@@ -62,7 +62,8 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
     call: (client, { workspaceId, ...page }) => client.listPage(workspaceId, page),
   }),
   list_trigger_deliveries: tool({
-    description: "What became of a trigger's deliveries (a monitor's or forge's webhooks), newest first: started, queued, deduplicated, filtered, resolved or refused, with the run each started.",
+    description:
+      "What became of a trigger's deliveries (a monitor's or forge's webhooks), newest first: started, queued, deduplicated, filtered, resolved or refused, with the run each started.",
     input: v.strictObject({ trigger: id, limit, cursor: v.optional(v.string()) }),
     call: (client, { trigger, ...page }) => client.triggers.deliveries(trigger, page),
   }),

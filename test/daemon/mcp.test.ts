@@ -47,7 +47,16 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
   it('lists the tools, with JSON Schema inputs from the request schemas', async () => {
     const client = await connect(transport);
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['cancel_run', 'get_run', 'inbox_push', 'list_runs', 'list_trigger_deliveries', 'read_inbox', 'start_run', 'wait_run']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'cancel_run',
+      'get_run',
+      'inbox_push',
+      'list_runs',
+      'list_trigger_deliveries',
+      'read_inbox',
+      'start_run',
+      'wait_run',
+    ]);
     const start = tools.find((t) => t.name === 'start_run')!;
     expect(start.inputSchema).toMatchObject({
       type: 'object',

@@ -242,7 +242,9 @@ describe('triggers, through the built daemon', () => {
     expect(names.stdout).toContain('off  generic (bearer)  workspace ops  disabled');
     const mcp = new Client({ name: 'test', version: '1.0.0' });
     await mcp.connect(new StreamableHTTPClientTransport(new URL(`${daemon.url}/mcp`)));
-    const answer = (await mcp.callTool({ name: 'list_trigger_deliveries', arguments: { trigger: 'github', limit: 1 } })) as { structuredContent?: Record<string, any> };
+    const answer = (await mcp.callTool({ name: 'list_trigger_deliveries', arguments: { trigger: 'github', limit: 1 } })) as {
+      structuredContent?: Record<string, any>;
+    };
     expect(answer.structuredContent?.deliveries).toHaveLength(1);
     await mcp.close();
     const metrics = await (await api(daemon, 'GET', '/metrics')).text();

@@ -5,10 +5,14 @@ export const triggers: Command = async (client, args, v) => {
   if (args[0] === 'deliveries') {
     const [, name] = args;
     if (args.length !== 2 || name === undefined) return usage('triggers', 'give one trigger name');
-    const page = await client.triggers.deliveries(name, { ...(v.limit === undefined ? {} : { limit: Number(v.limit) }), ...(v.cursor ? { cursor: v.cursor } : {}) });
+    const page = await client.triggers.deliveries(name, {
+      ...(v.limit === undefined ? {} : { limit: Number(v.limit) }),
+      ...(v.cursor ? { cursor: v.cursor } : {}),
+    });
     if (v.json) printJson(page);
     else {
-      for (const d of page.deliveries) print(`${d.receivedAt}  ${d.id}  ${d.outcome}${d.event ? `  ${d.event}` : ''}${d.taskId ? `  ${d.taskId}` : ''}${d.reason ? `  (${d.reason})` : ''}`);
+      for (const d of page.deliveries)
+        print(`${d.receivedAt}  ${d.id}  ${d.outcome}${d.event ? `  ${d.event}` : ''}${d.taskId ? `  ${d.taskId}` : ''}${d.reason ? `  (${d.reason})` : ''}`);
       if (page.nextCursor) print(`next page: --cursor ${page.nextCursor}`);
     }
     return EXIT.succeeded;

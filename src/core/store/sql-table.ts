@@ -63,7 +63,10 @@ export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec
     inBucket: (bucket) => ids(`SELECT id FROM ${table} WHERE bucket = ? ORDER BY id`, [bucket]),
     async count(bucket, before) {
       const where = before === undefined ? 'bucket = ?' : 'bucket = ? AND id < ?';
-      const [row] = await db.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, before === undefined ? [bucket] : [bucket, before]);
+      const [row] = await db.query<{ n: number | string }>(
+        `SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`,
+        before === undefined ? [bucket] : [bucket, before],
+      );
       return Number(row?.n ?? 0);
     },
     flagged(flag) {
