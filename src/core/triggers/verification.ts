@@ -1,5 +1,4 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { verify as verifyGithub } from '@octokit/webhooks-methods';
 import { Webhook } from 'standardwebhooks';
 import { sha256 } from '../util/ids';
 
@@ -86,7 +85,9 @@ export async function verifyDelivery(settings: VerifySettings, secret: string, b
   switch (settings.method) {
     case 'github': {
       const signature = headers.get('x-hub-signature-256');
-      return signature !== null && (await verifyGithub(secret, body, signature).catch(() => false));
+      // An ES module only: imported when a GitHub trigger is used, so the CommonJS build loads without it.
+      const { verify } = await import('@octokit/webhooks-methods');
+      return signature !== null && (await verify(secret, body, signature).catch(() => false));
     }
     case 'gitlab-token':
       return same(headers.get('x-gitlab-token') ?? '', secret);
