@@ -63,6 +63,8 @@ const WorkspaceSchema = v.strictObject({
   permissions: v.optional(v.picklist(['full', 'read-only'])),
   sandbox: v.optional(v.boolean()),
   network: v.optional(v.array(v.pipe(v.string(), v.regex(NETWORK_TARGET, 'must be host:port, or *')))),
+  stallTimeoutMs: v.optional(positiveInt),
+  maxMemoryMb: v.optional(positiveInt),
 });
 
 const WebhooksSchema = v.strictObject({
@@ -126,6 +128,9 @@ const TriggerSchema = v.strictObject({
 
 export const ConfigSchema = v.strictObject({
   maxConcurrentRuns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  stallTimeoutMs: v.optional(positiveInt),
+  maxMemoryMb: v.optional(positiveInt),
+  minFreeMemoryMb: v.optional(positiveInt),
   queue: v.optional(QueueSchema),
   schedules: v.optional(v.array(ScheduleSchema)),
   triggers: v.optional(v.array(TriggerSchema)),
@@ -145,6 +150,9 @@ export interface DaemonConfig {
   /** The file it was read from, if any: sandboxed runs never see it. */
   file?: string;
   maxConcurrentRuns?: number;
+  stallTimeoutMs?: number;
+  maxMemoryMb?: number;
+  minFreeMemoryMb?: number;
   queue?: QueueSettings;
   schedules?: ScheduleDefinition[];
   triggers?: TriggerDefinition[];
@@ -279,6 +287,9 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
   return {
     file: path,
     maxConcurrentRuns: config.maxConcurrentRuns,
+    stallTimeoutMs: config.stallTimeoutMs,
+    maxMemoryMb: config.maxMemoryMb,
+    minFreeMemoryMb: config.minFreeMemoryMb,
     queue: config.queue,
     schedules: config.schedules,
     triggers: config.triggers as TriggerDefinition[] | undefined,

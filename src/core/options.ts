@@ -31,6 +31,12 @@ export interface HeadlessHandlerOptions {
   localCallers?: 'trusted' | 'token';
   /** Runs allowed at once on this host, sync runs included. @default 4 */
   maxConcurrentRuns?: number;
+  /** A run that prints nothing on stdout for this long is stopped `timed_out` with `stalled`; a workspace may set its own. @default none */
+  stallTimeoutMs?: number;
+  /** A run whose processes hold more resident memory is stopped `failed` with `memory_limit`; a workspace may set its own. @default none */
+  maxMemoryMb?: number;
+  /** Below this much available memory no run starts: starts wait in the queue (or get `429`). @default none */
+  minFreeMemoryMb?: number;
   /** Queue starts that find every slot busy, instead of `429` (docs/queue-and-schedules.md); a workspace may set its own. @default none */
   queue?: QueueSettings;
   /**

@@ -1,5 +1,6 @@
 import { checkSchedules } from './schedules/schedule-spec';
 import { parseStartBody } from '../contract/requests';
+import { checkGuards } from './runs/guards';
 import { Scheduler } from './schedules/scheduler';
 import { DeliveryLog } from './triggers/deliveries';
 import { TriggerService } from './triggers/trigger-service';
@@ -128,7 +129,9 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const observe = fanOut([logObserver(logger), metrics.observer, ...(tracing ? [tracing.observer()] : [])], (error) => log('an observer failed', error));
   const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, observe, workspace: (id) => workspaces.find(id) });
   checkQueueSettings(options.queue, 'queue');
+  checkGuards({ stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb, minFreeMemoryMb: options.minFreeMemoryMb }, '');
   for (const ws of workspaces.all() ?? []) {
+    checkGuards({ stallTimeoutMs: ws.stallTimeoutMs, maxMemoryMb: ws.maxMemoryMb }, `workspace "${ws.id}": `);
     webhooks.checkWorkspace(ws);
     checkQueueSettings(ws.queue, `workspace "${ws.id}": queue`);
     checkPolicy(ws, `workspace "${ws.id}"`);
@@ -164,6 +167,7 @@ function buildRuns($: ServiceResources): RunService {
   const admission = new Admission({
     ...$,
     maxConcurrentRuns: options.maxConcurrentRuns ?? 4,
+    minFreeMemoryMb: options.minFreeMemoryMb,
     shared: $.fleet.shared,
     defaultAgent: options.defaultAgent,
     baseEnv: $.env,
@@ -172,7 +176,8 @@ function buildRuns($: ServiceResources): RunService {
   const shared = { ...$, admission, placement };
   const lifecycle = new RunLifecycle(shared);
   const sandbox = buildSandbox(options, workspaces);
-  const launcher = new RunLauncher({ ...shared, lifecycle, adminToken: options.adminToken, baseEnv: $.env, sandbox });
+  const guards = { stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb };
+  const launcher = new RunLauncher({ ...shared, lifecycle, adminToken: options.adminToken, baseEnv: $.env, sandbox, guards });
   const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
   return new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
 }

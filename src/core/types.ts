@@ -127,6 +127,10 @@ export interface Workspace {
   sandbox?: boolean;
   /** What its sandboxed agents may reach besides the service: `host:port` entries (its model API); `["*"]`: the host's network. @default [] */
   network?: string[];
+  /** Its runs are stopped (`timed_out`, `stalled`) after this long without a line on stdout. @default the installation's */
+  stallTimeoutMs?: number;
+  /** Its runs are stopped (`failed`, `memory_limit`) when their processes hold more resident memory. @default the installation's */
+  maxMemoryMb?: number;
 }
 
 /** Where a run's webhooks go; kept on the run record from its start. */

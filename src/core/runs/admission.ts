@@ -1,3 +1,4 @@
+import { freemem } from 'node:os';
 import type { AgentRegistry } from '../agents/registry';
 import { probeEnv } from '../agents/preflight';
 import type { AgentAdapter } from '../agents/types';
@@ -43,6 +44,12 @@ const waitForSlot = (max: number): AdmissionDecision => ({
   wait: 'capacity',
   problem: new HttpProblem('capacity_reached', `All ${max} run slots are busy; retry later.`, { headers: { 'retry-after': '5' } }),
 });
+const waitForMemory = (freeMb: number, floorMb: number): AdmissionDecision => ({
+  wait: 'capacity',
+  problem: new HttpProblem('capacity_reached', `Only ${freeMb} MB of memory is available, below the floor of ${floorMb} MB; retry later.`, {
+    headers: { 'retry-after': '5' },
+  }),
+});
 const waitForSession = (resumeId: string): AdmissionDecision => ({
   wait: 'session',
   problem: new HttpProblem('session_busy', `Session "${resumeId}" has a run in progress.`),
@@ -53,6 +60,10 @@ export interface AdmissionOptions {
   sessions: SessionBook;
   store: HeadlessStore;
   maxConcurrentRuns: number;
+  /** Below this much available memory, no run starts: it waits as for a slot. */
+  minFreeMemoryMb?: number;
+  /** Available memory now, in MB. @default the operating system's (`MemAvailable`) */
+  freeMemoryMb?: () => number;
   /** Other instances share the store: the most recent agent is read from it, not remembered. */
   shared?: boolean;
   defaultAgent?: string;
@@ -146,10 +157,11 @@ export class Admission {
 
   /** Takes a slot for a run whose Session is held; without one, the Session is let go. */
   private async reserve(adapter: AgentAdapter, session: SessionState | undefined, resumeId: string, taskId: string, claim: Held): Promise<AdmissionDecision> {
-    const slot = this.takeSlot();
+    const low = this.lowOnMemory();
+    const slot = low === undefined ? this.takeSlot() : undefined;
     if (!slot) {
       await claim.release();
-      return waitForSlot(this.o.maxConcurrentRuns);
+      return low === undefined ? waitForSlot(this.o.maxConcurrentRuns) : waitForMemory(low, this.o.minFreeMemoryMb ?? 0);
     }
     const admitted: Reservation = {
       adapter,
@@ -187,6 +199,14 @@ export class Admission {
       // A new Session is busy with its first run as well; no one else can hold its new id.
     } else await sessions.take(resumeId, taskId);
     return { resumeId, session, claim: once(() => sessions.release(resumeId, taskId)) };
+  }
+
+  /** The available memory in MB when it is below the floor; undefined when there is enough (or no floor). */
+  private lowOnMemory(): number | undefined {
+    const floor = this.o.minFreeMemoryMb;
+    if (floor === undefined) return undefined;
+    const free = (this.o.freeMemoryMb ?? (() => freemem() / 1024 / 1024))();
+    return free < floor ? Math.floor(free) : undefined;
   }
 
   /** A capacity slot, or none free. From the check to taking it: no await, so no other request can pass it meanwhile. */

@@ -3,10 +3,13 @@
  * of its own (outcome.ts `RunStop`). The wall-clock watchdog is one; a stall, budget or memory
  * guard is one more entry in the list a run is supervised with.
  */
+import { treeMemory } from '../process/memory';
 import type { RunStop } from './outcome';
 
 /** What a guard sees of the run it watches, and how it stops it. */
 export interface GuardContext {
+  /** The run's process (bubblewrap, for a sandboxed run): everything below it is the run's. */
+  pid: number;
   /** Stops the run (SIGTERM, SIGKILL after the grace); only the first stop counts. */
   stop(stop: RunStop): void;
   /** Calls `listener` with each line the agent prints on stdout. */
@@ -30,4 +33,44 @@ export function watchdog(timeoutMs: number): Guard {
     const timer = setTimeout(() => run.stop(stop), timeoutMs);
     return () => clearTimeout(timer);
   };
+}
+
+/** How often a memory ceiling samples the run's processes. */
+export const MEMORY_SAMPLE_MS = 1000;
+
+/** A stall: nothing on stdout for `stallMs`, though the process runs. */
+export function stallGuard(stallMs: number): Guard {
+  const stop: RunStop = {
+    reason: 'stall',
+    status: 'timed_out',
+    error: { code: 'stalled', message: `Stopped: the agent printed nothing for ${stallMs} ms.` },
+  };
+  return (run) => {
+    const timer = setTimeout(() => run.stop(stop), stallMs);
+    run.onLine(() => timer.refresh());
+    return () => clearTimeout(timer);
+  };
+}
+
+/** A memory ceiling: the resident memory of the run's process and all below it, sampled, over `maxMb`. */
+export function memoryGuard(maxMb: number, everyMs = MEMORY_SAMPLE_MS): Guard {
+  return (run) => {
+    const timer = setInterval(() => {
+      const usedMb = treeMemory(run.pid) / 1024 / 1024;
+      if (usedMb <= maxMb) return;
+      run.stop({
+        reason: 'memory',
+        status: 'failed',
+        error: { code: 'memory_limit', message: `Stopped: its processes used ${Math.round(usedMb)} MB, over its ceiling of ${maxMb} MB.` },
+      });
+    }, everyMs);
+    return () => clearInterval(timer);
+  };
+}
+
+/** Throws, naming where, on a guard setting that cannot work (a library caller's typo). */
+export function checkGuards(settings: { stallTimeoutMs?: number; maxMemoryMb?: number; minFreeMemoryMb?: number }, where: string): void {
+  for (const [name, value] of Object.entries(settings)) {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1)) throw new Error(`${where}${name} must be a whole number of at least 1, not ${value}`);
+  }
 }

@@ -21,7 +21,7 @@ import type { StoredRun, Workspace } from '../types';
 import type { Reservation } from './admission';
 import { RunEnding, emptyEnd, processOutcome } from './ending';
 import { buildRunEnv, runVariables } from './env';
-import { type Guard, watchdog } from './guards';
+import { type Guard, memoryGuard, stallGuard, watchdog } from './guards';
 import { InboxCommand } from './inbox-command';
 import type { RunLifecycle } from './lifecycle';
 import { type LiveRun, type ServiceStop, type StartedRun, newLiveRun } from './live-run';
@@ -50,6 +50,8 @@ export interface LauncherResources {
   log: Log;
   observe: ServiceObserver;
   sandbox: Sandbox;
+  /** The installation's guards, over which a workspace may set its own. */
+  guards: { stallTimeoutMs?: number; maxMemoryMb?: number };
   tracing?: RunTracing;
   instanceId: string;
 }
@@ -152,7 +154,7 @@ export class RunLauncher {
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
     const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
-    const guards: Guard[] = [watchdog(record.timeoutMs)];
+    const guards = guardsOf(record.timeoutMs, { ...this.$.guards, ...definedOf(workspace) });
     return superviseProcess({
       spawner,
       guards,
@@ -212,4 +214,19 @@ export class RunLauncher {
     this.inboxCommand.close();
     this.$.sandbox.close();
   }
+}
+
+/** A workspace's own guard settings, those it sets. */
+const definedOf = ({ stallTimeoutMs, maxMemoryMb }: Workspace) => ({
+  ...(stallTimeoutMs === undefined ? {} : { stallTimeoutMs }),
+  ...(maxMemoryMb === undefined ? {} : { maxMemoryMb }),
+});
+
+/** A run's guards: the watchdog, then a stall guard and a memory ceiling where they are set. */
+function guardsOf(timeoutMs: number, o: { stallTimeoutMs?: number; maxMemoryMb?: number }): Guard[] {
+  return [
+    watchdog(timeoutMs),
+    ...(o.stallTimeoutMs === undefined ? [] : [stallGuard(o.stallTimeoutMs)]),
+    ...(o.maxMemoryMb === undefined ? [] : [memoryGuard(o.maxMemoryMb)]),
+  ];
 }

@@ -94,6 +94,7 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
     ended,
   };
   const context = {
+    pid: child.pid,
     stop: (stop: RunStop) => void supervised.stop(stop, o.killGraceMs),
     onLine: (listener: (line: string) => void) => void listeners.push(listener),
   };
