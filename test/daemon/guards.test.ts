@@ -9,9 +9,16 @@ afterAll(() => cleanupDaemons(dirs));
 it('a workspace stall limit from the config file stops a silent run; the installation memory ceiling is set there too', async () => {
   const cwd = tempDir();
   dirs.push(cwd);
-  writeConfig(cwd, { maxMemoryMb: 4096, minFreeMemoryMb: 1, agents: { fake: fakeAgent }, workspaces: [{ id: 'ws', path: '.', agents: ['fake'], stallTimeoutMs: 1000 }] });
+  writeConfig(cwd, {
+    maxMemoryMb: 4096,
+    minFreeMemoryMb: 1,
+    agents: { fake: fakeAgent },
+    workspaces: [{ id: 'ws', path: '.', agents: ['fake'], stallTimeoutMs: 1000 }],
+  });
   const daemon = await startDaemon(cwd);
-  const started = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo hi; sleep 60000', timeoutMs: 120_000 })).json()) as { taskId: string };
+  const started = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo hi; sleep 60000', timeoutMs: 120_000 })).json()) as {
+    taskId: string;
+  };
   expect(await waitRun(daemon, started.taskId)).toMatchObject({ status: 'timed_out', error: { code: 'stalled' } });
   await daemon.stop();
 });

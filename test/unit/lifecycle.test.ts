@@ -146,6 +146,26 @@ describe('the lifecycle against take-over sweeps (the fleet defect: a taken run 
     expect(lifecycle.isHere('run_orphan')).toBe(false);
   });
 
+  it('a run another instance took over and ended before its owner finished: the owner tells its waiters, but announces nothing again', async () => {
+    const { records, lifecycle, ended } = await setup();
+    await records.add({ ...queued('run_raced', ME), status: 'running', queued: undefined });
+    // Another instance claimed it (this one's lease ran out) and ended it interrupted, announcing that.
+    await records.update('run_raced', (r) => ({ ...r, status: 'interrupted', bootId: 'inst_other', endedAt: new Date().toISOString() }));
+    const waiting = lifecycle.waitFor('run_raced');
+    const told: boolean[] = [];
+    await lifecycle.finish('run_raced', ME, { status: 'succeeded', exitCode: 0, signal: null }, async (stored, mine) => {
+      told.push(mine);
+      await lifecycle.ended(stored, { here: mine });
+    });
+    expect(told).toEqual([false]);
+    expect(ended).toEqual([]);
+    expect((await waiting).record).toMatchObject({ taskId: 'run_raced', status: 'interrupted' });
+    // Its own finish, where nothing came first, is its to announce.
+    await records.add({ ...queued('run_mine', ME), status: 'running', queued: undefined });
+    await lifecycle.finish('run_mine', ME, { status: 'succeeded', exitCode: 0, signal: null }, (stored, mine) => lifecycle.ended(stored, { here: mine }));
+    expect(ended.map((r) => [r.taskId, r.status])).toEqual([['run_mine', 'succeeded']]);
+  });
+
   it('a queued run ended without starting goes through the same ended path, and its waiter is told', async () => {
     const { records, lifecycle, ended } = await setup();
     await records.add(queued('run_cancel'));

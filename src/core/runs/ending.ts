@@ -86,8 +86,8 @@ export class RunEnding {
     await reservation.release();
     await live.processSaved?.catch(() => undefined);
     // Only while this instance owns it: one that took it over (this one was cut off) ends it.
-    const ended = (stored: StoredRun) =>
-      stored.status === 'running' ? this.takenOver(live, end.output) : this.$.lifecycle.ended(stored, { output: end.output });
+    const ended = (stored: StoredRun, mine: boolean) =>
+      stored.status === 'running' ? this.takenOver(live, end.output) : this.$.lifecycle.ended(stored, { output: end.output, here: mine });
     const inTime = await this.$.lifecycle.finish(taskId, record.bootId, fields, ended);
     if (!inTime) this.$.lifecycle.settle(taskId, new StorageError(`the final record of ${taskId} could not be stored yet; it is retried`));
   }

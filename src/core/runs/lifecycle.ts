@@ -105,11 +105,13 @@ export class RunLifecycle {
 
   /**
    * running → final, by its owner, retrying a refusing store (RunRecords.finish). `ended` is
-   * called with the record as stored: the final one, or one another instance took over.
+   * called with the record as stored: the final one, or one another instance took over (still
+   * running, or already ended by it), and whether this instance wrote its end: only then is it
+   * this instance's to announce (webhooks, metrics), never twice.
    * Resolves false when the write was left to the background.
    */
-  finish(taskId: string, owner: string, fields: FinishFields, ended: (stored: StoredRun) => Promise<void>): Promise<boolean> {
-    return this.$.records.finish(taskId, change.finish(owner, fields, new Date()), ended);
+  finish(taskId: string, owner: string, fields: FinishFields, ended: (stored: StoredRun, mine: boolean) => Promise<void>): Promise<boolean> {
+    return this.$.records.finish(taskId, change.finish(owner, fields, new Date()), (stored) => ended(stored, stored.bootId === this.$.instanceId));
   }
 
   /** queued → cancelled, expired or failed; undefined if it had left the queue. */
