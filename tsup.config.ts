@@ -36,9 +36,19 @@ export default defineConfig([
     ...LIBRARY,
   },
   {
-    // The commands are ESM only: they are run, never imported.
+    // The command line, ESM only (run, never imported), cut into chunks its commands load when
+    // run: a caller command loads neither the server nor the traces' SDK.
+    entry: { cli: 'src/cli/main.ts' },
+    format: ['esm'],
+    target: 'node20',
+    sourcemap: true,
+    splitting: true,
+    banner: { js: '#!/usr/bin/env node' },
+    esbuildPlugins: [raw],
+  },
+  {
+    // Programs run on their own, each one file (a sandbox is shown these files alone).
     entry: {
-      cli: 'src/cli/main.ts',
       'inbox-cli': 'src/cli/inbox.ts',
       'demo-agent': 'src/cli/demo/program.ts',
       'sandbox-bridge': 'src/core/sandbox/bridge-program.ts',

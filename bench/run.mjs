@@ -5,7 +5,7 @@
 // BENCH_PROFILE=1 runs the daemons under `node --cpu-prof` (profiles land in bench/results/);
 // BENCH_ONLY=<part of a name> runs only the matching figures; BENCH_RUNS sets the stored runs of the
 // scaling figures (default 1M).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -489,8 +489,47 @@ async function fleetStart() {
   }
 }
 
+// The caller CLI's start-up: the CPU of `--version` and of a caller command (status, answered
+// by a refused connection) against a bare `node -e ''`, each the median of 15, as bash's `times` reports it.
+async function cliStartup() {
+  // A child's CPU: run it under bash's `times`, which prints the children's user and system time.
+  const measure = (args) => {
+    const ms = [];
+    for (let i = 0; i < 15; i++) {
+      const r = spawnSync('bash', ['-c', '"$@" >/dev/null 2>&1; times', 'bash', process.execPath, ...args], { encoding: 'utf8' });
+      const [, children] = r.stdout.trim().split('\n');
+      const [user, system] = (children ?? '').split(/\s+/).map((t) => {
+        const m = /(\d+)m([\d.]+)s/.exec(t);
+        return m ? Number(m[1]) * 60_000 + Number(m[2]) * 1000 : 0;
+      });
+      ms.push(user + system);
+    }
+    return median(ms);
+  };
+  const bare = measure(['-e', '']);
+  const version = measure([join(ROOT, 'dist/cli.js'), '--version']);
+  const status = measure([join(ROOT, 'dist/cli.js'), 'status', 'run_x', '--url', 'http://127.0.0.1:9']);
+  row(
+    'caller CLI start-up: --version, CPU',
+    `${version.toFixed(0)} ms`,
+    `${bare.toFixed(0)} ms bare node -e ''`,
+    `${(version / bare).toFixed(2)}×`,
+    '≤ 1.5×',
+    version / bare <= 1.5,
+  );
+  row(
+    'caller CLI start-up: a caller command (status), CPU',
+    `${status.toFixed(0)} ms`,
+    `${bare.toFixed(0)} ms bare node -e ''`,
+    `${(status / bare).toFixed(2)}×`,
+    '≤ 1.5×',
+    status / bare <= 1.5,
+  );
+}
+
 const started = Date.now();
 for (const [name, fn] of [
+  ['cli start-up', cliStartup],
   ['GET throughput', getThroughput],
   ['start latency', startLatency],
   ['500 concurrent runs', manyRuns],

@@ -1,9 +1,6 @@
 import { version } from '../../package.json';
-import { CALLER_COMMANDS, CALLER_USAGE, caller } from './caller/index';
-import { DOCTOR_USAGE, doctor } from './doctor';
+import { CALLER_COMMANDS } from './caller/names';
 import { fail } from './fail';
-import { MCP_USAGE, mcp } from './mcp';
-import { SERVE_USAGE, serve } from './serve';
 
 /** `headless-run-webhook <command>`: the daemon, the agent check, and the caller commands. */
 
@@ -24,7 +21,15 @@ Commands:
   triggers   list the triggers, or a trigger's deliveries
   mcp        serve the API as MCP tools over stdio`;
 
-const USAGE = `${SHORT}
+/** The whole usage, from each command's module (only `--help` loads them all). */
+async function usage(): Promise<string> {
+  const [{ SERVE_USAGE }, { DOCTOR_USAGE }, { CALLER_USAGE }, { MCP_USAGE }] = await Promise.all([
+    import('./serve'),
+    import('./doctor'),
+    import('./caller/usage'),
+    import('./mcp'),
+  ]);
+  return `${SHORT}
 
 ${SERVE_USAGE}
 
@@ -34,18 +39,23 @@ ${Object.values(CALLER_USAGE).join('\n')}
 
 ${MCP_USAGE}
 (each caller command: --url URL, --json; see "headless-run-webhook run --help")`;
+}
 
+/**
+ * Each command's module is loaded when it is run: a caller command (run, status…, which scripts
+ * and agents call in loops) never loads the server, the traces' SDK or the store.
+ */
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
-  serve,
-  doctor,
-  ...Object.fromEntries(CALLER_COMMANDS.map((name) => [name, (argv: string[]) => caller(name, argv)])),
-  mcp,
+  serve: async (argv) => (await import('./serve')).serve(argv),
+  doctor: async (argv) => (await import('./doctor')).doctor(argv),
+  ...Object.fromEntries(CALLER_COMMANDS.map((name) => [name, async (argv: string[]) => (await import('./caller/index')).caller(name, argv)])),
+  mcp: async (argv) => (await import('./mcp')).mcp(argv),
 };
 
 const [command, ...rest] = process.argv.slice(2);
 const run = command === undefined ? undefined : commands[command];
 if (command === '--version' || (run && rest.includes('--version'))) process.stdout.write(`${version}\n`);
 else if (run) run(rest).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error), 1));
-else if (command === '--help' || command === '-h') process.stdout.write(`${USAGE}\n`);
+else if (command === '--help' || command === '-h') usage().then((text) => process.stdout.write(`${text}\n`));
 else if (command === undefined) fail(`${SHORT}\n\n(each command: --help)`);
 else fail(`unknown command "${command}"\n${SHORT}`);

@@ -8,6 +8,7 @@ import { cancel, follow, list, logs, run, status } from './runs';
 import { schedules } from './schedules';
 import { triggers } from './triggers';
 import { type Command, EXIT, OPTIONS, print, printJson, usage } from './shared';
+import type { CallerName } from './names';
 import { CALLER_USAGE, COMMON } from './usage';
 
 /**
@@ -17,7 +18,8 @@ import { CALLER_USAGE, COMMON } from './usage';
 
 export { CALLER_USAGE };
 
-const COMMANDS: Record<string, { command: Command; takes: Array<keyof typeof OPTIONS> }> = {
+/** Every caller command: the table of names (names.ts) and this one must agree, which the type checks. */
+const COMMANDS: Record<CallerName, { command: Command; takes: Array<keyof typeof OPTIONS> }> = {
   run: { command: run, takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow', 'title', 'meta'] },
   status: { command: status, takes: [] },
   follow: { command: follow, takes: ['after'] },
@@ -30,8 +32,6 @@ const COMMANDS: Record<string, { command: Command; takes: Array<keyof typeof OPT
   triggers: { command: triggers, takes: ['limit', 'cursor'] },
 };
 
-export const CALLER_COMMANDS = Object.keys(COMMANDS);
-
 export async function caller(name: string, argv: string[]): Promise<void> {
   let parsed: ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true; strict: true }>>;
   try {
@@ -41,7 +41,7 @@ export async function caller(name: string, argv: string[]): Promise<void> {
   }
   const v = parsed.values;
   if (v.help) return void print(`${CALLER_USAGE[name]}\n${COMMON}`);
-  const known = COMMANDS[name];
+  const known = (COMMANDS as Record<string, (typeof COMMANDS)[CallerName] | undefined>)[name];
   if (!known) return usage(name, `unknown command "${name}"`);
   const { command, takes } = known;
   const extra = Object.keys(v).find((k) => !['url', 'json', 'help', 'version', ...takes].includes(k));
