@@ -55,6 +55,7 @@ export const RunRecordSchema = v.pipe(
     exitCode: nullableNumber,
     signal: nullableString,
     policy: v.optional(v.object({ permissions: v.picklist(['full', 'read-only']), sandbox: v.boolean() })),
+    budget: v.optional(v.object({ maxTurns: v.optional(v.number()), maxTokens: v.optional(v.number()), maxCostUsd: v.optional(v.number()) })),
     title: v.optional(v.string()),
     metadata: v.optional(v.record(v.string(), v.string())),
     error: v.optional(RunErrorSchema),

@@ -67,6 +67,8 @@ export interface RunRecord {
   scheduledFor?: string;
   /** Set when its agent was confined: its workspace's (or schedule's) policy when it was accepted. */
   policy?: RunPolicy;
+  /** The budget it was started with, if any: the limits it is stopped at. */
+  budget?: RunBudget;
   /** The label given at start, if any. */
   title?: string;
   /** The string pairs given at start, if any (at most 16); the list filters by them. */
@@ -78,6 +80,13 @@ export interface RunRecord {
   lastMessage?: string;
   /** Its webhook deliveries (on `GET /api/headless/:taskId` of a run that has webhooks). */
   webhooks?: WebhookDeliveryView[];
+}
+
+/** A run's limits (docs/http-api.md: Budgets): tool calls, tokens (input and output), US dollars. */
+export interface RunBudget {
+  maxTurns?: number;
+  maxTokens?: number;
+  maxCostUsd?: number;
 }
 
 export interface RunUsage {

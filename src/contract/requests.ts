@@ -71,6 +71,10 @@ export const StartBody = v.strictObject(
       TIMEOUT_DEFAULT,
     ),
     wait: v.optional(v.boolean('invalid_body'), false),
+    /** Its budget: stopped, `failed` with `budget_exceeded`, at this many tool calls, tokens or dollars (docs/http-api.md: Budgets). */
+    maxTurns: v.optional(v.pipe(v.number('invalid_body'), v.integer('invalid_body'), v.minValue(1, 'invalid_body'))),
+    maxTokens: v.optional(v.pipe(v.number('invalid_body'), v.integer('invalid_body'), v.minValue(1, 'invalid_body'))),
+    maxCostUsd: v.optional(v.pipe(v.number('invalid_body'), v.gtValue(0, 'invalid_body'), v.finite('invalid_body'))),
     /** With `resumeId` and a queue: wait in the queue while the Session is busy, instead of `409 session_busy`. */
     waitForSession: v.optional(v.boolean('invalid_body')),
     title: v.optional(

@@ -379,3 +379,16 @@ describe('traces of a real agent', () => {
     ]);
   });
 });
+
+describe("claude's own budget (the real CLI, its --max-turns and --max-budget-usd)", () => {
+  it('a run with room in its budget succeeds: both flags are accepted', async () => {
+    const done = await run('ok', { agent: 'claude', prompt: 'hello', wait: true, maxTurns: 5, maxCostUsd: 5 });
+    expect(done).toMatchObject({ status: 'succeeded', budget: { maxTurns: 5, maxCostUsd: 5 } });
+  });
+
+  it('one turn allowed, and the model asks for a tool call: Claude Code stops itself, and the run is budget_exceeded', async () => {
+    const done = await run('ok', { agent: 'claude', prompt: 'WRITE_FILE budget.txt', wait: true, maxTurns: 1 });
+    expect(done).toMatchObject({ status: 'failed', error: { code: 'budget_exceeded' } });
+    expect(done.error.message).toMatch(/^The agent stopped at its maxTurns limit: /);
+  });
+});

@@ -1,5 +1,5 @@
 /** What an agent adapter is: how to start its CLI headless, and how to read what it printed. */
-import type { RunUsage } from '../../contract/records';
+import type { RunBudget, RunUsage } from '../../contract/records';
 
 export interface AgentRunInput {
   prompt: string;
@@ -10,6 +10,8 @@ export interface AgentRunInput {
   agentSessionId?: string;
   /** `read-only`: no edits and no commands, by the CLI's own flags (only asked of an adapter with `readOnly`). */
   permissions: 'full' | 'read-only';
+  /** The run's budget: an adapter passes the limits its CLI enforces itself; the service enforces them all from the events. */
+  budget?: RunBudget;
 }
 
 export interface AgentInvocation {
@@ -35,6 +37,8 @@ export interface AgentVerdict {
   usage?: RunUsage;
   /** Its final assistant text, where it prints it. */
   lastMessage?: string;
+  /** Set when the agent stopped itself at a limit of the run's budget it was given (claude's `--max-turns`). */
+  limit?: keyof RunBudget;
 }
 
 /**

@@ -128,11 +128,16 @@ export function finalFields(live: Pick<LiveRun, 'process'>, end: EndInput, verdi
     agentError: verdict.error,
     stderr: end.output.stderr,
   });
+  // The agent stopped itself at a limit of its budget (claude's --max-turns): the error names it.
+  const error =
+    verdict.limit && outcome.status === 'failed' && !live.process?.stopped
+      ? { code: 'budget_exceeded', message: `The agent stopped at its ${verdict.limit} limit: ${verdict.error ?? 'no reason given'}` }
+      : outcome.error;
   return {
     status: outcome.status,
     exitCode: end.exitCode,
     signal: end.signal,
-    ...(outcome.error ? { error: outcome.error } : {}),
+    ...(error ? { error } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
     ...(verdict.lastMessage ? { lastMessage: clip(verdict.lastMessage, LAST_MESSAGE_MAX) } : {}),
   };

@@ -3,6 +3,8 @@
  * of its own (outcome.ts `RunStop`). The wall-clock watchdog is one; a stall, budget or memory
  * guard is one more entry in the list a run is supervised with.
  */
+import type { RunBudget, RunUsage } from '../../contract/records';
+import type { AgentEvent } from '../agents/types';
 import { treeMemory } from '../process/memory';
 import type { RunStop } from './outcome';
 
@@ -14,6 +16,8 @@ export interface GuardContext {
   stop(stop: RunStop): void;
   /** Calls `listener` with each line the agent prints on stdout. */
   onLine(listener: (line: string) => void): void;
+  /** Calls `listener` with each event the agent's output meant (a tool call, its usage so far). */
+  onEvent(listener: (event: AgentEvent) => void): void;
 }
 
 /** Starts watching; returns what ends the watch (called once the process has exited). */
@@ -73,4 +77,35 @@ export function checkGuards(settings: { stallTimeoutMs?: number; maxMemoryMb?: n
   for (const [name, value] of Object.entries(settings)) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) throw new Error(`${where}${name} must be a whole number of at least 1, not ${value}`);
   }
+}
+
+/** What passes a budget's limit, said as the run's error; undefined while within it. */
+function overBudget(budget: RunBudget, turns: number, usage: RunUsage | undefined): string | undefined {
+  if (budget.maxTurns !== undefined && turns > budget.maxTurns) return `Stopped: it started tool call ${turns}, over its maxTurns of ${budget.maxTurns}.`;
+  const tokens = usage === undefined ? 0 : usage.inputTokens + usage.outputTokens;
+  if (budget.maxTokens !== undefined && tokens >= budget.maxTokens) return `Stopped: it used ${tokens} tokens, reaching its maxTokens of ${budget.maxTokens}.`;
+  const cost = usage?.costUsd;
+  if (budget.maxCostUsd !== undefined && cost !== undefined && cost >= budget.maxCostUsd) {
+    return `Stopped: it spent $${cost.toFixed(4)}, reaching its maxCostUsd of $${budget.maxCostUsd}.`;
+  }
+  return undefined;
+}
+
+/**
+ * A run's budget, watched from its events: each tool call it starts is a turn; its usage is what
+ * the agent reports so far (an agent that reports only at its end is stopped by its own flags,
+ * where it has them). Passing a limit stops it `failed`, `budget_exceeded`.
+ */
+export function budgetGuard(budget: RunBudget): Guard {
+  return (run) => {
+    let turns = 0;
+    let usage: RunUsage | undefined;
+    run.onEvent((event) => {
+      if (event.type === 'tool' && event.status === 'started') turns += 1;
+      if (event.type === 'usage') usage = event.usage;
+      const over = overBudget(budget, turns, usage);
+      if (over) run.stop({ reason: 'budget', status: 'failed', error: { code: 'budget_exceeded', message: over } });
+    });
+    return () => undefined;
+  };
 }

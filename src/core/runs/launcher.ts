@@ -7,11 +7,11 @@
 import { HttpProblem } from '../../contract/problems';
 import { policyRefusal, preflight } from '../agents/preflight';
 import { protocolOf } from '../agents/protocols/lines';
-import type { AgentIO } from '../agents/types';
+import type { AgentEvent, AgentIO } from '../agents/types';
 import { type RunEvents, fromAgentEvent } from '../events/run-events';
 import type { Log } from '../logger';
 import { MACHINE } from '../process/machine';
-import { SpawnFailure } from '../process/spawner';
+import { SpawnFailure, type Spawner } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { Sandbox } from '../sandbox/sandbox';
 import type { SessionBook } from '../sessions';
@@ -21,7 +21,7 @@ import type { StoredRun, Workspace } from '../types';
 import type { Reservation } from './admission';
 import { RunEnding, emptyEnd, processOutcome } from './ending';
 import { buildRunEnv, runVariables } from './env';
-import { type Guard, memoryGuard, stallGuard, watchdog } from './guards';
+import { type Guard, budgetGuard, memoryGuard, stallGuard, watchdog } from './guards';
 import { InboxCommand } from './inbox-command';
 import type { RunLifecycle } from './lifecycle';
 import { type LiveRun, type ServiceStop, type StartedRun, newLiveRun } from './live-run';
@@ -111,7 +111,8 @@ export class RunLauncher {
 
   private agentInput({ prompt, record, reservation }: LaunchInput) {
     const { resumeId } = record;
-    return { prompt, resumeId, agentSessionId: reservation.session?.agentSessionId, permissions: record.policy?.permissions ?? 'full' } as const;
+    const permissions = record.policy?.permissions ?? 'full';
+    return { prompt, resumeId, agentSessionId: reservation.session?.agentSessionId, permissions, ...(record.budget ? { budget: record.budget } : {}) } as const;
   }
 
   /** Builds the run's environment, checks the agent can start, and starts it, confined where its policy says, under its guards. */
@@ -138,33 +139,40 @@ export class RunLauncher {
       run,
     });
     await preflight(adapter, invocation.command, env);
-    const spawner = record.policy?.sandbox
-      ? this.$.sandbox.confine(placed.spawner, {
-          workspaceId: workspace.id,
-          workspace: workspace.path,
-          cwd,
-          readOnly: record.policy.permissions === 'read-only',
-          state: adapter.stateDirs ?? [],
-          config: [...(adapter.config ?? []), ...(adapter.credentials?.files ?? [])],
-          env,
-          network: workspace.network ?? [],
-        })
-      : placed.spawner;
-    const conversation = protocol.open(this.io(live), agentInput);
+    const spawner = this.spawnerOf(input, placed, env);
+    const watchers: Array<(event: AgentEvent) => void> = [];
+    const conversation = protocol.open(this.io(live, watchers), agentInput);
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
     const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
-    const guards = guardsOf(record.timeoutMs, { ...this.$.guards, ...definedOf(workspace) });
+    const guards = guardsOf(record, { ...this.$.guards, ...definedOf(workspace) });
     return superviseProcess({
       spawner,
       guards,
+      onEvent: (listener) => void watchers.push(listener),
       killGraceMs: KILL_GRACE_MS,
       spawn: { command: invocation.command, args: invocation.args, cwd, stdin: invocation.stdin, keepStdin: protocol.talksBack, env, onStdoutLine },
     });
   }
 
-  /** What the agent's protocol can do to the run: write to the agent, add to its timeline. */
-  private io(live: LiveRun): AgentIO {
+  /** The spawner of its agent: confined in a sandbox where its policy says. */
+  private spawnerOf({ workspace, record, reservation }: LaunchInput, placed: Placed, env: Record<string, string>): Spawner {
+    if (!record.policy?.sandbox) return placed.spawner;
+    const { adapter } = reservation;
+    return this.$.sandbox.confine(placed.spawner, {
+      workspaceId: workspace.id,
+      workspace: workspace.path,
+      cwd: placed.cwd,
+      readOnly: record.policy.permissions === 'read-only',
+      state: adapter.stateDirs ?? [],
+      config: [...(adapter.config ?? []), ...(adapter.credentials?.files ?? [])],
+      env,
+      network: workspace.network ?? [],
+    });
+  }
+
+  /** What the agent's protocol can do to the run: write to the agent, add to its timeline (which its guards watch). */
+  private io(live: LiveRun, watchers: Array<(event: AgentEvent) => void>): AgentIO {
     return {
       write(data) {
         const write = live.process?.write;
@@ -174,6 +182,7 @@ export class RunLauncher {
       emit: (event) => {
         const { type, data } = fromAgentEvent(event);
         this.$.events.append(live.taskId, type, data);
+        for (const watch of watchers) watch(event);
       },
     };
   }
@@ -222,10 +231,11 @@ const definedOf = ({ stallTimeoutMs, maxMemoryMb }: Workspace) => ({
   ...(maxMemoryMb === undefined ? {} : { maxMemoryMb }),
 });
 
-/** A run's guards: the watchdog, then a stall guard and a memory ceiling where they are set. */
-function guardsOf(timeoutMs: number, o: { stallTimeoutMs?: number; maxMemoryMb?: number }): Guard[] {
+/** A run's guards: the watchdog, then its budget, a stall guard and a memory ceiling where they are set. */
+function guardsOf(record: StoredRun, o: { stallTimeoutMs?: number; maxMemoryMb?: number }): Guard[] {
   return [
-    watchdog(timeoutMs),
+    watchdog(record.timeoutMs),
+    ...(record.budget === undefined ? [] : [budgetGuard(record.budget)]),
     ...(o.stallTimeoutMs === undefined ? [] : [stallGuard(o.stallTimeoutMs)]),
     ...(o.maxMemoryMb === undefined ? [] : [memoryGuard(o.maxMemoryMb)]),
   ];

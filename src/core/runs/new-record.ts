@@ -1,5 +1,5 @@
 import type { RunEventData } from '../../contract/events';
-import type { RunPolicy, RunSource } from '../../contract/records';
+import type { RunBudget, RunPolicy, RunSource } from '../../contract/records';
 import { sourceOf } from '../public-record';
 import type { StartRequest } from '../../contract/requests';
 import type { QueuedStart, StoredRun, WebhookTarget } from '../types';
@@ -61,6 +61,7 @@ export function newRunRecord(a: {
     bootId: a.owner,
     source: a.source,
     ...(a.policy === undefined ? {} : { policy: a.policy }),
+    ...budgetOf(a.request),
     ...(a.request.title === undefined ? {} : { title: a.request.title }),
     ...(a.request.metadata === undefined || Object.keys(a.request.metadata).length === 0 ? {} : { metadata: a.request.metadata }),
     ...(a.webhookTargets.length > 0 ? { webhookTargets: a.webhookTargets } : {}),
@@ -76,4 +77,15 @@ export function startedEventOf(run: StoredRun): RunEventData['run.started'] {
 /** The `run.queued` event of a queued record. */
 export function queuedEventOf(run: StoredRun & { queued: QueuedStart }): RunEventData['run.queued'] {
   return { ...startedEventOf(run), expiresAt: run.queued.expiresAt };
+}
+
+/** The budget a start asked for, if any. */
+function budgetOf(request: StartRequest): { budget?: RunBudget } {
+  const { maxTurns, maxTokens, maxCostUsd } = request;
+  const budget: RunBudget = {
+    ...(maxTurns === undefined ? {} : { maxTurns }),
+    ...(maxTokens === undefined ? {} : { maxTokens }),
+    ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+  };
+  return Object.keys(budget).length > 0 ? { budget } : {};
 }

@@ -1,5 +1,6 @@
 import { MARKER_VARIABLE, killMarkedProcesses } from '../process/process-tree';
 import type { ProcessExit, ProcessOutput, SpawnOptions, Spawner } from '../process/spawner';
+import type { AgentEvent } from '../agents/types';
 import type { Guard } from './guards';
 import type { RunStop } from './outcome';
 
@@ -9,6 +10,8 @@ export interface SupervisorOptions {
   spawn: SpawnOptions;
   /** What watches the run and may stop it (the watchdog is one). */
   guards: Guard[];
+  /** Subscribes a guard to the events the agent's output meant. */
+  onEvent?: (listener: (event: AgentEvent) => void) => void;
   /** Between SIGTERM and SIGKILL when a guard stops the run. */
   killGraceMs: number;
 }
@@ -97,6 +100,7 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
     pid: child.pid,
     stop: (stop: RunStop) => void supervised.stop(stop, o.killGraceMs),
     onLine: (listener: (line: string) => void) => void listeners.push(listener),
+    onEvent: (listener: (event: AgentEvent) => void) => o.onEvent?.(listener),
   };
   unwatch = o.guards.map((guard) => guard(context));
   return supervised;

@@ -11,6 +11,8 @@ export const claude = agent('claude', {
     files: ['.claude/.credentials.json'],
   },
   readOnly: true,
+  // Accepted in print mode, though its usage does not list it (the real-CLI tier runs with it).
+  unlistedFlags: ['--max-turns'],
   // Not ~/.claude.json: it holds MCP servers and is rewritten at every start, so a sandbox starts without one.
   stateDirs: ['.claude', '.config/claude'],
   config: [
@@ -38,6 +40,9 @@ export const claude = agent('claude', {
         ['--permission-mode', 'default', `--disallowedTools=${CHANGING_TOOLS}`, '--setting-sources', 'user'],
       ),
       ...resumeFlag('--resume', input),
+      // The budget's limits Claude Code enforces itself (the service watches every limit too).
+      ...(input.budget?.maxTurns === undefined ? [] : ['--max-turns', String(input.budget.maxTurns)]),
+      ...(input.budget?.maxCostUsd === undefined ? [] : ['--max-budget-usd', String(input.budget.maxCostUsd)]),
     ],
     stdin: input.prompt,
     // As root, Claude Code refuses bypass mode unless it is told it runs in a sandbox.

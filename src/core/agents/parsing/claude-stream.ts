@@ -1,4 +1,5 @@
-import { type Json, jsonLinesParser, obj, str, toolEnded, toolStarted, usageOf } from './json-lines';
+import type { RunBudget, RunUsage } from '../../../contract/records';
+import { type Emit, type Json, type ParseState, addUsage, jsonLinesParser, obj, str, toolEnded, toolStarted, usageOf } from './json-lines';
 
 /** Qwen Code reports a failed model call as a successful result whose text is the error. */
 export const API_ERROR_TEXT = /^\[API Error/;
@@ -16,6 +17,26 @@ export const assistantText = (event: Json): string =>
     .map((block) => str(block.text) ?? (block.type === 'tool_use' ? 'tool_use' : ''))
     .join('');
 
+/** The result subtypes of a run the CLI stopped at a limit it was given. */
+const LIMITS: Record<string, keyof RunBudget> = { error_max_turns: 'maxTurns', error_max_budget_usd: 'maxCostUsd' };
+
+/**
+ * The usage of each model response, as it comes (a response's several events share its id and
+ * usage, counted once), so a token budget is watched while the run goes on; the final result's
+ * totals replace the sum.
+ */
+function countResponse(event: Json, state: ParseState, emit: Emit): void {
+  const message = obj(event.message);
+  const id = str(message?.id);
+  const usage = usageOf(obj(message?.usage)?.input_tokens, obj(message?.usage)?.output_tokens);
+  if (!id || !usage) return;
+  state.counted ??= new Set();
+  if (state.counted.has(id)) return;
+  state.counted.add(id);
+  state.usage = addUsage(state.usage, usage);
+  emit({ type: 'usage', usage: state.usage as RunUsage });
+}
+
 /**
  * Claude-style stream (Claude Code, Qwen Code, Cursor, Amp): `session_id` on events, assistant
  * messages (an `error` on one marks a failed model call), and a final `type: "result"` whose
@@ -25,6 +46,7 @@ export const claudeStyleParser = jsonLinesParser({
   onEvent(event, state, emit) {
     state.sessionId ??= str(event.session_id);
     if (event.type === 'assistant') {
+      countResponse(event, state, emit);
       const text = assistantText(event);
       if (event.error === undefined && text !== '' && !API_ERROR_TEXT.test(text)) {
         state.answered = true;
@@ -52,7 +74,8 @@ export const claudeStyleParser = jsonLinesParser({
       const failed =
         event.is_error === true || (event.subtype !== undefined && event.subtype !== 'success') || (text !== undefined && API_ERROR_TEXT.test(text));
       const reason = (errors.length > 0 ? errors.join('; ') : undefined) ?? text ?? str(obj(event.error)?.message) ?? str(event.subtype) ?? 'error';
-      state.final = failed ? { error: reason } : {};
+      const limit = LIMITS[str(event.subtype) ?? ''];
+      state.final = failed ? { error: reason, ...(limit ? { limit } : {}) } : {};
       if (failed) emit({ type: 'error', message: reason });
       if (!failed && text) state.lastMessage = text;
     }

@@ -1,4 +1,4 @@
-import type { RunUsage } from '../../../contract/records';
+import type { RunBudget, RunUsage } from '../../../contract/records';
 import type { AgentEvent, AgentOutputParser, AgentVerdict } from '../types';
 
 /** The parsing kit every built-in adapter shares: JSON lines, tool calls, usage, and one parser over them. */
@@ -23,7 +23,7 @@ export const obj = (value: unknown): Json | undefined => (value && typeof value 
 export interface ParseState {
   sessionId?: string;
   /** The final verdict: `{}` for success, `{ error }` for a failure. Absent until a final event. */
-  final?: { error?: string };
+  final?: { error?: string; limit?: keyof RunBudget };
   /** The latest error the agent reported on the way (retries included); used if it then fails without saying why. */
   lastError?: string;
   /** Set once the model answered (text or a tool call), never for an error shown as a message. */
@@ -34,6 +34,8 @@ export interface ParseState {
   continues?: boolean;
   /** Tool names by call id, for results that name only the id. */
   tools?: Map<string, string>;
+  /** Claude-style: the model responses whose usage is already counted (one response comes as several events). */
+  counted?: Set<string>;
 }
 
 export type Emit = (event: AgentEvent) => void;
@@ -108,6 +110,7 @@ export function jsonLinesParser(spec: ParserSpec): () => AgentOutputParser {
         if (state.lastMessage) verdict.lastMessage = state.lastMessage;
         const error = state.final?.error ?? (exitCode !== 0 ? state.lastError : undefined);
         if (error) verdict.error = error;
+        if (state.final?.limit) verdict.limit = state.final.limit;
         else if (!state.final && exitCode === 0 && spec.noFinal) verdict.error = spec.noFinal;
         return verdict;
       },

@@ -1,0 +1,86 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
+import type { AgentAdapter } from '../../src/core/agents/types';
+import { closeAllHosts, createTestHost } from '../helpers/harness';
+
+/** docs/http-api.md, Budgets: a run's limits, watched from its events, and passed to the CLIs that keep them. */
+
+const SCRIPT = resolve(__dirname, '../fixtures/budget-claude.mjs');
+const dir = mkdtempSync(join(tmpdir(), 'hrw-budget-'));
+const ARGV = join(dir, 'argv.jsonl');
+afterEach(closeAllHosts);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const claude = BUILTIN_AGENTS.find((a) => a.name === 'claude') as AgentAdapter;
+/** Claude Code's adapter (its flags, its parser) over a stand-in that prints its stream. */
+const budgeted: AgentAdapter = {
+  ...claude,
+  name: 'budgeted',
+  command: process.execPath,
+  identity: undefined,
+  invocation: (input) => ({ command: process.execPath, args: [SCRIPT, ...claude.invocation(input).args], stdin: input.prompt }),
+};
+
+async function run(body: Record<string, unknown>) {
+  const host = await createTestHost({
+    workspaces: [{ id: 'ws', path: dir, agents: ['budgeted'] }],
+    agents: { budgeted },
+    env: { ...process.env, BUDGET_ARGV: ARGV },
+  });
+  const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'budgeted', wait: true, ...body } });
+  return (await res.json()) as Record<string, any>;
+}
+
+describe('budgets', () => {
+  it('maxTurns: the tool call past it stops the run, failed, budget_exceeded; Claude Code is given --max-turns too', async () => {
+    const body = await run({ prompt: '6', maxTurns: 2 });
+    expect(body).toMatchObject({
+      status: 'failed',
+      budget: { maxTurns: 2 },
+      error: { code: 'budget_exceeded', message: 'Stopped: it started tool call 3, over its maxTurns of 2.' },
+    });
+    expect(
+      readFileSync(ARGV, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .at(-1),
+    ).toEqual(expect.arrayContaining(['--max-turns', '2']));
+  });
+
+  it('maxTokens: usage reported as the run goes (each response once) stops it once it reaches the limit', async () => {
+    const body = await run({ prompt: '6', maxTokens: 3000 });
+    expect(body).toMatchObject({
+      status: 'failed',
+      error: { code: 'budget_exceeded', message: 'Stopped: it used 3300 tokens, reaching its maxTokens of 3000.' },
+    });
+  });
+
+  it('maxCostUsd: passed to Claude Code as --max-budget-usd; its own stop at the limit is budget_exceeded too', async () => {
+    const body = await run({ prompt: '1 stop-at-budget', maxCostUsd: 0.5 });
+    expect(body).toMatchObject({ status: 'failed', budget: { maxCostUsd: 0.5 }, error: { code: 'budget_exceeded' } });
+    expect(body.error.message).toMatch(/^The agent stopped at its maxCostUsd limit: /);
+    expect(
+      readFileSync(ARGV, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .at(-1),
+    ).toEqual(expect.arrayContaining(['--max-budget-usd', '0.5']));
+  });
+
+  it('within its budget a run succeeds, with its usage in the record', async () => {
+    const body = await run({ prompt: '2', maxTurns: 5, maxTokens: 100_000, maxCostUsd: 1 });
+    expect(body).toMatchObject({ status: 'succeeded', usage: { inputTokens: 2000, outputTokens: 200, costUsd: 0.02 } });
+  });
+
+  it('a budget that cannot work is 400 invalid_body', async () => {
+    for (const bad of [{ maxTurns: 0 }, { maxTokens: 1.5 }, { maxCostUsd: -1 }, { maxCostUsd: 'x' }]) {
+      const body = await run({ prompt: '1', ...bad });
+      expect(body).toMatchObject({ code: 'invalid_body' });
+    }
+  });
+});
