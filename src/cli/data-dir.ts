@@ -1,12 +1,14 @@
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { processAlive } from '../core/process/alive';
 
 /**
  * Where the daemon keeps its SQLite store (docs/configuration.md: Data directory): outside any
  * workspace, so an agent's `git add -A` never commits it. `--data-dir`, else `HEADLESS_DATA_DIR`,
- * else the platform's state folder. One daemon at a time per folder: a second one is refused.
+ * else a folder of the project's own under the platform's state folder. One daemon at a time per
+ * folder: a second one is refused.
  */
 
 const NAME = 'headless-run-webhook';
@@ -29,8 +31,28 @@ export interface DataDir {
 export function chooseDataDir({ flag, env, cwd, platform = process.platform }: DataDirInput): DataDir {
   const chosen = flag ?? (env.HEADLESS_DATA_DIR || undefined);
   if (chosen !== undefined) return { path: resolve(cwd, chosen), isDefault: false };
-  return { path: join(stateHome(env, platform), NAME), isDefault: true };
+  return { path: projectFolder(stateHome(env, platform), realPathOf(cwd)), isDefault: true };
 }
+
+/**
+ * The default folder of the project the daemon is started in: one per project folder (its name
+ * and a hash of its path), so two projects' "default" workspaces never share a store.
+ */
+function projectFolder(state: string, project: string): string {
+  const name =
+    basename(project)
+      .replace(/[^A-Za-z0-9._-]/g, '_')
+      .slice(0, 40) || 'root';
+  return join(state, NAME, 'projects', `${name}-${createHash('sha256').update(project).digest('hex').slice(0, 12)}`);
+}
+
+const realPathOf = (path: string) => {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+};
 
 function stateHome(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string {
   if (platform === 'darwin') return join(env.HOME || homedir(), 'Library', 'Application Support');
@@ -109,10 +131,24 @@ function claimDataDir(path: string): DataDirClaim | { refused: string } {
  * Where a local caller (the caller CLI, the MCP bridge) finds the service: `HEADLESS_URL`, else
  * the daemon running on the default (or `HEADLESS_DATA_DIR`) folder, else the default port.
  */
-export function callerUrl(env: NodeJS.ProcessEnv): string {
+export function callerUrl(env: NodeJS.ProcessEnv, cwd = process.cwd()): string {
   if (env.HEADLESS_URL) return env.HEADLESS_URL;
-  const file = readDaemonFile(chooseDataDir({ flag: undefined, env, cwd: process.cwd() }).path);
-  return file?.url && processAlive(file.pid) ? file.url : 'http://127.0.0.1:47331';
+  if (env.HEADLESS_DATA_DIR) return liveUrl(resolve(cwd, env.HEADLESS_DATA_DIR)) ?? DEFAULT_URL;
+  // The daemon of this project folder, or of the nearest folder above it that has one.
+  const state = stateHome(env, process.platform);
+  for (let dir = realPathOf(cwd); ; dir = dirname(dir)) {
+    const url = liveUrl(projectFolder(state, dir));
+    if (url) return url;
+    if (dirname(dir) === dir) return DEFAULT_URL;
+  }
+}
+
+const DEFAULT_URL = 'http://127.0.0.1:47331';
+
+/** The URL the daemon of `folder` listens on, while it runs. */
+function liveUrl(folder: string): string | undefined {
+  const file = readDaemonFile(folder);
+  return file?.url && processAlive(file.pid) ? file.url : undefined;
 }
 
 /** The daemon's data directory, chosen, migrated and claimed; a move is said with `say`. */

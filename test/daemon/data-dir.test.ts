@@ -1,5 +1,5 @@
-import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { api, daemonDirs, runCli, startDaemon } from '../helpers/daemon';
 
@@ -9,7 +9,14 @@ const dir = daemonDirs();
 
 const mode = (file: string) => statSync(file).mode & 0o777;
 /** The platform default: the state folder under a temporary XDG_STATE_HOME. */
-const defaultEnv = (state: string) => ({ HEADLESS_DATA_DIR: '', XDG_STATE_HOME: state });
+const defaultEnv = (state: string) => ({ HEADLESS_DATA_DIR: '', HEADLESS_URL: '', XDG_STATE_HOME: state });
+/** The one project folder made under the default state folder. */
+const projectData = (state: string) => {
+  const projects = join(state, 'headless-run-webhook', 'projects');
+  const [only, ...more] = readdirSync(projects);
+  expect(more).toEqual([]);
+  return join(projects, only as string);
+};
 
 describe('the data directory', () => {
   it('defaults to the state folder, never the workspace; 0700, its files 0600; its daemon file gone after a stop', async () => {
@@ -17,7 +24,8 @@ describe('the data directory', () => {
     const state = join(dir(), 'state');
     const daemon = await startDaemon(cwd, ['--port', '0'], defaultEnv(state));
     expect((await api(daemon, 'POST', '/api/workspaces/default/inbox', { title: 'kept' })).status).toBe(201);
-    const data = join(state, 'headless-run-webhook');
+    const data = projectData(state);
+    expect(data).toMatch(new RegExp(`/projects/${basename(cwd)}-[0-9a-f]{12}$`));
     expect(readdirSync(cwd)).toEqual([]);
     expect(mode(data)).toBe(0o700);
     const files = readdirSync(data);
@@ -35,6 +43,21 @@ describe('the data directory', () => {
     const inbox = await runCli(['inbox'], { cwd, env });
     expect([inbox.code, inbox.stdout]).toEqual([0, expect.stringContaining('found it')]);
     await daemon.stop();
+  });
+
+  it('two projects started without a data directory keep apart: each its own store, its own "default"; a caller in a subfolder finds its project’s daemon', async () => {
+    const state = join(dir(), 'state');
+    const [a, b] = [dir(), dir()];
+    const first = await startDaemon(a, ['--port', '0'], defaultEnv(state));
+    expect((await api(first, 'POST', '/api/workspaces/default/inbox', { title: 'of project a' })).status).toBe(201);
+    await first.stop();
+    const second = await startDaemon(b, ['--port', '0'], defaultEnv(state));
+    const inbox = (await (await api(second, 'GET', '/api/workspaces/default/inbox')).json()) as { items: unknown[] };
+    expect(inbox.items).toEqual([]);
+    mkdirSync(join(b, 'src', 'deep'), { recursive: true });
+    const found = await runCli(['inbox', '--json'], { cwd: join(b, 'src', 'deep'), env: defaultEnv(state) });
+    expect([found.code, found.stdout.trim()]).toEqual([0, '[]']);
+    await second.stop();
   });
 
   it('--data-dir wins over HEADLESS_DATA_DIR, which wins over the default', async () => {
@@ -55,7 +78,7 @@ describe('the data directory', () => {
     expect((await api(old, 'POST', '/api/workspaces/default/inbox', { title: 'from before' })).status).toBe(201);
     await old.stop();
     const moved = await startDaemon(cwd, ['--port', '0'], defaultEnv(state));
-    expect(moved.output()).toContain(`moved the store from ${join(cwd, '.headless')} to ${join(state, 'headless-run-webhook')}`);
+    expect(moved.output()).toContain(`moved the store from ${join(cwd, '.headless')} to ${projectData(state)}`);
     expect(existsSync(join(cwd, '.headless'))).toBe(false);
     const inbox = (await (await api(moved, 'GET', '/api/workspaces/default/inbox')).json()) as { items: Array<{ title: string }> };
     expect(inbox.items.map((item) => item.title)).toEqual(['from before']);
@@ -65,7 +88,7 @@ describe('the data directory', () => {
   it('leaves an older store alone when the default folder already holds one, and says how to use it', async () => {
     const cwd = dir();
     const state = join(dir(), 'state');
-    await (await startDaemon(dir(), ['--port', '0'], defaultEnv(state))).stop();
+    await (await startDaemon(cwd, ['--port', '0'], defaultEnv(state))).stop();
     await (await startDaemon(cwd, ['--port', '0', '--data-dir', '.headless'])).stop();
     const daemon = await startDaemon(cwd, ['--port', '0'], defaultEnv(state));
     expect(daemon.output()).toContain(`start with --data-dir ${join(cwd, '.headless')} to use it`);
