@@ -4,7 +4,16 @@
  */
 export async function* sseData(body: ReadableStream<Uint8Array>, signal?: AbortSignal): AsyncIterable<string> {
   const reader = body.getReader();
-  const stop = () => void reader.cancel().catch(() => undefined);
+  // A cancel does not always settle a read already waiting (an in-process stream's next chunk may
+  // be a heartbeat 15 s away): each read also ends at the abort.
+  let ended: () => void = () => undefined;
+  const aborted = new Promise<{ done: true; value: undefined }>((resolve) => {
+    ended = () => resolve({ done: true, value: undefined });
+  });
+  const stop = () => {
+    ended();
+    void reader.cancel().catch(() => undefined);
+  };
   if (signal?.aborted) stop();
   signal?.addEventListener('abort', stop, { once: true });
   const decoder = new TextDecoder();
@@ -12,7 +21,7 @@ export async function* sseData(body: ReadableStream<Uint8Array>, signal?: AbortS
   let data: string[] = [];
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await Promise.race([reader.read(), aborted]);
       if (done) return;
       buffer += decoder.decode(value, { stream: true });
       for (let nl = buffer.indexOf('\n'); nl !== -1; nl = buffer.indexOf('\n')) {
@@ -26,6 +35,10 @@ export async function* sseData(body: ReadableStream<Uint8Array>, signal?: AbortS
     }
   } finally {
     signal?.removeEventListener('abort', stop);
-    reader.releaseLock();
+    try {
+      reader.releaseLock();
+    } catch {
+      // A read still waits on a stream that did not settle it: the cancel ends it.
+    }
   }
 }
