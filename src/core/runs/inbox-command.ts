@@ -26,7 +26,9 @@ export class InboxCommand {
     this.dir = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
     const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
     const launcher = join(this.dir, 'headless-inbox');
-    writeFileSync(launcher, `#!/bin/sh\nexec ${quote(process.execPath)} ${quote(cli)} "$@"\n`, { mode: 0o700 });
+    // Under Deno the same program needs its permissions: the run's variables, the service's URL, the file it pushes.
+    const runner = UNDER_DENO ? `${quote(process.execPath)} run --quiet --allow-env --allow-net --allow-read` : quote(process.execPath);
+    writeFileSync(launcher, `#!/bin/sh\nexec ${runner} ${quote(cli)} "$@"\n`, { mode: 0o700 });
     chmodSync(launcher, 0o700);
     return this.dir;
   }
@@ -38,6 +40,7 @@ export class InboxCommand {
 }
 
 const PREFIX = 'headless-inbox-';
+const UNDER_DENO = typeof (globalThis as { Deno?: unknown }).Deno !== 'undefined';
 
 /** Folders of this user's services that died without closing (kill -9): their pid is gone. */
 function removeLeftovers(): void {
