@@ -6,6 +6,8 @@ import type { HeadlessHandler } from '../core/handler';
 
 export interface DenoServeInfo {
   remoteAddr: { hostname: string };
+  /** Settles once the response is delivered; rejects when the client went away first (Deno 2.5+). */
+  completed?: Promise<void>;
 }
 
 export interface DenoServeOptions {
@@ -19,7 +21,21 @@ export interface DenoServeOptions {
 
 /** A `Deno.serve` handler for the core. */
 export function toDenoHandler(handler: HeadlessHandler, hostname = '127.0.0.1'): (request: Request, info: DenoServeInfo) => Promise<Response> {
-  return async (request, info) => handler.fetch(request, { remoteAddress: info.remoteAddr.hostname, localAddress: hostname });
+  return async (request, info) => {
+    const context = { remoteAddress: info.remoteAddr.hostname, localAddress: hostname };
+    if (!info.completed) return handler.fetch(request, context);
+    // A signal of its own, aborted once the exchange is over (delivered, or the client gone): what
+    // the service needs, without touching Deno's request.signal, whose legacy behaviour Deno
+    // announces at every start.
+    const over = new AbortController();
+    info.completed.then(
+      () => over.abort(),
+      () => over.abort(),
+    );
+    const { method, headers, body, url } = request;
+    const init = { method, headers, signal: over.signal, ...(method === 'GET' || method === 'HEAD' ? {} : { body, duplex: 'half' }) };
+    return handler.fetch(new Request(url, init as RequestInit), context);
+  };
 }
 
 /** Serves the handler with `Deno.serve` on a loopback address by default. */

@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 const ROOT = resolve(__dirname, '../..');
 const children: ChildProcess[] = [];
+/** What each started example printed, on both streams. */
+const printed = new Map<string, () => string>();
 afterEach(() => {
   for (const child of children.splice(0)) child.kill('SIGKILL');
 });
@@ -26,6 +28,7 @@ function run(command: string, args: string[], env: Record<string, string> = {}):
       }
     });
     child.once('exit', (code) => fail(new Error(`exited ${code}:\n${out}`)));
+    printed.set(args.join(' '), () => out);
   });
 }
 
@@ -46,5 +49,13 @@ describe('examples', () => {
   it('deno-server.ts: deno run -A examples/deno-server.ts', async () => {
     const base = await run(resolve(ROOT, 'node_modules/.bin/deno'), ['run', '-A', 'examples/deno-server.ts'], { NO_COLOR: '1' });
     expect((await fetch(`${base}/api/headless?wsId=default`)).status).toBe(200);
+    const pushed = await fetch(`${base}/api/workspaces/default/inbox`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"title":"a body read under Deno"}',
+    });
+    expect(pushed.status).toBe(201);
+    // Deno announces its legacy request.signal at the first request that reads it: the adapter reads none.
+    expect(printed.get('run -A examples/deno-server.ts')?.()).not.toContain('legacy behavior');
   });
 });
