@@ -1,4 +1,4 @@
-import type { ServerAdapter, ServerAdapterBaseObject } from '@whatwg-node/server';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createDefaultGate } from './http/auth';
 import { type HeadlessServerContext, createPipeline } from './http/pipeline';
 import { ROUTES } from './http/routes/index';
@@ -10,14 +10,26 @@ export type { HeadlessHandlerOptions } from './options';
 export type { HeadlessServerContext } from './http/pipeline';
 export type { WorkspaceResolver } from './workspaces';
 
-export type HeadlessHandler = ServerAdapter<HeadlessServerContext, ServerAdapterBaseObject<HeadlessServerContext>> & {
+/**
+ * The handler (built on `@whatwg-node/server`, whose types it does not expose, so a host's
+ * TypeScript needs none of its newer library types): a fetch-style function, a node:http
+ * listener through the adapters, and its lifecycle.
+ */
+export interface HeadlessHandler {
+  /** Answers a request, with the adapter's context (the peer address decides who is local). */
+  fetch(request: Request, context?: HeadlessServerContext): Promise<Response> | Response;
+  fetch(url: string | URL, init?: RequestInit, context?: HeadlessServerContext): Promise<Response> | Response;
+  /** Answers a node:http request on its response (what the node and Express adapters call). */
+  handleNodeRequestAndResponse(req: IncomingMessage, res: ServerResponse, context: HeadlessServerContext): Promise<Response> | Response;
+  /** Closes it, as `close()` does; `await using` calls it too. */
+  dispose(): Promise<void> | void;
   /** Settles when the store is loaded and crash recovery is done; rejects if that failed. */
   ready: Promise<void>;
   /** Graceful shutdown: refuse new starts, stop running runs (recorded `interrupted`), close the store. `dispose()` and `await using` do the same. */
   close(): Promise<void>;
   /** Where the handler reports the errors it handled (to the `logger` option); adapters report theirs here too. */
   log: Log;
-};
+}
 
 /**
  * The headless-run API as a fetch-style handler: `(Request, context?) => Promise<Response>`,
@@ -52,5 +64,5 @@ export function createHeadlessHandler(options: HeadlessHandlerOptions): Headless
     log,
     close,
   });
-  return Object.assign(adapter, { ready, log, close }) as HeadlessHandler;
+  return Object.assign(adapter, { ready, log, close }) as unknown as HeadlessHandler;
 }

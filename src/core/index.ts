@@ -30,7 +30,7 @@ export type {
   AgentRunInput,
   AgentVerdict,
 } from './agents/types';
-export type { InboxItem, RunError, RunPolicy, RunRecord, RunSource, RunStatus, RunUsage, SessionView } from '../contract/records';
+export type { DeliveryOutcome, InboxItem, RunBudget, RunError, RunPolicy, RunRecord, RunSource, RunStatus, RunUsage, SessionView } from '../contract/records';
 export type { QueueSettings, Workspace } from './types';
 export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/records';
 export type { RunEventType, WebhookEvent } from '../contract/records';

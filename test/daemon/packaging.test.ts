@@ -69,6 +69,41 @@ describe('packaging', () => {
     expect(inbox.out).toContain('not inside a headless run');
   });
 
+  it('its types check clean in a fresh TypeScript project, without skipLibCheck', () => {
+    writeFileSync(
+      join(consumer, 'check.ts'),
+      [
+        "import { createHeadlessHandler, type HeadlessHandlerOptions, type TriggerDefinition } from 'headless-run-webhook';",
+        "import { createNodeServer } from 'headless-run-webhook/node';",
+        "import { serveDeno } from 'headless-run-webhook/deno';",
+        "import { createClient } from 'headless-run-webhook/client';",
+        "const options: HeadlessHandlerOptions = { workspaces: [{ id: 'w', path: '/srv/w' }] };",
+        'const triggers: TriggerDefinition[] = [];',
+        'const handler = createHeadlessHandler({ ...options, triggers });',
+        'export const used = [handler.ready, handler.fetch, createNodeServer, serveDeno, createClient];',
+        '',
+      ].join('\n'),
+    );
+    // The Express entry's types are Express's own: a host that uses it has @types/express.
+    const config = {
+      compilerOptions: {
+        strict: true,
+        target: 'es2022',
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        noEmit: true,
+        skipLibCheck: false,
+        typeRoots: [join(ROOT, 'node_modules/@types')],
+        types: ['node'],
+      },
+      files: ['check.ts'],
+    };
+    writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify(config));
+    const r = sh(bin('tsc'), ['-p', consumer], consumer);
+    expect(r.out.trim()).toBe('');
+    expect(r.code).toBe(0);
+  });
+
   it('publint reports nothing', () => {
     const r = sh(bin('publint'), ['--strict'], ROOT);
     expect(r.code, r.out).toBe(0);

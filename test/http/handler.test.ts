@@ -379,7 +379,7 @@ describe('disposing the handler', () => {
       const store = createMemoryKeyv();
       const host = await createTestHost({ store });
       const { taskId } = await host.start('sleep 60000');
-      await (how === 'dispose()' ? host.handler.dispose() : host.handler[Symbol.asyncDispose]());
+      await (how === 'dispose()' ? host.handler.dispose() : (host.handler as unknown as AsyncDisposable)[Symbol.asyncDispose]());
       const stored = (await store.get(`run:${taskId}`)) as { status: string };
       expect(stored.status).toBe('interrupted');
       expect(await problem(await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake' } }))).toMatchObject({
