@@ -12,8 +12,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // Generous: a busy machine (CI runs on the developer's own) must not fail a test by its clock.
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
+    testTimeout: 600_000,
+    hookTimeout: 600_000,
     env: { PATH },
     // Real processes and sockets: two cores, so keep files from starving each other.
     maxWorkers: 2,

@@ -18,7 +18,7 @@ afterAll(async () => {
 });
 
 const cli = (args: string[], env: Record<string, string> = {}) =>
-  runCli(args, { cwd: dirs[0]!, env: { HEADLESS_URL: daemon.url, HEADLESS_WORKSPACE: 'ws', ...env }, timeoutMs: 20_000 });
+  runCli(args, { cwd: dirs[0]!, env: { HEADLESS_URL: daemon.url, HEADLESS_WORKSPACE: 'ws', ...env }, timeoutMs: 240_000 });
 const json = (out: string) => JSON.parse(out) as Record<string, any>;
 
 describe('headless-run-webhook run / status / list / cancel / inbox / sessions', () => {
@@ -52,7 +52,7 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
         taskId = running[0]?.taskId ?? '';
         return taskId !== '';
       },
-      { timeoutMs: 60_000, what: 'the run to start' },
+      { timeoutMs: 240_000, what: 'the run to start' },
     );
     expect((await cli(['cancel', taskId])).code).toBe(0);
     const cancelled = await waiting;
@@ -196,7 +196,7 @@ describe('headless-run-webhook schedules, and a queued run', () => {
       schedules: [{ name: 'hold', cron: '0 0 1 1 *', workspace: 'ws', agent: 'fake', prompt: 'wait-file never; echo x' }],
     });
     const d = await startDaemon(dir);
-    const run = (args: string[]) => runCli(args, { cwd: dir, env: { HEADLESS_URL: d.url, HEADLESS_WORKSPACE: 'ws' }, timeoutMs: 30_000 });
+    const run = (args: string[]) => runCli(args, { cwd: dir, env: { HEADLESS_URL: d.url, HEADLESS_WORKSPACE: 'ws' }, timeoutMs: 240_000 });
     const listed = await run(['schedules']);
     expect(listed).toMatchObject({ code: 0 });
     expect(listed.stdout).toMatch(/^hold {2}0 0 1 1 \* \(UTC\) {2}workspace ws {2}next \d{4}-01-01T00:00:00\.000Z {2}never run$/m);

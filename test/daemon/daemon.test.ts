@@ -206,7 +206,7 @@ describe('the daemon', () => {
       for (const [i, id] of ids.entries()) expect(await (await api(later, 'GET', `/api/headless/${id}`)).text()).toBe(snapshot[i]);
       await later.stop();
     }
-  }, 60_000);
+  }, 600_000);
 
   it('the admin token never reaches the store, the output or a response', async () => {
     const cwd = dir();
@@ -245,7 +245,7 @@ describe('a store locked by another process', () => {
     }
     expect((await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'after' })).status).toBe(201);
     expect(await daemon.stop()).toBe(0);
-  }, 30_000);
+  }, 600_000);
 });
 
 describe.skipIf(!canMountTmpfs())('disk full (a tiny tmpfs as data dir)', () => {
@@ -280,5 +280,5 @@ describe.skipIf(!canMountTmpfs())('disk full (a tiny tmpfs as data dir)', () => 
     } finally {
       execFileSync('umount', ['-l', data]);
     }
-  }, 60_000);
+  }, 600_000);
 });

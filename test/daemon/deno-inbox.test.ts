@@ -29,4 +29,4 @@ it('a run served by Deno pushes to its Inbox with headless-inbox', async () => {
   } finally {
     await target.close();
   }
-}, 120_000);
+}, 600_000);

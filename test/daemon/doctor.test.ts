@@ -36,7 +36,7 @@ const SECRET = 'sk-ant-never-shown-123';
 async function doctor(config: Record<string, unknown>, args: string[] = []) {
   const cwd = dir();
   writeFileSync(join(cwd, 'headless.config.json'), JSON.stringify(config));
-  const r = await runCli(['doctor', ...args], { cwd, env: { ANTHROPIC_API_KEY: SECRET }, timeoutMs: 60_000 });
+  const r = await runCli(['doctor', ...args], { cwd, env: { ANTHROPIC_API_KEY: SECRET }, timeoutMs: 480_000 });
   expect(`${r.stdout}${r.stderr}`).not.toContain(SECRET);
   return r;
 }

@@ -64,7 +64,7 @@ beforeAll(async () => {
     startDaemon(daemonDir(), undefined, env),
     startDaemon(daemonDir(onlyC), undefined, env),
   ]);
-}, 90_000);
+}, 600_000);
 
 afterAll(async () => {
   cleanupDaemons(dirs);
@@ -166,7 +166,7 @@ describe('three daemons on one PostgreSQL', () => {
     // A run that ended on A whose webhook A is still retrying, and a run still running on A.
     const ended = (await (await start(a!, { prompt: 'echo before' })).json()) as Started;
     await waitRun(b!, ended.taskId);
-    await waitFor(() => receiver.received.slice(seen).some((r) => r.body.includes(ended.taskId)), { what: "A's first, failed attempt", timeoutMs: 30_000 });
+    await waitFor(() => receiver.received.slice(seen).some((r) => r.body.includes(ended.taskId)), { what: "A's first, failed attempt", timeoutMs: 240_000 });
     const running = (await (await start(a!, { prompt: 'session dies-1; sleep 60000' })).json()) as Started;
     await waitFor(async () => (await (await api(b!, 'GET', `/api/sessions/${running.resumeId}`)).json()).resumable === true, {
       what: 'the agent session id to be stored',
@@ -188,7 +188,7 @@ describe('three daemons on one PostgreSQL', () => {
         const payload = new Webhook(SECRET).verify(r.body, r.headers) as { data: { taskId: string; status: string } };
         return payload.data.taskId === taskId && payload.data.status === status;
       });
-    await waitFor(() => delivered(ended.taskId, 'succeeded') && delivered(running.taskId, 'interrupted'), { what: 'the webhooks A left', timeoutMs: 15_000 });
+    await waitFor(() => delivered(ended.taskId, 'succeeded') && delivered(running.taskId, 'interrupted'), { what: 'the webhooks A left', timeoutMs: 240_000 });
     await waitFor(async () => (await read(c!, ended.taskId)).webhooks[0].state === 'delivered', { what: 'the record to show it delivered' });
     // The Session A held is free again, and resumable from anywhere.
     expect(await (await api(c!, 'GET', `/api/sessions/${running.resumeId}`)).json()).toMatchObject({ status: 'idle' });

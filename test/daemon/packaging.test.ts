@@ -114,7 +114,7 @@ describe('packaging', () => {
     const r = sh(bin('attw'), [join(consumer, tarball)], ROOT);
     expect(r.code, r.out).toBe(0);
     expect(r.out).toContain('No problems found');
-  }, 120_000);
+  }, 600_000);
 });
 
 describe('the client alone (headless-run-webhook-client)', () => {
@@ -174,5 +174,5 @@ describe('the client alone (headless-run-webhook-client)', () => {
     expect(lint.out).toContain('All good!');
     const types = sh(bin('attw'), [join(project, packed)], ROOT);
     expect(types.code, types.out).toBe(0);
-  }, 120_000);
+  }, 600_000);
 });

@@ -8,7 +8,7 @@ const dirs: string[] = [];
 let postgres: TestPostgres;
 beforeAll(async () => {
   postgres = await startPostgres();
-}, 60_000);
+}, 600_000);
 afterAll(async () => {
   cleanupDaemons(dirs);
   await postgres?.stop();

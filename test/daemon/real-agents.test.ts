@@ -83,7 +83,7 @@ beforeAll(async () => {
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
     OTEL_BSP_SCHEDULE_DELAY: '50',
   });
-}, 60_000);
+}, 600_000);
 
 afterAll(async () => {
   await daemon?.stop();
@@ -94,14 +94,14 @@ afterAll(async () => {
 });
 
 async function run(mode: Mode, body: Record<string, unknown>): Promise<Record<string, any>> {
-  const res = await api(daemon, 'POST', `/api/workspaces/${mode}/headless`, { timeoutMs: 120_000, ...body });
+  const res = await api(daemon, 'POST', `/api/workspaces/${mode}/headless`, { timeoutMs: 600_000, ...body });
   const answer = (await res.json()) as Record<string, any>;
   if (body.wait) {
     expect(res.status, JSON.stringify(answer)).toBe(200);
     return answer;
   }
   expect(res.status, JSON.stringify(answer)).toBe(202);
-  return waitRun(daemon, answer.taskId, 120_000);
+  return waitRun(daemon, answer.taskId, 600_000);
 }
 
 const session = async (resumeId: string) => (await (await api(daemon, 'GET', `/api/sessions/${resumeId}`)).json()) as Record<string, any>;
@@ -356,7 +356,7 @@ describe('traces of a real agent', () => {
       daemon,
       'POST',
       '/api/workspaces/ok/headless',
-      { agent: 'claude', prompt: 'WRITE_FILE traced.txt', wait: true, timeoutMs: 120_000 },
+      { agent: 'claude', prompt: 'WRITE_FILE traced.txt', wait: true, timeoutMs: 600_000 },
       { traceparent: `00-${traceId}-${parent}-01` },
     );
     const record = (await res.json()) as Record<string, any>;

@@ -151,7 +151,7 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
     if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, cwd]);
     // The sentinel stands for any secret left in the daemon's environment.
     daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', token], { HEADLESS_ADMIN_TOKEN: SENTINEL, HOME: home }, as);
-  }, 30_000);
+  }, 600_000);
   afterAll(async () => {
     await daemon?.stop();
     for (const server of [...servers, ...sockets]) server.close();

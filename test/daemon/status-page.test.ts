@@ -42,7 +42,7 @@ beforeAll(async () => {
       '--disable-sync',
     ],
   });
-}, 60_000);
+}, 600_000);
 
 afterAll(async () => {
   await browser?.close();
@@ -117,7 +117,7 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     );
     expect(errors).toEqual([]);
     await page.close();
-  }, 60_000);
+  }, 600_000);
 
   it('is a dashboard: states, titled runs, filters, pages, a link per run, the conversation, the Inbox beside, at 1280, 800 and 400 px', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
@@ -201,7 +201,7 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     writeFileSync(gate, '');
     expect(errors).toEqual([]);
     await page.close();
-  }, 120_000);
+  }, 600_000);
 
   it('passes an accessibility check (axe-core) with runs, a conversation and the Inbox shown', async () => {
     // axe is injected past the page's CSP, which allows the page's own script only.

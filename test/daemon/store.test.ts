@@ -39,7 +39,7 @@ const implementations: Array<[string, () => Promise<{ store: HeadlessStore; reop
 let postgres: TestPostgres;
 beforeAll(async () => {
   postgres = await startPostgres();
-}, 60_000);
+}, 600_000);
 afterAll(() => postgres?.stop());
 
 /** One conformance suite, run against every store the project ships. */

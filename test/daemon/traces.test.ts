@@ -17,7 +17,7 @@ beforeAll(async () => {
   dirs.push(dir);
   writeConfig(dir);
   daemon = await startDaemon(dir, ['--port', '0'], { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50', TRACEPARENT: 'daemon-own' });
-}, 30_000);
+}, 600_000);
 afterAll(async () => {
   await daemon?.stop();
   await receiver?.close();

@@ -105,7 +105,7 @@ describe('triggers, through the built daemon', () => {
     writeFileSync(join(cwd, 'github-secret'), `${SECRETS.github}\n`);
     writeConfig(cwd, { agents: AGENTS, workspaces: [{ id: 'ops', path: 'ops' }], triggers: triggersConfig(cwd) });
     daemon = await startDaemon(cwd, ['--port', '0'], { ALERTS_TOKEN: SECRETS.alerts });
-  }, 30_000);
+  }, 600_000);
   afterAll(() => daemon?.stop());
 
   it('Alertmanager (Bearer): a firing group starts one run; its repeats start nothing; its resolution cancels the run', async () => {
@@ -301,7 +301,7 @@ describe('trigger settings', () => {
         { name: 'nosecret', workspace: 'ops', sender: 'github', agent: 'slow', secret: { env: 'NOT_SET_ANYWHERE' }, prompt: 'x' },
       ],
     });
-    const r = await runCli(['doctor', '--json'], { cwd, timeoutMs: 60_000 });
+    const r = await runCli(['doctor', '--json'], { cwd, timeoutMs: 240_000 });
     expect(r.code).toBe(1);
     expect(JSON.parse(r.stdout).triggers).toEqual([
       { name: 'typo', problems: [], warnings: ["triggers[0].prompt reads payload.commonLabel.alertname, which the sender's example payload does not have"] },
@@ -429,7 +429,7 @@ describe.skipIf(!hasAlertmanager)('a real Alertmanager (Debian prometheus-alertm
       am.kill('SIGKILL');
       await daemon.stop();
     }
-  }, 60_000);
+  }, 600_000);
 });
 
 describe('two instances on one PostgreSQL', () => {
@@ -465,5 +465,5 @@ describe('two instances on one PostgreSQL', () => {
     const runs = (await (await api(daemons[1]!, 'GET', '/api/headless?wsId=ops')).json()) as { runs: unknown[] };
     expect(runs.runs).toHaveLength(1);
     await Promise.all(daemons.map((d) => d.stop()));
-  }, 90_000);
+  }, 600_000);
 });

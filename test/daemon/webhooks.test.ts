@@ -50,7 +50,7 @@ async function settled(h: TestHost, taskId: string, count = 1): Promise<Delivery
       last = await deliveries(h, taskId);
       return last !== undefined && last.length === count && last.every((d) => d.state === 'delivered' || d.state === 'failed');
     },
-    { what: 'the webhook deliveries to settle', timeoutMs: 15_000 },
+    { what: 'the webhook deliveries to settle', timeoutMs: 240_000 },
   );
   return last!;
 }
@@ -344,7 +344,7 @@ describe('webhooks through the daemon', () => {
     expect(await first.stop('SIGKILL')).toBeNull();
     failing = false;
     const second = await startDaemon(dir, ['--port', '0'], env);
-    await waitFor(() => receiver.received.length === 2, { what: 'the retry after the restart', timeoutMs: 10_000 });
+    await waitFor(() => receiver.received.length === 2, { what: 'the retry after the restart', timeoutMs: 240_000 });
     expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id']);
     expect(new Webhook(SECRET).verify(receiver.received[1]!.body, receiver.received[1]!.headers)).toMatchObject({ data: { taskId, status: 'succeeded' } });
     await waitFor(

@@ -106,7 +106,7 @@ describe('seeded crash test', () => {
           }
         return records.size === acked.length;
       },
-      { timeoutMs: 20_000, intervalMs: 200, what: 'every acknowledged run to end' },
+      { timeoutMs: 240_000, intervalMs: 200, what: 'every acknowledged run to end' },
     );
     // Listed once each, under its status; none left running.
     const listed: string[] = [];
@@ -136,7 +136,7 @@ describe('seeded crash test', () => {
       // Refused the first time, so taken once it came again.
       return ids.length >= 2;
     };
-    await waitFor(() => [...records.keys()].every(taken), { timeoutMs: 20_000, intervalMs: 200, what: 'every run.ended webhook to be taken' });
+    await waitFor(() => [...records.keys()].every(taken), { timeoutMs: 240_000, intervalMs: 200, what: 'every run.ended webhook to be taken' });
     for (const r of receiver.received.map(ended).filter((e) => e.type === 'run.ended')) {
       if (records.has(r.data.taskId)) expect(r.data.status, r.data.taskId).toBe(records.get(r.data.taskId)!.status);
     }

@@ -90,7 +90,7 @@ describe.skipIf(!mountable)('a full disk (the data dir on a 2 MB tmpfs)', () => 
           await look(d);
           return acked.every((id) => shown.has(id));
         },
-        { timeoutMs: 30_000, intervalMs: 250, what: 'every acknowledged run to end' },
+        { timeoutMs: 240_000, intervalMs: 250, what: 'every acknowledged run to end' },
       );
       for (const [id, statuses] of shown) expect([...statuses], id).toHaveLength(1);
       const listed = ((await (await api(d, 'GET', '/api/headless?wsId=ws&limit=500')).json()) as { runs: Array<{ taskId: string; status: string }> }).runs;

@@ -40,7 +40,7 @@ beforeAll(async () => {
     return startDaemon(dir, undefined, env);
   };
   fleet = await Promise.all([daemon(), daemon(), daemon()]);
-}, 90_000);
+}, 600_000);
 
 afterAll(async () => {
   cleanupDaemons(dirs);
@@ -73,7 +73,7 @@ async function checkEnded(taskIds: string[]): Promise<Map<string, string>> {
       }
       return statuses.size === taskIds.length;
     },
-    { timeoutMs: 40_000, intervalMs: 250, what: 'every acknowledged run to end' },
+    { timeoutMs: 240_000, intervalMs: 250, what: 'every acknowledged run to end' },
   );
   const listed = ((await (await api(d, 'GET', '/api/headless?wsId=ws&limit=500')).json()) as { runs: Array<{ taskId: string; status: string }> }).runs;
   for (const [id, status] of statuses) {
@@ -84,7 +84,7 @@ async function checkEnded(taskIds: string[]): Promise<Map<string, string>> {
   }
   const ended = (r: Received) => JSON.parse(r.body) as { type: string; data: { taskId: string; status: string } };
   await waitFor(() => taskIds.every((id) => receiver.received.filter((r) => ended(r).data.taskId === id && ended(r).type === 'run.ended').length >= 2), {
-    timeoutMs: 30_000,
+    timeoutMs: 240_000,
     intervalMs: 250,
     what: 'every run.ended webhook to be taken',
   });
@@ -125,8 +125,8 @@ describe('PostgreSQL outages under a fleet of three', () => {
     expect([...statuses.values()]).toEqual(Array(3).fill('interrupted'));
     expect(await noneMarked(before)).toBe(true);
     // Each member has its lease again and runs what it is given.
-    await waitFor(async () => (await startOnEach('echo back')).length === 3, { timeoutMs: 20_000, intervalMs: 500, what: 'every member to start runs again' });
+    await waitFor(async () => (await startOnEach('echo back')).length === 3, { timeoutMs: 240_000, intervalMs: 500, what: 'every member to start runs again' });
     const ready = async () => (await Promise.all(fleet.map(async (member) => (await api(member, 'GET', '/readyz')).status))).every((status) => status === 200);
-    await waitFor(ready, { timeoutMs: 20_000, intervalMs: 500, what: 'every member to be ready again' });
+    await waitFor(ready, { timeoutMs: 240_000, intervalMs: 500, what: 'every member to be ready again' });
   });
 });

@@ -78,7 +78,7 @@ async function checkAfterRestart(host: TestHost, first: Awaited<ReturnType<typeo
     data: { status?: string };
   }>;
   expect(events.at(-1)).toMatchObject({ type: 'run.ended', data: { status: record.status } });
-  await waitFor(() => deliveries(first.path).some((d) => d.type === 'run.ended'), { timeoutMs: 10_000, what: `the run.ended webhook of ${taskId}` });
+  await waitFor(() => deliveries(first.path).some((d) => d.type === 'run.ended'), { timeoutMs: 240_000, what: `the run.ended webhook of ${taskId}` });
   for (const d of deliveries(first.path)) expect(d.data.status).toBe(record.status);
 }
 
@@ -115,7 +115,7 @@ describe.each([
     store.state.refuse = refusingFirst(KIND[kind]!, crash);
     const first = await hostOn(store);
     const outcome = await workload(first, mode);
-    await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 30_000, what: `a write of kind "${kind}"` });
+    await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 240_000, what: `a write of kind "${kind}"` });
     await first.close();
     store.state.refuse = undefined;
     await checkAfterRestart(await hostOn(store), outcome);

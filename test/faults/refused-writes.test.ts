@@ -51,7 +51,7 @@ async function workload(host: TestHost, settle = false): Promise<Outcome> {
     if (settle) {
       const delivered = async () =>
         ((await json(await host.request('GET', `/api/headless/${taskId}`))).webhooks as Array<{ state: string }>).every((w) => w.state === 'delivered');
-      await waitFor(delivered, { timeoutMs: 30_000, what: 'every delivery to be recorded' });
+      await waitFor(delivered, { timeoutMs: 240_000, what: 'every delivery to be recorded' });
     }
   }
   return { start: res.status, push, path, ...(taskId ? { taskId } : {}) };
@@ -88,7 +88,7 @@ async function checkAfterRestart(host: TestHost, first: Outcome): Promise<void> 
   }>;
   expect(events.at(-1)).toMatchObject({ type: 'run.ended', data: { status: record.status } });
   // Its run.ended webhook arrives, saying what its record says; none ever said otherwise.
-  await waitFor(() => deliveries(first.path).some((d) => d.type === 'run.ended'), { timeoutMs: 30_000, what: `the run.ended webhook of ${taskId}` });
+  await waitFor(() => deliveries(first.path).some((d) => d.type === 'run.ended'), { timeoutMs: 240_000, what: `the run.ended webhook of ${taskId}` });
   for (const d of deliveries(first.path).filter((x) => x.type === 'run.ended')) expect(d.data.status).toBe(record.status);
   // An agent.session webhook is only ever sent for a Session that can be resumed.
   if (deliveries(first.path).some((d) => d.type === 'agent.session')) {
@@ -139,7 +139,7 @@ describe.each([
     const outcome = await workload(first);
     // The refused write may be the last one the workload makes (a delivery's result): wait for it,
     // however slow the machine, before the service is closed under it.
-    await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 30_000, what: `a write of kind "${kind}"` });
+    await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 240_000, what: `a write of kind "${kind}"` });
     await first.close();
     expect(store.state.refused.length).toBeGreaterThan(0);
     store.state.refuse = undefined;

@@ -31,7 +31,7 @@ describe('a firing’s writes', () => {
   it('are the ones this tier refuses', async () => {
     const store = faultyKeyv();
     const host = await hostOn(store);
-    await waitFor(async () => (await runs(host)).length >= 1, { timeoutMs: 60_000, what: 'a firing' });
+    await waitFor(async () => (await runs(host)).length >= 1, { timeoutMs: 240_000, what: 'a firing' });
     await host.close();
     for (const [kind, is] of Object.entries(KIND)) expect(store.state.writes.some(is), kind).toBe(true);
   });
@@ -45,12 +45,12 @@ describe.each([
     const store = faultyKeyv();
     store.state.refuse = refusingFirst(KIND[kind]!, crash);
     const first = await hostOn(store);
-    await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 60_000, what: `a write of kind "${kind}"` });
+    await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 240_000, what: `a write of kind "${kind}"` });
     await first.close();
     store.state.refuse = undefined;
     const again = await hostOn(store);
     const before = (await runs(again)).length;
-    await waitFor(async () => (await runs(again)).length >= before + 2, { timeoutMs: 60_000, what: 'the schedule to go on' });
+    await waitFor(async () => (await runs(again)).length >= before + 2, { timeoutMs: 240_000, what: 'the schedule to go on' });
     const all = await runs(again);
     expect(new Set(all.map((r) => r.scheduledFor)).size).toBe(all.length);
     for (const r of all) expect(['queued', 'running'].includes((await again.waitEnded(r.taskId, 30_000)).status as string)).toBe(false);

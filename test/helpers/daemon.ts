@@ -57,7 +57,7 @@ export function runCli(
     let stderr = '';
     child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 10_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 240_000);
     child.on('exit', (code) => {
       clearTimeout(timer);
       running.delete(child);
@@ -86,8 +86,8 @@ export function startDaemon(
     child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      fail(new Error(`daemon did not listen within 15 s:\n${out}`));
-    }, 15_000);
+      fail(new Error(`daemon did not listen within 240 s:\n${out}`));
+    }, 240_000);
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
       const match = /listening on (http:\/\/\S+:(\d+))\n/.exec(out);

@@ -127,7 +127,7 @@ export const deno: TargetFactory = (options) =>
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       fail(new Error(`deno did not listen:\n${out}`));
-    }, 60_000);
+    }, 600_000);
     child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();

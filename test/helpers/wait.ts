@@ -3,7 +3,7 @@
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export interface WaitOptions {
-  /** Long, so a busy machine only makes a failing check fail later, never a passing one fail. @default 30000 */
+  /** Long, so a busy machine only makes a failing check fail later, never a passing one fail. @default 120000 */
   timeoutMs?: number;
   /** @default 50 */
   intervalMs?: number;
@@ -11,7 +11,7 @@ export interface WaitOptions {
 
 /** Polls `check` until it holds; resolves false if it still does not by the deadline. */
 export async function eventually(check: () => boolean | Promise<boolean>, o: WaitOptions = {}): Promise<boolean> {
-  const deadline = Date.now() + (o.timeoutMs ?? 30_000);
+  const deadline = Date.now() + (o.timeoutMs ?? 120_000);
   for (;;) {
     if (await check()) return true;
     if (Date.now() > deadline) return false;
@@ -21,7 +21,7 @@ export async function eventually(check: () => boolean | Promise<boolean>, o: Wai
 
 /** Polls `check` until it holds; throws, naming `what`, if it still does not by the deadline. */
 export async function waitFor(check: () => boolean | Promise<boolean>, o: WaitOptions & { what?: string } = {}): Promise<void> {
-  if (!(await eventually(check, o))) throw new Error(`timed out after ${o.timeoutMs ?? 30_000} ms waiting for ${o.what ?? 'a condition'}`);
+  if (!(await eventually(check, o))) throw new Error(`timed out after ${o.timeoutMs ?? 120_000} ms waiting for ${o.what ?? 'a condition'}`);
 }
 
 /** Polls a run record until its status is no longer `running`, and returns it. */

@@ -36,7 +36,7 @@ async function run(body: Record<string, unknown>) {
 
 describe('budgets', () => {
   it('maxTurns: the tool call past it stops the run, failed, budget_exceeded; Claude Code is given --max-turns too', async () => {
-    const body = await run({ prompt: '6', maxTurns: 2 });
+    const body = await run({ prompt: '6 hold', maxTurns: 2 });
     expect(body).toMatchObject({
       status: 'failed',
       budget: { maxTurns: 2 },
@@ -52,7 +52,7 @@ describe('budgets', () => {
   });
 
   it('maxTokens: usage reported as the run goes (each response once) stops it once it reaches the limit', async () => {
-    const body = await run({ prompt: '6', maxTokens: 3000 });
+    const body = await run({ prompt: '6 hold', maxTokens: 3000 });
     expect(body).toMatchObject({
       status: 'failed',
       error: { code: 'budget_exceeded', message: 'Stopped: it used 3300 tokens, reaching its maxTokens of 3000.' },

@@ -14,7 +14,7 @@ const dirs: string[] = [];
 let postgres: TestPostgres;
 beforeAll(async () => {
   postgres = await startPostgres();
-}, 60_000);
+}, 600_000);
 afterEach(closeAllHosts);
 afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });

@@ -30,7 +30,7 @@ describe.each(targets)('conformance: %s', (_name, make) => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'hrw-conf-'));
     target = await make({ workspaces: [{ id: 'ws', path: dir, agents: ['fake'] }], agents: { fake: fakeAgent }, maxConcurrentRuns: 4 });
-  }, 90_000);
+  }, 600_000);
   afterAll(async () => {
     await target?.close();
     rmSync(dir, { recursive: true, force: true });

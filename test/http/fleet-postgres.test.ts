@@ -20,7 +20,7 @@ let postgres: TestPostgres;
 const stores: HeadlessStore[] = [];
 beforeAll(async () => {
   postgres = await startPostgres();
-}, 60_000);
+}, 600_000);
 afterAll(async () => {
   await closeAllHosts();
   await Promise.all(stores.map((s) => s.close()));
@@ -261,11 +261,11 @@ describe('a fleet on PostgreSQL', () => {
       ((await (await host.request('GET', '/api/headless?wsId=ws&schedule=tick&limit=100')).json()) as { runs: Array<{ scheduledFor: string }> }).runs;
     const a = await member();
     const b = await member();
-    await waitFor(async () => (await runs(a)).length >= 2, { timeoutMs: 60_000, what: 'two firings' });
+    await waitFor(async () => (await runs(a)).length >= 2, { timeoutMs: 240_000, what: 'two firings' });
     const c = await member();
-    await waitFor(async () => (await runs(c)).length >= 4, { timeoutMs: 60_000, what: 'four firings' });
+    await waitFor(async () => (await runs(c)).length >= 4, { timeoutMs: 240_000, what: 'four firings' });
     await a.close();
-    await waitFor(async () => (await runs(b)).length >= 6, { timeoutMs: 60_000, what: 'six firings' });
+    await waitFor(async () => (await runs(b)).length >= 6, { timeoutMs: 240_000, what: 'six firings' });
     await b.close();
     await c.close();
     const reader = await createTestHost({ store: await createPostgresKeyv(url) });

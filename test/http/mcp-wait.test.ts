@@ -15,4 +15,4 @@ it('wait_run over POST /mcp answers the record as it is once timeoutSeconds pass
   const answer = (await res.json()) as { result: { structuredContent: Record<string, unknown> } };
   expect(answer.result.structuredContent).toMatchObject({ taskId, status: 'running' });
   await host.request('POST', `/api/headless/${taskId}/cancel`);
-}, 60_000);
+}, 600_000);

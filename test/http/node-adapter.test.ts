@@ -49,5 +49,5 @@ describe('the node:http adapter', () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
-  }, 30_000);
+  }, 600_000);
 });

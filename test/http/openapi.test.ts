@@ -100,7 +100,7 @@ describe('the document, as tools read it', () => {
     const report = JSON.parse(lint.stdout) as { totals: { errors: number; warnings: number }; problems: Array<{ message: string }> };
     expect(report.problems.map((p) => p.message)).toEqual([]);
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
-  }, 120_000);
+  }, 600_000);
 
   it('gives openapi-typescript types a client type-checks against: numbers are numbers, bounds and names hold', () => {
     const types = spawnSync(bin('openapi-typescript'), [file, '-o', join(dir, 'api.d.ts')], { encoding: 'utf8', timeout: 120_000 });
@@ -127,7 +127,7 @@ describe('the document, as tools read it', () => {
     });
     expect(tsc.stdout + tsc.stderr).toBe('');
     expect(tsc.status).toBe(0);
-  }, 120_000);
+  }, 600_000);
 
   it('names this service as its server, under its mount path; a license, and a tag on every operation that is defined', async () => {
     const doc = JSON.parse(readFileSync(file, 'utf8')) as Doc & { servers: unknown; tags: Array<{ name: string }>; info: { license: unknown } };

@@ -65,7 +65,7 @@ describe('with a queue', () => {
     expect(await (await host.request('GET', '/metrics')).text()).toMatch(/^headless_runs_queued 2$/m);
 
     writeFileSync(join(gates, 'a'), '');
-    await waitFor(async () => (await read(host, second.taskId)).status === 'running', { timeoutMs: 30_000, what: 'the second run to start' });
+    await waitFor(async () => (await read(host, second.taskId)).status === 'running', { timeoutMs: 240_000, what: 'the second run to start' });
     expect(await read(host, third.taskId)).toMatchObject({ status: 'queued', queuePosition: 1 });
     writeFileSync(join(gates, 'b'), '');
     const ended = [await host.waitEnded(first.taskId), await host.waitEnded(second.taskId, 30_000), await host.waitEnded(third.taskId, 30_000)];

@@ -31,7 +31,7 @@ const schedule = (extra: Json) => ({ name: 'tick', cron: '* * * * * *', workspac
 describe('schedules', () => {
   it('fire their runs, which carry the schedule and its occurrence; the list filters by it; GET /api/schedules shows the next and the last', async () => {
     const host = await createTestHost({ schedules: [schedule({ title: 'every second', metadata: { source: 'cron' } })] });
-    await waitFor(async () => (await runsOf(host, 'tick')).length >= 2, { timeoutMs: 60_000, what: 'two firings' });
+    await waitFor(async () => (await runsOf(host, 'tick')).length >= 2, { timeoutMs: 240_000, what: 'two firings' });
     const runs = await runsOf(host, 'tick');
     expect(runs[0]).toMatchObject({ schedule: 'tick', title: 'every second', metadata: { source: 'cron' } });
     expect(new Set(runs.map((r) => r.scheduledFor)).size).toBe(runs.length);
@@ -48,20 +48,20 @@ describe('schedules', () => {
   it('overlap skip: while its last run goes on, occurrences start nothing; then the next one does', async () => {
     const gate = join(scratch(), 'go');
     const host = await createTestHost({ schedules: [schedule({ prompt: `wait-file ${gate}; echo held` })] });
-    await waitFor(async () => (await runsOf(host, 'tick')).length === 1, { timeoutMs: 60_000, what: 'the first firing' });
+    await waitFor(async () => (await runsOf(host, 'tick')).length === 1, { timeoutMs: 240_000, what: 'the first firing' });
     const first = (await runsOf(host, 'tick'))[0]!;
     // Occurrences pass while it runs: the schedule's last occurrence moves on, no run is added.
     const later = async () => ((await (await host.request('GET', '/api/schedules')).json()) as { schedules: Json[] }).schedules[0]!.lastOccurrence;
-    await waitFor(async () => (await later()) > first.scheduledFor, { timeoutMs: 60_000, what: 'a skipped occurrence' });
+    await waitFor(async () => (await later()) > first.scheduledFor, { timeoutMs: 240_000, what: 'a skipped occurrence' });
     expect((await runsOf(host, 'tick')).length).toBe(1);
     writeFileSync(gate, '');
-    await waitFor(async () => (await runsOf(host, 'tick')).length >= 2, { timeoutMs: 60_000, what: 'a firing after the end' });
+    await waitFor(async () => (await runsOf(host, 'tick')).length >= 2, { timeoutMs: 240_000, what: 'a firing after the end' });
   });
 
   it('overlap queue: the next occurrence waits in the queue behind the run still going, then starts', async () => {
     const gate = join(scratch(), 'go');
     const host = await createTestHost({ schedules: [schedule({ prompt: `wait-file ${gate}; echo held`, overlap: 'queue' })] });
-    await waitFor(async () => (await runsOf(host, 'tick')).some((r) => r.status === 'queued'), { timeoutMs: 60_000, what: 'a queued occurrence' });
+    await waitFor(async () => (await runsOf(host, 'tick')).some((r) => r.status === 'queued'), { timeoutMs: 240_000, what: 'a queued occurrence' });
     const runs = await runsOf(host, 'tick');
     expect(runs.filter((r) => r.status === 'running')).toHaveLength(1);
     writeFileSync(gate, '');
@@ -91,7 +91,7 @@ describe('schedules', () => {
       agents: { fake: careful },
       schedules: [schedule({ prompt: `wait-file ${gate}`, overlap: 'queue', permissions: 'read-only' })],
     });
-    await waitFor(async () => (await runsOf(host, 'tick')).some((r) => r.status === 'queued'), { timeoutMs: 60_000, what: 'a queued occurrence' });
+    await waitFor(async () => (await runsOf(host, 'tick')).some((r) => r.status === 'queued'), { timeoutMs: 240_000, what: 'a queued occurrence' });
     const own = (await (await host.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'fake', prompt: 'echo own', wait: true } })).json()) as Json;
     expect(own.policy).toBeUndefined();
     expect(own.output.stdout).toContain('permissions=full');
@@ -125,7 +125,7 @@ describe('missed occurrences', () => {
 
   it('once: the latest missed occurrence runs once at start-up', async () => {
     const host = await downTwoDays('once');
-    await waitFor(async () => (await runsOf(host, 'daily')).length === 1, { timeoutMs: 30_000, what: 'the missed run' });
+    await waitFor(async () => (await runsOf(host, 'daily')).length === 1, { timeoutMs: 240_000, what: 'the missed run' });
     const [run] = await runsOf(host, 'daily');
     const latest = new Date();
     if (latest.getUTCHours() < 3) latest.setUTCDate(latest.getUTCDate() - 1);

@@ -13,5 +13,5 @@ describe('probing an agent CLI', () => {
     writeFileSync(slow, '#!/bin/sh\nsleep 11\necho "slow-cli 1.2.3"\n');
     chmodSync(slow, 0o755);
     expect(await probe(slow, ['--version'], { PATH: process.env.PATH })).toEqual({ output: 'slow-cli 1.2.3\n', timedOut: false });
-  }, 120_000);
+  }, 600_000);
 });

@@ -100,7 +100,7 @@ describe('the run supervisor', () => {
   it('SIGKILLs after the grace when SIGTERM is ignored', async () => {
     const { supervised } = await supervise(createExecaSpawner(), 'ignore-term; echo ready; sleep 20000');
     // Once it says it is ready it ignores SIGTERM, however slowly it started.
-    await waitFor(() => supervised.output()?.stdout.includes('ready') === true, { timeoutMs: 30_000, what: 'the agent to be ready' });
+    await waitFor(() => supervised.output()?.stdout.includes('ready') === true, { timeoutMs: 240_000, what: 'the agent to be ready' });
     supervised.stop(STOPS.cancel, 200);
     expect((await supervised.ended).signal).toBe('SIGKILL');
   });
