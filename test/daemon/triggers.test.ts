@@ -88,6 +88,18 @@ async function deliver(daemon: Daemon, trigger: string, body: string, headers: R
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
+/** A daemon's folder whose one trigger, `gh`, takes GitHub deliveries signed with `s`. */
+function githubProject(): string {
+  const cwd = tempDir();
+  dirs.push(cwd);
+  writeConfig(cwd, {
+    agents: AGENTS,
+    workspaces: [{ id: 'ops', path: '.' }],
+    triggers: [{ name: 'gh', workspace: 'ops', sender: 'github', agent: 'echo', secret: 's', prompt: '{{ event }}' }],
+  });
+  return cwd;
+}
+
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const deliveries = async (daemon: Daemon, trigger: string) =>
   ((await (await api(daemon, 'GET', `/api/triggers/${trigger}/deliveries`)).json()) as { deliveries: Array<Record<string, any>> }).deliveries;
@@ -272,22 +284,24 @@ describe('triggers, through the built daemon', () => {
 });
 
 describe('trigger settings', () => {
-  it('an unknown template variable is a config error at start, naming the trigger', async () => {
+  /** What `serve` says when it refuses to start with this one trigger. */
+  async function refusedAtStart(trigger: Record<string, unknown>): Promise<string> {
     const cwd = tempDir();
     dirs.push(cwd);
-    writeConfig(cwd, { triggers: [{ name: 'a', workspace: 'ws', sender: 'alertmanager', secret: 'x', prompt: 'Look at {{ paylod.status }}' }] });
+    writeConfig(cwd, { triggers: [{ name: 'a', workspace: 'ws', ...trigger }] });
     const r = await runCli(['serve', '--port', '0'], { cwd });
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('triggers[0].prompt: unknown variable paylod.status');
+    return r.stderr;
+  }
+
+  it('an unknown template variable is a config error at start, naming the trigger', async () => {
+    const said = await refusedAtStart({ sender: 'alertmanager', secret: 'x', prompt: 'Look at {{ paylod.status }}' });
+    expect(said).toContain('triggers[0].prompt: unknown variable paylod.status');
   });
 
   it('a secret from an environment variable that is not set is a config error at start', async () => {
-    const cwd = tempDir();
-    dirs.push(cwd);
-    writeConfig(cwd, { triggers: [{ name: 'a', workspace: 'ws', sender: 'github', secret: { env: 'NOT_SET_ANYWHERE' }, prompt: 'x' }] });
-    const r = await runCli(['serve', '--port', '0'], { cwd });
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('triggers[0].secret is empty (environment variable NOT_SET_ANYWHERE is not set)');
+    const said = await refusedAtStart({ sender: 'github', secret: { env: 'NOT_SET_ANYWHERE' }, prompt: 'x' });
+    expect(said).toContain('triggers[0].secret is empty (environment variable NOT_SET_ANYWHERE is not set)');
   });
 
   it('doctor checks each trigger: a missing secret is a problem (exit 1); a payload field the sender does not send is a warning', async () => {
@@ -314,13 +328,7 @@ describe('trigger settings', () => {
   });
 
   it('a delivery seen before a restart is still deduplicated after it', async () => {
-    const cwd = tempDir();
-    dirs.push(cwd);
-    writeConfig(cwd, {
-      agents: AGENTS,
-      workspaces: [{ id: 'ops', path: '.' }],
-      triggers: [{ name: 'gh', workspace: 'ops', sender: 'github', agent: 'echo', secret: 's', prompt: '{{ event }}' }],
-    });
+    const cwd = githubProject();
     const body = payload('github-issues-opened');
     const headers = { 'x-github-event': 'issues', 'x-github-delivery': 'd-1', 'x-hub-signature-256': await signGithub('s', body) };
     const before = await startDaemon(cwd);
@@ -441,14 +449,7 @@ describe('two instances on one PostgreSQL', () => {
     const env = { HEADLESS_STORE_URL: await postgres.database() };
     const daemons = await Promise.all(
       [0, 1].map(() => {
-        const cwd = tempDir();
-        dirs.push(cwd);
-        writeConfig(cwd, {
-          agents: AGENTS,
-          workspaces: [{ id: 'ops', path: '.' }],
-          triggers: [{ name: 'gh', workspace: 'ops', sender: 'github', agent: 'echo', secret: 's', prompt: '{{ event }}' }],
-        });
-        return startDaemon(cwd, undefined, env);
+        return startDaemon(githubProject(), undefined, env);
       }),
     );
     const body = payload('github-issues-opened');

@@ -24,6 +24,9 @@ const budgeted: AgentAdapter = {
   invocation: (input) => ({ command: process.execPath, args: [SCRIPT, ...claude.invocation(input).args], stdin: input.prompt }),
 };
 
+/** The arguments the stand-in was last started with. */
+const lastArgv = (): string[] => JSON.parse(readFileSync(ARGV, 'utf8').trim().split('\n').at(-1) as string);
+
 async function run(body: Record<string, unknown>) {
   const host = await createTestHost({
     workspaces: [{ id: 'ws', path: dir, agents: ['budgeted'] }],
@@ -42,13 +45,7 @@ describe('budgets', () => {
       budget: { maxTurns: 2 },
       error: { code: 'budget_exceeded', message: 'Stopped: it started tool call 3, over its maxTurns of 2.' },
     });
-    expect(
-      readFileSync(ARGV, 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l))
-        .at(-1),
-    ).toEqual(expect.arrayContaining(['--max-turns', '2']));
+    expect(lastArgv()).toEqual(expect.arrayContaining(['--max-turns', '2']));
   });
 
   it('maxTokens: usage reported as the run goes (each response once) stops it once it reaches the limit', async () => {
@@ -63,13 +60,7 @@ describe('budgets', () => {
     const body = await run({ prompt: '1 stop-at-budget', maxCostUsd: 0.5 });
     expect(body).toMatchObject({ status: 'failed', budget: { maxCostUsd: 0.5 }, error: { code: 'budget_exceeded' } });
     expect(body.error.message).toMatch(/^The agent stopped at its maxCostUsd limit: /);
-    expect(
-      readFileSync(ARGV, 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l))
-        .at(-1),
-    ).toEqual(expect.arrayContaining(['--max-budget-usd', '0.5']));
+    expect(lastArgv()).toEqual(expect.arrayContaining(['--max-budget-usd', '0.5']));
   });
 
   it('within its budget a run succeeds, with its usage in the record', async () => {
