@@ -75,6 +75,12 @@ function verifyHmac(s: Signed, secret: string, body: string, headers: Headers, n
   return candidates.map((candidate) => same(candidate, expected)).includes(true);
 }
 
+/** The senders whose HMAC scheme is fixed: Sentry's hex of the body; PagerDuty's `v1=` entries, any of which may match. */
+const SIGNED: Record<'sentry' | 'pagerduty', Signed> = {
+  sentry: { header: 'sentry-hook-signature', algorithm: 'sha256', encoding: 'hex', prefix: '', separator: '', toleranceSeconds: 0 },
+  pagerduty: { header: 'x-pagerduty-signature', algorithm: 'sha256', encoding: 'hex', prefix: 'v1=', separator: '', toleranceSeconds: 0, several: true },
+};
+
 function basicMatches(header: string | null, username: string, secret: string): boolean {
   if (header === null || !/^basic /i.test(header)) return false;
   return same(header.slice(6).trim(), Buffer.from(`${username}:${secret}`, 'utf8').toString('base64'));
@@ -99,21 +105,8 @@ export async function verifyDelivery(settings: VerifySettings, secret: string, b
         return false;
       }
     case 'sentry':
-      return verifyHmac(
-        { header: 'sentry-hook-signature', algorithm: 'sha256', encoding: 'hex', prefix: '', separator: '', toleranceSeconds: 0 },
-        secret,
-        body,
-        headers,
-        now,
-      );
     case 'pagerduty':
-      return verifyHmac(
-        { header: 'x-pagerduty-signature', algorithm: 'sha256', encoding: 'hex', prefix: 'v1=', separator: '', toleranceSeconds: 0, several: true },
-        secret,
-        body,
-        headers,
-        now,
-      );
+      return verifyHmac(SIGNED[settings.method], secret, body, headers, now);
     case 'grafana': {
       // Grafana's docs name one default header and its code another: either is taken unless one is set.
       const header = settings.header ?? (headers.has('x-grafana-alerting-signature') ? 'x-grafana-alerting-signature' : 'x-grafana-alert-signature');
