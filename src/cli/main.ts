@@ -56,6 +56,10 @@ const [command, ...rest] = process.argv.slice(2);
 const run = command === undefined ? undefined : commands[command];
 if (command === '--version' || (run && rest.includes('--version'))) process.stdout.write(`${version}\n`);
 else if (run) run(rest).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error), 1));
-else if (command === '--help' || command === '-h') usage().then((text) => process.stdout.write(`${text}\n`));
+else if (command === '--help' || command === '-h')
+  usage().then(
+    (text) => process.stdout.write(`${text}\n`),
+    (error: unknown) => fail(error instanceof Error ? error.message : String(error), 1),
+  );
 else if (command === undefined) fail(`${SHORT}\n\n(each command: --help)`);
 else fail(`unknown command "${command}"\n${SHORT}`);
