@@ -39,7 +39,8 @@ function daemonDir(extra: Record<string, unknown> = {}): string {
   dirs.push(dir);
   writeConfig(dir, {
     maxConcurrentRuns: 2,
-    instanceLeaseSeconds: 2,
+    // Long enough that a busy machine never lets a live instance's lease run out; a kill -9 waits it out.
+    instanceLeaseSeconds: 10,
     webhooks: { allowPrivateTargets: true, retryDelaysMs: [1000, 1000, 1000, 1000, 1000] },
     workspaces: [{ id: 'ws', path: '.', agents: ['fake'], webhook: { url: receiver.url } }],
     ...extra,
@@ -170,17 +171,17 @@ describe('three daemons on one PostgreSQL', () => {
     const running = (await (await start(a!, { prompt: 'session dies-1; sleep 60000' })).json()) as Started;
     await waitFor(async () => (await (await api(b!, 'GET', `/api/sessions/${running.resumeId}`)).json()).resumable === true, {
       what: 'the agent session id to be stored',
-      timeoutMs: 5000,
+      timeoutMs: 240_000,
     });
     expect(await (await api(b!, 'GET', `/api/sessions/${running.resumeId}`)).json()).toMatchObject({ status: 'busy' });
     const stream = api(c!, 'GET', `/api/headless/${running.taskId}/events`);
     expect(await a!.stop('SIGKILL')).toBeNull();
     failing = false;
 
-    const final = await waitRun(b!, running.taskId, 20_000);
+    const final = await waitRun(b!, running.taskId, 240_000);
     expect(final).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
     // Its events end for a reader on another instance.
-    const events = sseEvents(await readToEnd(await stream, 20_000)).map((e) => e.parsed);
+    const events = sseEvents(await readToEnd(await stream, 240_000)).map((e) => e.parsed);
     expect(events.at(-1)).toMatchObject({ type: 'run.ended', data: { status: 'interrupted' } });
     // Both webhooks arrive, signed, from the instances that took them over.
     const delivered = (taskId: string, status: string) =>

@@ -84,10 +84,10 @@ describe('the story of a busy day, line by line', () => {
       const res = await api(first, 'POST', '/api/workspaces/ws/headless', { agent, prompt: agent === 'fake' ? PROMPT : 'Say hello' });
       started.push({ taskId: ((await res.json()) as { taskId: string }).taskId, agent });
     }
-    for (const run of started) expect((await waitRun(first, run.taskId, 120_000)).status).toBe('succeeded');
+    for (const run of started) expect((await waitRun(first, run.taskId, 240_000)).status).toBe('succeeded');
     // Every run's webhook has been given up (one retry), before the restart.
     await waitFor(() => lines(first.output()).filter((l) => String(l.msg).startsWith('gave up the webhook')).length === 100, {
-      timeoutMs: 60_000,
+      timeoutMs: 240_000,
       what: '100 give-ups',
     });
     const cut = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { agent: 'fake', prompt: 'sleep 30000' })).json()) as { taskId: string };

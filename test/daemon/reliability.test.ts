@@ -160,14 +160,15 @@ describe('races', () => {
 });
 
 describe('process faults', () => {
-  it('an agent ignoring SIGTERM with a grandchild, timeoutMs 5000: timed_out by SIGKILL after the grace, the whole tree dead', async () => {
+  it('an agent ignoring SIGTERM with a grandchild, timeoutMs 20000: timed_out by SIGKILL after the grace, the whole tree dead', async () => {
     const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', {
       prompt: 'ignore-term; grandchild 60000; sleep 60000',
       agent: 'fake',
-      timeoutMs: 5000,
+      // Long enough that both are up before the watchdog acts, on a busy machine too.
+      timeoutMs: 20_000,
     });
     const { taskId } = (await res.json()) as { taskId: string };
-    // Both are up (the agent and its grandchild) before the watchdog's 5 s: waited for, not assumed.
+    // Both are up (the agent and its grandchild) before the watchdog's 20 s: waited for, not assumed.
     await waitFor(() => markedCount([taskId]) === 2, { timeoutMs: 240_000, what: 'the agent and its grandchild' });
     const record = await waitEnded(taskId);
     expect(record).toMatchObject({ status: 'timed_out', signal: 'SIGKILL' });

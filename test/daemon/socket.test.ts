@@ -22,7 +22,7 @@ describe('serve --socket', () => {
     expect((await api(daemon, 'GET', '/api/headless?wsId=ws')).status).toBe(401);
     const run = await runCli(['run', 'echo through-the-socket', '--agent', 'fake', '--workspace', 'ws', '--follow', '--url', `unix:${socket}`], {
       cwd,
-      timeoutMs: 30_000,
+      timeoutMs: 240_000,
     });
     expect([run.code, run.stdout]).toEqual([0, expect.stringMatching(/run\.ended +succeeded/)]);
     const listed = await runCli(['list', '--workspace', 'ws', '--json', '--url', `unix:${socket}`], { cwd });

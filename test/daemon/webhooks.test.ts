@@ -86,7 +86,8 @@ describe('completion webhooks', () => {
 
   it('retries after a 500 and after a timeout, with the same webhook-id and body each time', async () => {
     const receiver = await startReceiver((i) => (i === 0 ? 500 : i === 1 ? 'hang' : 200));
-    const h = await host({ timeoutMs: 300 });
+    // Long enough that only the hanging answer times out, on a busy machine too.
+    const h = await host({ timeoutMs: 5000 });
     const { taskId } = await h.start('echo hi', { webhook: { url: receiver.url } });
     const [delivery] = await settled(h, taskId);
     expect(delivery).toMatchObject({ state: 'delivered', attempts: 3, lastStatus: 200 });
@@ -98,7 +99,8 @@ describe('completion webhooks', () => {
 
   it('shows a delivery being retried, then gives it up visibly once the schedule is spent', async () => {
     const receiver = await startReceiver(() => 503);
-    const h = await host({ retryDelaysMs: [400, 400] });
+    // The first retry far enough off to be seen pending, however slowly the first attempt is read back.
+    const h = await host({ retryDelaysMs: [10_000, 400] });
     const { taskId } = await h.start('echo hi', { webhook: { url: receiver.url } });
     await waitFor(async () => (await deliveries(h, taskId))?.[0]?.attempts === 1, { what: 'the first attempt' });
     const retrying = (await deliveries(h, taskId))![0]!;

@@ -182,7 +182,7 @@ describe('a full queue across a kill -9', () => {
       await waitFor(
         async () => !['queued', 'running'].includes(((await (await api(again, 'GET', `/api/headless/${taskId}`)).json()) as { status: string }).status),
         {
-          timeoutMs: 60_000,
+          timeoutMs: 240_000,
           intervalMs: 100,
           what: `${taskId} to end`,
         },

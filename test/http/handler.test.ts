@@ -203,7 +203,7 @@ describe('read, list, cancel', () => {
     await waitFor(acted, { timeoutMs: 240_000, what: 'the watchdog to act' });
     expect(await problem(await host.request('POST', `/api/headless/${taskId}/cancel`))).toMatchObject({ status: 409, code: 'run_not_running' });
     // SIGKILL after the grace when the agent ignored SIGTERM; SIGTERM when it had not yet set itself to ignore it.
-    expect(await host.waitEnded(taskId, 15_000)).toMatchObject({ status: 'timed_out', signal: expect.stringMatching(/^SIG(KILL|TERM)$/) });
+    expect(await host.waitEnded(taskId, 240_000)).toMatchObject({ status: 'timed_out', signal: expect.stringMatching(/^SIG(KILL|TERM)$/) });
   });
 });
 

@@ -46,7 +46,7 @@ describe('process supervision (real processes)', () => {
   // SIGKILL, not the 60 s sleep's end, is what ends it: no bound on wall-clock time is needed to show it.
   it('an agent ignoring SIGTERM with a grandchild is timed_out by SIGKILL after the grace, the whole tree dead', async () => {
     const host = await createTestHost();
-    const { body } = await syncRun(host, 'ignore-term; grandchild 60000; sleep 60000', { timeoutMs: 5000 });
+    const { body } = await syncRun(host, 'ignore-term; grandchild 60000; sleep 60000', { timeoutMs: 20_000 });
     expect(body).toMatchObject({ status: 'timed_out', signal: 'SIGKILL', exitCode: null, error: { code: 'timed_out' } });
     expect(body.output.stdout).toContain('got TERM');
     expect(await dead(grandchildPid(body.output.stdout))).toBe(true);
