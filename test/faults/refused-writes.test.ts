@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type TestHost, closeAllHosts, createTestHost } from '../helpers/harness';
 import { faultyKeyv, kindOf, refusingFirst } from '../helpers/faulty-store';
@@ -15,20 +18,26 @@ import { eventually, waitFor } from '../helpers/wait';
  */
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
-const PROMPT = 'session abc; sleep 50; echo done';
+const GATES = mkdtempSync(join(tmpdir(), 'hrw-gates-'));
+/** The agent prints its session, then waits for its gate: opened once its agent.session webhook is recorded delivered (or given up on). */
+const promptOf = (gate: string) => `session abc; wait-file ${gate}; echo done`;
 
 let receiver: Receiver;
 beforeAll(async () => {
   receiver = await startReceiver(() => 200);
 });
 afterEach(closeAllHosts);
-afterAll(closeReceivers);
+afterAll(async () => {
+  await closeReceivers();
+  rmSync(GATES, { recursive: true, force: true });
+});
 
 const hostOn = (store: ReturnType<typeof faultyKeyv>) =>
   createTestHost({ store: store.keyv(), webhooks: { secret: SECRET, allowPerStartUrls: true, allowPrivateTargets: true, retryDelaysMs: [50, 50, 50] } });
 
 interface Outcome {
   start: number;
+  prompt: string;
   taskId?: string;
   push: number;
   path: string;
@@ -38,10 +47,22 @@ let runs = 0;
 /** One start (idempotent, with webhooks for both events) and one Inbox push; waits for the run to end where it can. */
 async function workload(host: TestHost, settle = false): Promise<Outcome> {
   const path = `/hook-${++runs}`;
-  const body = { prompt: PROMPT, agent: 'fake', webhook: { url: `${receiver.url}${path}`, events: ['run.ended', 'agent.session'] } };
+  const gate = join(GATES, `gate-${runs}`);
+  const prompt = promptOf(gate);
+  const body = { prompt, agent: 'fake', webhook: { url: `${receiver.url}${path}`, events: ['run.ended', 'agent.session'] } };
   const res = await host.request('POST', '/api/workspaces/ws/headless', { json: body, headers: { 'idempotency-key': path } });
   const taskId = res.status === 202 ? ((await res.json()) as { taskId: string }).taskId : undefined;
   const push = (await host.request('POST', '/api/workspaces/ws/inbox', { json: { title: path } })).status;
+  if (taskId) {
+    // The run goes on only once its agent.session delivery is recorded, so the writes a start makes come in one order however busy the machine.
+    const sessionDelivered = async () =>
+      ((await json(await host.request('GET', `/api/headless/${taskId}`))).webhooks as Array<{ event: string; state: string }> | undefined)?.some(
+        (w) => w.event === 'agent.session' && w.state === 'delivered',
+      ) === true;
+    if (settle) await waitFor(sessionDelivered, { what: 'the agent.session delivery to be recorded' });
+    else await eventually(sessionDelivered, { timeoutMs: 3000 });
+  }
+  writeFileSync(gate, '');
   if (taskId) {
     await eventually(async () => ((await (await host.request('GET', `/api/headless/${taskId}`)).json()) as { status: string }).status !== 'running', {
       timeoutMs: 3000,
@@ -54,7 +75,7 @@ async function workload(host: TestHost, settle = false): Promise<Outcome> {
       await waitFor(delivered, { timeoutMs: 240_000, what: 'every delivery to be recorded' });
     }
   }
-  return { start: res.status, push, path, ...(taskId ? { taskId } : {}) };
+  return { start: res.status, prompt, push, path, ...(taskId ? { taskId } : {}) };
 }
 
 const deliveries = (path: string) =>
@@ -67,7 +88,7 @@ async function checkAfterRestart(host: TestHost, first: Outcome): Promise<void> 
   // A start answered 202 is durable; one refused answered a problem (never a crash).
   expect([202, 503]).toContain(first.start);
   expect([201, 503]).toContain(first.push);
-  const body = { prompt: PROMPT, agent: 'fake', webhook: { url: `${receiver.url}${first.path}`, events: ['run.ended', 'agent.session'] } };
+  const body = { prompt: first.prompt, agent: 'fake', webhook: { url: `${receiver.url}${first.path}`, events: ['run.ended', 'agent.session'] } };
   const retry = await host.request('POST', '/api/workspaces/ws/headless', { json: body, headers: { 'idempotency-key': first.path } });
   // Never 409 for a key whose run does not exist: the retry runs it, or is answered by the run it made.
   expect(retry.status).toBe(202);

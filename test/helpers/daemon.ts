@@ -156,11 +156,20 @@ export function cleanupDaemons(dirs: string[] = []): void {
 }
 
 export async function api(daemon: Daemon, method: string, path: string, json?: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(`${daemon.url}${path}`, {
-    method,
-    headers: json === undefined ? headers : { 'content-type': 'application/json', ...headers },
-    body: json === undefined ? undefined : JSON.stringify(json),
-  });
+  const send = () =>
+    fetch(`${daemon.url}${path}`, {
+      method,
+      headers: json === undefined ? headers : { 'content-type': 'application/json', ...headers },
+      body: json === undefined ? undefined : JSON.stringify(json),
+    });
+  try {
+    return await send();
+  } catch (error) {
+    // A kept-alive socket the daemon closed as idle just as this request went out on it (a busy
+    // machine widens that moment): the daemon never read the request, so it is sent again, once.
+    if ((error as { cause?: { code?: string } }).cause?.code !== 'UND_ERR_SOCKET') throw error;
+    return send();
+  }
 }
 
 /** Polls a run on the daemon until it has ended, and returns its record. */
