@@ -145,7 +145,11 @@ export class RunLauncher {
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
     const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
-    const guards = guardsOf(record, { ...this.$.guards, ...definedOf(workspace) });
+    // A workspace's own guard settings win over the installation's.
+    const guards = guardsOf(record, {
+      stallTimeoutMs: workspace.stallTimeoutMs ?? this.$.guards.stallTimeoutMs,
+      maxMemoryMb: workspace.maxMemoryMb ?? this.$.guards.maxMemoryMb,
+    });
     return superviseProcess({
       spawner,
       guards,
@@ -224,12 +228,6 @@ export class RunLauncher {
     this.$.sandbox.close();
   }
 }
-
-/** A workspace's own guard settings, those it sets. */
-const definedOf = ({ stallTimeoutMs, maxMemoryMb }: Workspace) => ({
-  ...(stallTimeoutMs === undefined ? {} : { stallTimeoutMs }),
-  ...(maxMemoryMb === undefined ? {} : { maxMemoryMb }),
-});
 
 /** A run's guards: the watchdog, then its budget, a stall guard and a memory ceiling where they are set. */
 function guardsOf(record: StoredRun, o: { stallTimeoutMs?: number; maxMemoryMb?: number }): Guard[] {

@@ -50,9 +50,15 @@ export class Sandbox {
   private runs: string | undefined;
   /** The agents' state when no folder was given: made at first use, removed at close. */
   private ownState: string | undefined;
-  private readonly system = systemMounts();
+  /** The host's system as every sandbox sees it: read when a sandbox is first asked for, not at every start. */
+  private systemView: Mount[] | undefined;
 
   constructor(private readonly o: SandboxOptions) {}
+
+  private system(): Mount[] {
+    this.systemView ??= systemMounts();
+    return this.systemView;
+  }
 
   /** The `bwrap` executable, or a SpawnFailure saying how to get it. */
   executable(): string {
@@ -64,7 +70,7 @@ export class Sandbox {
   /** Throws, saying why, where bubblewrap is missing or cannot make this sandbox (no user namespaces): never a weaker one. */
   check(): void {
     const bwrap = this.executable();
-    const args = bubblewrapArgs({ mounts: this.system, isolateNetwork: true }, '/', 'true', []);
+    const args = bubblewrapArgs({ mounts: this.system(), isolateNetwork: true }, '/', 'true', []);
     const tried = spawnSync(bwrap, args, { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
     if (tried.status === 0) return;
     const said = (tried.stderr || tried.error?.message || `exit ${tried.status}`).trim();
@@ -109,13 +115,13 @@ export class Sandbox {
     const agentState = this.agentState();
     const hidden = [...this.o.hidden, this.runs as string, agentState].filter((path) => realPath(path) !== workspace);
     const mounts: Mount[] = [
-      ...this.system,
+      ...this.system(),
       ...installMounts({
         env: run.env,
         command,
         readable: this.o.readable ?? [],
         guarded: [...hidden, ...(home ? [home] : [])],
-        shown: [...this.system.flatMap((m) => (m.kind === 'ro' ? [m.path] : [])), workspace],
+        shown: [...this.system().flatMap((m) => (m.kind === 'ro' ? [m.path] : [])), workspace],
       }),
       ...(home ? [{ kind: 'tmpfs', path: home, readOnly: false } as const] : []),
       { kind: run.readOnly ? 'ro' : 'rw', source: workspace, path: workspace },

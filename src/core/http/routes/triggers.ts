@@ -34,13 +34,6 @@ export const SENDER_SIGNATURE: RouteVerifier = {
   },
 };
 
-const REFUSED_STATUS = {
-  invalid_body: 'invalid_body',
-  template_error: 'template_error',
-  rate_limited: 'rate_limited',
-  prompt_too_long: 'prompt_too_long',
-} as const;
-
 /** Triggers (docs/triggers.md): senders' deliveries, the list, each one's deliveries log. */
 export const TRIGGER_ROUTES: Route[] = [
   route(
@@ -74,7 +67,7 @@ export const TRIGGER_ROUTES: Route[] = [
       const decision = await services.triggers.deliver(delivery.trigger, delivery.body, request.headers, request.headers.get('traceparent') ?? undefined);
       if (decision.outcome === 'refused') {
         const headers: Record<string, string> = decision.code === 'rate_limited' ? { 'retry-after': '60' } : {};
-        throw new HttpProblem(REFUSED_STATUS[decision.code], `Delivery ${decision.delivery} refused: ${decision.reason}.`, {
+        throw new HttpProblem(decision.code, `Delivery ${decision.delivery} refused: ${decision.reason}.`, {
           headers,
           extra: { delivery: decision.delivery },
         });
