@@ -23,6 +23,15 @@ module.exports = {
     below('^src/core/agents/', ['^src/contract/', '^src/core/util/', '^src/core/process/', '^src/core/types\\.ts$']),
     below('^src/core/events/', ['^src/contract/', '^src/core/util/', '^src/core/store/', '^src/core/agents/']),
     below('^src/core/telemetry/', ['^src/contract/', '^src/core/util/', '^src/core/types\\.ts$', '^src/core/logger\\.ts$']),
+    below('^src/core/worktrees/', [
+      '^src/contract/',
+      '^src/core/util/',
+      '^src/core/process/',
+      '^src/core/agents/preflight\\.ts$',
+      '^src/core/types\\.ts$',
+      '^src/core/logger\\.ts$',
+      '^src/core/runs/placement\\.ts$',
+    ]),
     below('^src/core/delivery/', [
       '^src/contract/',
       '^src/core/util/',

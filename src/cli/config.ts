@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import { BUILTIN_AGENTS } from '../core/agents/builtins';
 import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../contract/ids';
+import { GIT_REF } from '../contract/requests';
 import type { QueueSettings, Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
 import { nearest } from '../core/util/text';
@@ -48,6 +49,7 @@ const AgentSchema = v.strictObject({
 const webhookEvents = v.optional(v.pipe(v.array(v.picklist(WEBHOOK_EVENTS)), v.minLength(1)));
 
 const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
+const gitRef = v.pipe(v.string(), v.regex(GIT_REF, 'must be a git ref: a branch, tag or commit'));
 const QueueSchema = v.strictObject({ max: v.optional(positiveInt), ttlMs: v.optional(positiveInt) });
 
 const WorkspaceSchema = v.strictObject({
@@ -65,6 +67,15 @@ const WorkspaceSchema = v.strictObject({
   network: v.optional(v.array(v.pipe(v.string(), v.regex(NETWORK_TARGET, 'must be host:port, or *')))),
   stallTimeoutMs: v.optional(positiveInt),
   maxMemoryMb: v.optional(positiveInt),
+  isolation: v.optional(v.picklist(['none', 'worktree'])),
+  worktree: v.optional(
+    v.strictObject({
+      ref: v.optional(gitRef),
+      setup: v.optional(v.pipe(v.string(), v.minLength(1))),
+      setupTimeoutMs: v.optional(positiveInt),
+      cleanup: v.optional(v.picklist(['if-unchanged', 'always', 'never'])),
+    }),
+  ),
 });
 
 const WebhooksSchema = v.strictObject({
@@ -91,6 +102,8 @@ const ScheduleSchema = v.strictObject({
   jitterMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   permissions: v.optional(v.picklist(['full', 'read-only'])),
   sandbox: v.optional(v.boolean()),
+  isolation: v.optional(v.picklist(['none', 'worktree'])),
+  ref: v.optional(gitRef),
 });
 
 /** A trigger's verification: the method, and for `grafana`, `hmac` and `basic` their own settings. */
@@ -124,6 +137,8 @@ const TriggerSchema = v.strictObject({
   enabled: v.optional(v.boolean()),
   permissions: v.optional(v.picklist(['full', 'read-only'])),
   sandbox: v.optional(v.boolean()),
+  isolation: v.optional(v.picklist(['none', 'worktree'])),
+  ref: v.optional(gitRef),
 });
 
 export const ConfigSchema = v.strictObject({

@@ -109,7 +109,8 @@ export async function serve(argv: string[]): Promise<void> {
   const api = { url: '' };
   const hidden = [config.file, dataDir?.path, admin.file, values.socket && resolve(cwd, values.socket)].filter((p) => p !== undefined);
   const agentState = dataDir && join(dataDir.path, 'agent-state');
-  const handler = await startHandler({ values, config, admin, store, tracer: tracing?.tracer, hidden, agentState, logger, api });
+  const worktreeRoot = dataDir && join(dataDir.path, 'worktrees');
+  const handler = await startHandler({ values, config, admin, store, tracer: tracing?.tracer, hidden, agentState, worktreeRoot, logger, api });
   // A size the operator chose wins.
   if (!youngGenerationChosen(process.execArgv, process.env.NODE_OPTIONS)) holdYoungGeneration(YOUNG_GENERATION_MB);
   const server = createNodeServer(handler);
@@ -193,6 +194,8 @@ interface HandlerSetup {
   hidden: string[];
   /** Where sandboxed agents keep each workspace's state: in the data directory, when there is one. */
   agentState: string | undefined;
+  /** Where runs' worktrees are made: in the data directory, when there is one. */
+  worktreeRoot: string | undefined;
   logger: pino.Logger;
   /** The URL runs are given, known once the port is bound. */
   api: { url: string };
@@ -221,6 +224,7 @@ async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
       triggers: config.triggers,
       tracer: o.tracer,
       sandbox: { hidden: o.hidden, readable: config.sandbox?.readable, agentState: o.agentState },
+      ...(o.worktreeRoot === undefined ? {} : { worktreeRoot: o.worktreeRoot }),
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
       logger: o.logger,

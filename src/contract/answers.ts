@@ -31,6 +31,16 @@ export const WebhookDeliverySchema = v.object({
   deliveredAt: v.optional(v.string()),
 });
 
+export const RunChangesSchema = v.object({
+  branch: v.string(),
+  base: v.string(),
+  head: v.string(),
+  committed: v.boolean(),
+  files: v.array(v.object({ path: v.string(), status: v.picklist(['added', 'modified', 'deleted', 'renamed']), from: v.optional(v.string()) })),
+  filesTruncated: v.optional(v.boolean()),
+  worktree: nullableString,
+});
+
 export const RunRecordSchema = v.pipe(
   v.object({
     taskId: v.string(),
@@ -54,13 +64,14 @@ export const RunRecordSchema = v.pipe(
     timeoutMs: v.number(),
     exitCode: nullableNumber,
     signal: nullableString,
-    policy: v.optional(v.object({ permissions: v.picklist(['full', 'read-only']), sandbox: v.boolean() })),
+    policy: v.optional(v.object({ permissions: v.picklist(['full', 'read-only']), sandbox: v.boolean(), worktree: v.optional(v.object({ ref: v.string() })) })),
     budget: v.optional(v.object({ maxTurns: v.optional(v.number()), maxTokens: v.optional(v.number()), maxCostUsd: v.optional(v.number()) })),
     title: v.optional(v.string()),
     metadata: v.optional(v.record(v.string(), v.string())),
     error: v.optional(RunErrorSchema),
     usage: v.optional(RunUsageSchema),
     lastMessage: v.optional(v.string()),
+    changes: v.optional(RunChangesSchema),
     webhooks: v.optional(v.array(WebhookDeliverySchema)),
   }),
   v.description('A run: process status only, never the prompt, output or a token.'),
@@ -144,6 +155,7 @@ export const ANSWERS = {
   SyncResult: SyncResultSchema,
   RunList: RunListSchema,
   RunOutput: RunOutputSchema,
+  RunChanges: v.object({ taskId: v.string(), changes: RunChangesSchema, patch: v.string(), patchTruncated: v.boolean() }),
   RunEvent: RunEventSchema,
   EventPage: EventPageSchema,
   SessionView: SessionViewSchema,

@@ -34,6 +34,8 @@ const STATUS = {
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   template_error: 422,
+  worktree_unavailable: 422,
+  changes_not_found: 404,
   capacity_reached: 429,
   queue_full: 429,
   too_many_attempts: 429,

@@ -24,6 +24,40 @@ export interface RunPolicy {
   permissions: 'full' | 'read-only';
   /** Run inside a bubblewrap sandbox. */
   sandbox: boolean;
+  /** Run in a git worktree of its own, made from this ref (docs/worktrees.md). */
+  worktree?: { ref: string };
+}
+
+/** What a run in a worktree changed (docs/worktrees.md): its branch from `base` to `head`, the work it left uncommitted included. */
+export interface RunChanges {
+  /** The run's branch: its Session's, `headless/<resumeId>`. */
+  branch: string;
+  /** The commit the run started from. */
+  base: string;
+  /** The branch's commit when the run ended. */
+  head: string;
+  /** The service committed work the agent left uncommitted (`head` is that commit). */
+  committed: boolean;
+  /** Files changed between `base` and `head` (at most 1000; `filesTruncated` says when there were more). */
+  files: ChangedFile[];
+  filesTruncated?: boolean;
+  /** The worktree's folder, while it is kept (its workspace's `worktree.cleanup`); null once removed. */
+  worktree: string | null;
+}
+
+/** `GET /api/headless/:taskId/changes`: what a run in a worktree changed, and its patch (`git diff`, cut at 1 MB). */
+export interface RunChangesView {
+  taskId: string;
+  changes: RunChanges;
+  patch: string;
+  patchTruncated: boolean;
+}
+
+export interface ChangedFile {
+  path: string;
+  status: 'added' | 'modified' | 'deleted' | 'renamed';
+  /** A renamed file's old path. */
+  from?: string;
 }
 
 /**
@@ -78,6 +112,8 @@ export interface RunRecord {
   usage?: RunUsage;
   /** The agent's final assistant text, where it prints it (at most 4000 characters). */
   lastMessage?: string;
+  /** What it changed, for a run in a worktree once it has ended; the patch is at `GET /api/headless/:taskId/changes`. */
+  changes?: RunChanges;
   /** Its webhook deliveries (on `GET /api/headless/:taskId` of a run that has webhooks). */
   webhooks?: WebhookDeliveryView[];
 }

@@ -49,6 +49,8 @@ export const TITLE_MAX = 200;
 export const METADATA_KEYS_MAX = 16;
 export const METADATA_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const METADATA_VALUE_MAX = 256;
+/** A git ref a worktree is made from: a branch, tag, commit or `HEAD~2`; never an option, a range or a path. */
+export const GIT_REF = /^(?!.*\.\.)(?!.*@\{)[A-Za-z0-9_][A-Za-z0-9._/~^-]{0,199}$/;
 /** A schedule's name. */
 export const SCHEDULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -75,6 +77,10 @@ export const StartBody = v.strictObject(
     maxTurns: v.optional(v.pipe(v.number('invalid_body'), v.integer('invalid_body'), v.minValue(1, 'invalid_body'))),
     maxTokens: v.optional(v.pipe(v.number('invalid_body'), v.integer('invalid_body'), v.minValue(1, 'invalid_body'))),
     maxCostUsd: v.optional(v.pipe(v.number('invalid_body'), v.gtValue(0, 'invalid_body'), v.finite('invalid_body'))),
+    /** `worktree`: the run works in a git worktree of its own, on its Session's branch (docs/worktrees.md). */
+    isolation: v.optional(v.picklist(['none', 'worktree'], 'invalid_body')),
+    /** The ref its worktree is made from. @default the workspace's `worktree.ref`, else `HEAD` */
+    ref: v.optional(v.pipe(v.string('invalid_body'), v.regex(GIT_REF, 'invalid_body'))),
     /** With `resumeId` and a queue: wait in the queue while the Session is busy, instead of `409 session_busy`. */
     waitForSession: v.optional(v.boolean('invalid_body')),
     title: v.optional(

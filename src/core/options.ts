@@ -47,6 +47,8 @@ export interface HeadlessHandlerOptions {
    * otherwise a temporary folder, so sessions of sandboxed runs last until close). @default {}
    */
   sandbox?: { hidden?: string[]; readable?: string[]; agentState?: string };
+  /** The folder runs' git worktrees are made in, a folder per workspace (docs/worktrees.md); never inside a workspace. @default the daemon: `<data dir>/worktrees`; otherwise `<temporary folder>/headless-run-webhook-worktrees` */
+  worktreeRoot?: string;
   /** Senders' webhooks that start runs: Alertmanager, Grafana, GitHub, GitLab, Sentry, PagerDuty… (docs/triggers.md). @default [] */
   triggers?: TriggerDefinition[];
   /** Cron schedules that start runs (docs/queue-and-schedules.md). @default [] */

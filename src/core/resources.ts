@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { checkSchedules } from './schedules/schedule-spec';
 import { parseStartBody } from '../contract/requests';
 import { checkGuards } from './runs/guards';
@@ -28,6 +30,7 @@ import { RunRecords } from './runs/records';
 import { RunLauncher } from './runs/launcher';
 import { RunLifecycle } from './runs/lifecycle';
 import { inWorkspace } from './runs/placement';
+import { WorktreePlacement, checkWorktreeSettings } from './worktrees/worktree-placement';
 import { RunService } from './runs/run-service';
 import { RunQueue } from './queue/queue';
 import { RunTokens } from './runs/tokens';
@@ -97,6 +100,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     { start: () => deliveries.load() },
     { start: () => runs.load(), close: () => runs.shutdown() },
     { start: () => fleet.join({ takeOver: recovery.takeOver, answer: (request) => runs.answer(request), lost: () => runs.abandon() }), close: recovery.close },
+    { start: () => runs.sweepPlaces($.workspaces.all() ?? []) },
     { start: () => runs.startQueue() },
     { start: () => scheduler.start(), close: async () => scheduler.stop() },
     { start: () => retention.start(), close: () => retention.close() },
@@ -135,6 +139,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     webhooks.checkWorkspace(ws);
     checkQueueSettings(ws.queue, `workspace "${ws.id}": queue`);
     checkPolicy(ws, `workspace "${ws.id}"`);
+    checkWorktreeSettings(ws, `workspace "${ws.id}"`);
   }
   const env = options.env ?? process.env;
   const inbox = new Inbox(store);
@@ -172,7 +177,9 @@ function buildRuns($: ServiceResources): RunService {
     defaultAgent: options.defaultAgent,
     baseEnv: $.env,
   });
-  const placement = inWorkspace(options.spawner ?? createExecaSpawner());
+  const spawner = options.spawner ?? createExecaSpawner();
+  const root = options.worktreeRoot ?? join(tmpdir(), 'headless-run-webhook-worktrees');
+  const placement = new WorktreePlacement({ inner: inWorkspace(spawner), spawner, root, log: $.log });
   const shared = { ...$, admission, placement };
   const lifecycle = new RunLifecycle(shared);
   const sandbox = buildSandbox(options, workspaces);

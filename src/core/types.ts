@@ -36,7 +36,26 @@ export interface StoredRun extends Omit<RunRecord, 'source'> {
 export interface PlacementRecord {
   /** The run's working directory. */
   cwd: string;
+  /** Its worktree, for a run placed in one (worktrees/worktree-placement.ts). */
+  worktree?: WorktreeRecord;
 }
+
+/** A run's git worktree, as recorded on it: what settling and releasing it need, here or after a restart. */
+export interface WorktreeRecord {
+  /** The workspace's repository (its top folder). */
+  repo: string;
+  /** The worktree's folder. */
+  path: string;
+  branch: string;
+  /** The commit the run started from. */
+  base: string;
+  /** This run made the branch (else it continued its Session's). */
+  created: boolean;
+  cleanup: WorktreeCleanup;
+}
+
+/** When a run's worktree folder is removed as it ends: when it changed nothing, always (its branch keeps the work), or never. */
+export type WorktreeCleanup = 'if-unchanged' | 'always' | 'never';
 
 /** What a queued run needs to start later, on whichever instance takes it. */
 export interface QueuedStart {
@@ -131,6 +150,22 @@ export interface Workspace {
   stallTimeoutMs?: number;
   /** Its runs are stopped (`failed`, `memory_limit`) when their processes hold more resident memory. @default the installation's */
   maxMemoryMb?: number;
+  /** `worktree`: each run works in a git worktree of its own (docs/worktrees.md); a start, schedule or trigger may set its own. @default "none" */
+  isolation?: 'none' | 'worktree';
+  /** How its runs' worktrees are made and removed. */
+  worktree?: WorktreeSettings;
+}
+
+/** A workspace's worktree settings (docs/worktrees.md). */
+export interface WorktreeSettings {
+  /** The ref each worktree is made from. @default "HEAD" */
+  ref?: string;
+  /** A shell command run in each new worktree before its agent (copy `.env`, install); it fails the run if it fails. */
+  setup?: string;
+  /** @default 600000 */
+  setupTimeoutMs?: number;
+  /** @default "if-unchanged" */
+  cleanup?: WorktreeCleanup;
 }
 
 /** Where a run's webhooks go; kept on the run record from its start. */

@@ -52,7 +52,11 @@ export interface ProcessOutput {
 export type Spawner = (options: SpawnOptions) => Promise<SpawnedProcess>;
 
 export class SpawnFailure extends Error {
-  constructor(message: string) {
+  /** The run's error code. */
+  constructor(
+    message: string,
+    readonly code = 'spawn_failed',
+  ) {
     super(message);
     this.name = 'SpawnFailure';
   }

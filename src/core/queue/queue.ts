@@ -115,7 +115,7 @@ export class RunQueue {
         ...(after ? { after } : {}),
         ...(traceparent ? { traceparent } : {}),
       };
-      const policyOfRun = runPolicy(workspace, a.origin.policy);
+      const policyOfRun = runPolicy(workspace, a.origin.policy, request);
       const record = newRunRecord({
         ...a,
         taskId,

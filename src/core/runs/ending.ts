@@ -15,6 +15,7 @@ import type { StoredRun } from '../types';
 import { clip } from '../util/text';
 import { EMPTY_OUTPUT, type RunLifecycle } from './lifecycle';
 import type { LiveRun } from './live-run';
+import { placementRecord } from './placement';
 import { judgeOutcome } from './outcome';
 import type { RunRecords } from './records';
 import type { ProcessEnd } from './supervisor';
@@ -77,7 +78,7 @@ export class RunEnding {
     const record = this.$.records.current(taskId);
     if (!record) return;
     const verdict = this.verdictOf(live, end.exitCode);
-    const fields = finalFields(live, end, verdict);
+    const fields = { ...finalFields(live, end, verdict), ...(await this.placementFields(live, record)) };
     // The agent failed before its model ever answered: its session may not exist.
     const failedUnanswered = fields.status === 'failed' && verdict.answered === false;
     const agentSessionId = verdict.agentSessionId ?? record.agentSessionId;
@@ -90,6 +91,14 @@ export class RunEnding {
       stored.status === 'running' ? this.takenOver(live, end.output) : this.$.lifecycle.ended(stored, { output: end.output, here: mine });
     const inTime = await this.$.lifecycle.finish(taskId, record.bootId, fields, ended);
     if (!inTime) this.$.lifecycle.settle(taskId, new StorageError(`the final record of ${taskId} could not be stored yet; it is retried`));
+  }
+
+  /** Where the run was placed (when its process never started, its record does not say yet) and what it changed there. */
+  private async placementFields(live: LiveRun, record: StoredRun): Promise<Pick<FinishFields, 'placement' | 'changes'>> {
+    const placement = record.placement ?? (live.placed && placementRecord(live.placed));
+    if (!placement) return {};
+    const changes = await this.$.lifecycle.settlePlacement(live.taskId, placement);
+    return { ...(record.placement ? {} : { placement }), ...(changes ? { changes } : {}) };
   }
 
   /**

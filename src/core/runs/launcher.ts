@@ -27,7 +27,7 @@ import type { RunLifecycle } from './lifecycle';
 import { type LiveRun, type ServiceStop, type StartedRun, newLiveRun } from './live-run';
 import { STOPS } from './outcome';
 import { outputPipe } from './output-pipe';
-import type { Placed, RunPlacement } from './placement';
+import { type Placed, type RunPlacement, placementRecord } from './placement';
 import type { RunRecords } from './records';
 import { type SupervisedProcess, superviseProcess } from './supervisor';
 import type { RunTokens } from './tokens';
@@ -98,12 +98,14 @@ export class RunLauncher {
     );
     let placed: Placed;
     try {
-      placed = await this.$.placement.prepare({ taskId, workspace });
+      placed = await this.$.placement.prepare({ taskId, resumeId: record.resumeId, workspace, policy: record.policy });
+      live.placed = placed;
       live.process = await this.start(input, live, placed);
     } catch (error) {
-      const message = error instanceof SpawnFailure ? error.message : 'the agent process could not be started';
-      if (!(error instanceof SpawnFailure)) this.$.log('spawn failed', error);
-      await this.ending.finalize(live, { ...emptyEnd, runtimeError: { code: 'spawn_failed', message } });
+      const failure = error instanceof SpawnFailure ? error : undefined;
+      const message = failure?.message ?? 'the agent process could not be started';
+      if (!failure) this.$.log('spawn failed', error);
+      await this.ending.finalize(live, { ...emptyEnd, runtimeError: { code: failure?.code ?? 'spawn_failed', message } });
       throw new HttpProblem('spawn_failed', message, { extra: { taskId } });
     }
     return this.supervise(live, record, placed);
@@ -133,7 +135,7 @@ export class RunLauncher {
       base: this.$.baseEnv,
       adminToken: this.$.adminToken,
       adapterEnv: invocation.env,
-      workspaceEnv: workspace.env,
+      workspaceEnv: { ...workspace.env, ...placed.env },
       cwd,
       binDir: this.inboxCommand.folder(),
       run,
@@ -165,7 +167,8 @@ export class RunLauncher {
     const { adapter } = reservation;
     return this.$.sandbox.confine(placed.spawner, {
       workspaceId: workspace.id,
-      workspace: workspace.path,
+      workspace: placed.view?.root ?? workspace.path,
+      readable: placed.view?.readable ?? [],
       cwd: placed.cwd,
       readOnly: record.policy.permissions === 'read-only',
       state: adapter.stateDirs ?? [],
@@ -197,7 +200,7 @@ export class RunLauncher {
     const proc = live.process;
     if (!proc) throw new Error(`${taskId} has no process to supervise`);
     if (live.pendingStop) this.stop(live, live.pendingStop);
-    const where = { process: { pid: proc.pid, startTime: proc.startTime, machine: MACHINE }, placement: { cwd: placed.cwd } };
+    const where = { process: { pid: proc.pid, startTime: proc.startTime, machine: MACHINE }, placement: placementRecord(placed) };
     live.processSaved = this.$.lifecycle.recordProcess(taskId, record.bootId, where);
     proc.ended
       .then((end) => {

@@ -12,12 +12,12 @@ import type { Log } from '../logger';
 import type { ProcessOutput } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { ServiceObserver } from '../telemetry/observer';
-import type { StoredRun } from '../types';
+import type { PlacementRecord, StoredRun } from '../types';
 import type { RunResult } from './live-run';
 import type { RunPlacement } from './placement';
 import type { RunRecords } from './records';
 import { type Change, type FinishFields, type QueuedEnding, change } from './transitions';
-import type { RunError } from '../../contract/records';
+import type { RunChanges, RunError } from '../../contract/records';
 
 export const EMPTY_OUTPUT: ProcessOutput = { stdout: '', stderr: '', truncated: false };
 /** How often a caller waiting for a run that another instance runs reads its record. */
@@ -125,9 +125,27 @@ export class RunLifecycle {
     return claimed?.status === 'running' && claimed.bootId === this.$.instanceId;
   }
 
-  /** running → interrupted, as `owner` (gone, or this instance once it claimed it); undefined if refused. */
-  interrupt(taskId: string, owner: string): Promise<StoredRun | undefined> {
-    return this.endBy(taskId, change.interrupt(owner, this.$.instanceId, new Date()));
+  /** running → interrupted, as `owner` (gone, or this instance once it claimed it), with what it changed where that is here; undefined if refused. */
+  async interrupt(taskId: string, owner: string): Promise<StoredRun | undefined> {
+    const placement = (await this.$.records.find(taskId))?.placement;
+    const changes = placement ? await this.settlePlacement(taskId, placement) : undefined;
+    return this.endBy(taskId, change.interrupt(owner, this.$.instanceId, new Date(), changes));
+  }
+
+  /**
+   * What an ending run changed where it was placed (its worktree), for its final record; its patch
+   * is stored now. Undefined when there is nothing to read or it could not be read (then its place is kept).
+   */
+  async settlePlacement(taskId: string, placement: PlacementRecord): Promise<RunChanges | undefined> {
+    try {
+      const settled = await this.$.placement.settle({ taskId, placement });
+      if (!settled) return undefined;
+      await this.$.records.savePatch(taskId, settled.patch);
+      return { ...settled.changes, worktree: settled.kept ? (placement.worktree?.path ?? null) : null };
+    } catch (error) {
+      this.$.log(`could not read what run ${taskId} changed; its worktree is kept`, error);
+      return undefined;
+    }
   }
 
   /** One write that ends the run here; then the ended path. */
@@ -156,9 +174,9 @@ export class RunLifecycle {
     this.$.records.untrack(taskId);
     if (here) this.$.observe.runEnded(record);
     if (here && final.placement) {
-      const { workspaceId, placement } = final;
+      const { workspaceId, placement, changes } = final;
       await this.$.placement
-        .release({ taskId, workspaceId, placement })
+        .release({ taskId, workspaceId, placement, ...(changes ? { changes } : {}) })
         .catch((error: unknown) => this.$.log(`could not release the placement of ${taskId}`, error));
     }
     if (this.waiters.has(taskId)) this.settle(taskId, { record, output: o.output ?? (await this.storedOutput(taskId)) });

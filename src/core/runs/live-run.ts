@@ -2,6 +2,7 @@ import type { RunRecord, RunStatus } from '../../contract/records';
 import type { AgentConversation } from '../agents/types';
 import type { ProcessOutput } from '../process/spawner';
 import type { Reservation } from './admission';
+import type { Placed } from './placement';
 import type { SupervisedProcess } from './supervisor';
 
 /** A run's output tail: live while it runs, stored when it ends. */
@@ -32,6 +33,8 @@ export interface LiveRun {
   /** The agent's own session id this run resumed, if it resumed one. */
   resumedFrom?: string;
   process?: SupervisedProcess;
+  /** Where it was placed, once it was. */
+  placed?: Placed;
   /** A stop asked for while the process was still being spawned; applied once it is. */
   pendingStop?: ServiceStop;
   /** The write of the record with its process, awaited before the final write so it cannot land after it. */

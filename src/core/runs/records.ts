@@ -4,6 +4,7 @@ import type { ProcessOutput } from '../process/spawner';
 import type { CollectionSpec, HeadlessStore, RecordTable } from '../store/headless-store';
 import type { Page } from '../store/memory-index';
 import type { StoredRun } from '../types';
+import type { RunPatch } from './placement';
 import type { Change } from './transitions';
 import { BoundedCache } from '../util/bounded-cache';
 
@@ -20,6 +21,7 @@ export const RUN_TABLE: CollectionSpec<StoredRun> = {
 
 /** A run's output tail, stored once it ends: beside the record, never in it. */
 const outputKey = (taskId: string) => `output:${taskId}`;
+const patchKey = (taskId: string) => `patch:${taskId}`;
 
 export interface RunRecordsOptions {
   store: HeadlessStore;
@@ -219,6 +221,16 @@ export class RunRecords {
     return this.o.store.get<ProcessOutput>(outputKey(taskId));
   }
 
+  /** Stores the patch of what a run changed in its worktree, before its final record (docs/worktrees.md). */
+  async savePatch(taskId: string, patch: RunPatch): Promise<void> {
+    await this.o.store.set(patchKey(taskId), patch);
+  }
+
+  /** The stored patch of a run that ran in a worktree. */
+  patch(taskId: string): Promise<RunPatch | undefined> {
+    return this.o.store.get<RunPatch>(patchKey(taskId));
+  }
+
   /** A run's durable record: an ended one from memory or the store, a `running` one from the store. */
   async find(taskId: string): Promise<StoredRun | undefined> {
     const known = this.cache.get(taskId);
@@ -236,6 +248,7 @@ export class RunRecords {
   /** Deletes an ended run's record (its outbox with it) and output tail. */
   async forget(run: StoredRun): Promise<void> {
     await this.o.store.delete(outputKey(run.taskId));
+    if (run.changes) await this.o.store.delete(patchKey(run.taskId));
     await this.runs.delete(run.taskId);
     this.cache.delete(run.taskId);
   }

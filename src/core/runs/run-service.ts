@@ -6,7 +6,7 @@
  * the queue where one is configured; the queue starts it later.
  */
 import { HttpProblem } from '../../contract/problems';
-import { hasEnded, type RunRecord } from '../../contract/records';
+import { hasEnded, type RunChangesView, type RunRecord } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
 import { viewOf } from '../delivery/outbox';
 import type { Webhooks } from '../delivery/webhooks';
@@ -26,6 +26,7 @@ import { cancelElsewhere } from './cancel';
 import type { RunLauncher } from './launcher';
 import type { RunLifecycle } from './lifecycle';
 import type { RunOutputView, StartedRun } from './live-run';
+import type { RunPlacement } from './placement';
 import { newRunRecord, startedEvent } from './new-record';
 import { tailOf } from './output-tail';
 import type { RunRecords } from './records';
@@ -45,6 +46,7 @@ export interface RunServiceResources {
   webhooks: Webhooks;
   fleet: Fleet;
   records: RunRecords;
+  placement: RunPlacement;
   log: Log;
   instanceId: string;
   /** The installation's queue; workspaces may set their own. */
@@ -71,6 +73,15 @@ export class RunService {
     return takeOverRuns({ records, lifecycle, sessions, log, isGone, instanceId, shared: this.$.fleet.shared });
   }
 
+  /** After crash recovery: what ended runs left where they were placed (a crashed run's worktree) is settled and released. */
+  async sweepPlaces(workspaces: Workspace[]): Promise<void> {
+    const ended = async (taskId: string) => {
+      const run = await this.find(taskId);
+      return run === undefined || (hasEnded(run.status) && !this.$.lifecycle.isHere(taskId));
+    };
+    await this.$.placement.sweep({ workspaces, hasEnded: ended }).catch((error: unknown) => this.$.log('could not sweep the worktrees a crash left', error));
+  }
+
   /** Acts on another instance's request about a run of this one. */
   async answer(request: FleetRequest): Promise<FleetAnswer> {
     if (!this.$.launcher.get(request.taskId)) return { ok: false, code: 'run_not_running', message: `Run "${request.taskId}" has already ended.` };
@@ -87,6 +98,8 @@ export class RunService {
   async start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId?: string, origin: RunOrigin = {}): Promise<StartedRun> {
     const { admission, events, records, launcher } = this.$;
     const webhookTargets = this.$.webhooks.targetsFor(workspace, request.webhook);
+    const refusal = await this.$.placement.check({ workspace, policy: runPolicy(workspace, origin.policy, request) });
+    if (refusal !== undefined) throw new HttpProblem('worktree_unavailable', `${refusal}.`);
     const enqueue = (policy: QueuePolicy) => this.$.queue.enqueue({ workspace, request, apiUrl, taskId, policy, webhookTargets, origin });
     const before = origin.after === undefined ? undefined : await this.find(origin.after);
     // Behind a run that has not ended (a schedule's overlap "queue"): queued, with or without a queue configured.
@@ -140,7 +153,7 @@ export class RunService {
       webhookTargets,
       now,
       source: origin.source ?? API_SOURCE,
-      policy: runPolicy(workspace, origin.policy),
+      policy: runPolicy(workspace, origin.policy, request),
     });
     await this.$.lifecycle.accept(record);
     return record;
@@ -163,6 +176,18 @@ export class RunService {
     if (!stored) return undefined;
     const output = hasEnded(stored.status) ? await this.$.records.output(taskId) : undefined;
     return { record: publicRecord(stored), ...(output ? { output } : {}) };
+  }
+
+  /** What a run in a worktree changed, with its patch, once it has ended. */
+  async changes(taskId: string): Promise<RunChangesView> {
+    const stored = await this.find(taskId);
+    if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
+    if (!stored.changes) {
+      const why = stored.policy?.worktree ? 'has not ended, or what it changed could not be read (its worktree is kept)' : 'did not run in a worktree';
+      throw new HttpProblem('changes_not_found', `Run "${taskId}" ${why}.`);
+    }
+    const patch = await this.$.records.patch(taskId);
+    return { taskId, changes: stored.changes, patch: patch?.text ?? '', patchTruncated: patch?.truncated ?? false };
   }
 
   /** The last `bytes` bytes of each stream of a run, running or ended. */

@@ -65,6 +65,10 @@ export interface FinishFields {
   signal: string | null;
   usage?: StoredRun['usage'];
   lastMessage?: string;
+  /** Where it was placed, for a run whose process never started (else recorded with its process). */
+  placement?: StoredRun['placement'];
+  /** What it changed in its worktree. */
+  changes?: StoredRun['changes'];
 }
 
 /**
@@ -115,7 +119,8 @@ export const change = {
   claim(gone: string, instanceId: string): Change {
     return (r) => (can('claim', r, gone) ? { ...r, bootId: instanceId } : undefined);
   },
-  interrupt(owner: string, instanceId: string, at: Date): Change {
-    return (r) => (can('interrupt', r, owner) ? endedRecord(r, { status: 'interrupted', error: INTERRUPTED, owner: instanceId, at }) : undefined);
+  interrupt(owner: string, instanceId: string, at: Date, changes?: StoredRun['changes']): Change {
+    const more = changes ? { changes } : {};
+    return (r) => (can('interrupt', r, owner) ? endedRecord(r, { status: 'interrupted', error: INTERRUPTED, owner: instanceId, at }, more) : undefined);
   },
 };

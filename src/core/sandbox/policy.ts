@@ -1,11 +1,17 @@
 import type { RunPolicy } from '../../contract/records';
+import { GIT_REF } from '../../contract/requests';
 
 const PERMISSIONS: ReadonlyArray<RunPolicy['permissions']> = ['full', 'read-only'];
+const ISOLATIONS = ['none', 'worktree'] as const;
 
-/** Where a run's policy can be set: a workspace, and a schedule over it. */
+/** Where a run's policy can be set: a workspace, a schedule or trigger over it, a start over both. */
 export interface PolicySettings {
   permissions?: RunPolicy['permissions'];
   sandbox?: boolean;
+  /** `worktree`: the run works in a git worktree of its own (docs/worktrees.md). @default "none" */
+  isolation?: (typeof ISOLATIONS)[number];
+  /** The ref its worktree is made from. @default "HEAD" */
+  ref?: string;
 }
 
 /** An entry of a workspace's `network`: `host:port` (IPv6 in brackets), or `*`. */
@@ -18,11 +24,25 @@ export function checkPolicy(settings: PolicySettings & { network?: string[] }, w
     throw new Error(`${where}: permissions must be "full" or "read-only"`);
   }
   if (settings.sandbox !== undefined && typeof settings.sandbox !== 'boolean') throw new Error(`${where}: sandbox must be true or false`);
+  if (settings.isolation !== undefined && !ISOLATIONS.includes(settings.isolation)) throw new Error(`${where}: isolation must be "none" or "worktree"`);
+  if (settings.ref !== undefined && !(typeof settings.ref === 'string' && GIT_REF.test(settings.ref)))
+    throw new Error(`${where}: ref must be a git ref (${GIT_REF.source})`);
 }
 
-/** The policy a run is accepted with: the schedule's settings over the workspace's; undefined when it is unconfined. */
-export function runPolicy(workspace: PolicySettings, schedule: PolicySettings = {}): RunPolicy | undefined {
-  const permissions = schedule.permissions ?? workspace.permissions ?? 'full';
-  const sandbox = schedule.sandbox ?? workspace.sandbox ?? false;
-  return permissions === 'full' && !sandbox ? undefined : { permissions, sandbox };
+/**
+ * The policy a run is accepted with: the start's settings over its schedule's or trigger's, over
+ * the workspace's (whose `worktree.ref` is its default ref); undefined when it is unconfined and
+ * in its workspace's own folder.
+ */
+export function runPolicy(
+  workspace: PolicySettings & { worktree?: { ref?: string } },
+  origin: PolicySettings = {},
+  start: Pick<PolicySettings, 'isolation' | 'ref'> = {},
+): RunPolicy | undefined {
+  const permissions = origin.permissions ?? workspace.permissions ?? 'full';
+  const sandbox = origin.sandbox ?? workspace.sandbox ?? false;
+  const isolation = start.isolation ?? origin.isolation ?? workspace.isolation ?? 'none';
+  const ref = start.ref ?? origin.ref ?? workspace.worktree?.ref ?? 'HEAD';
+  if (permissions === 'full' && !sandbox && isolation === 'none') return undefined;
+  return { permissions, sandbox, ...(isolation === 'worktree' ? { worktree: { ref } } : {}) };
 }

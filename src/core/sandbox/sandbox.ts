@@ -25,7 +25,10 @@ export interface SandboxOptions {
 
 export interface ConfineInput {
   workspaceId: string;
+  /** The folder shown as its workspace (its worktree, for a run in one). */
   workspace: string;
+  /** What else it may read (a worktree's repository's git folder: it commits nothing there, the service does). */
+  readable: string[];
   cwd: string;
   readOnly: boolean;
   /** The agent's state (sessions, history), relative to `HOME`: the workspace's own inside the sandbox. */
@@ -125,6 +128,7 @@ export class Sandbox {
       }),
       ...(home ? [{ kind: 'tmpfs', path: home, readOnly: false } as const] : []),
       { kind: run.readOnly ? 'ro' : 'rw', source: workspace, path: workspace },
+      ...run.readable.map((path) => ({ kind: 'ro', source: path, path }) as const),
       { kind: 'rw', source: tmp, path: tmp },
       ...agentHomeMounts(agentState, { workspaceId: run.workspaceId, state: run.state, config: run.config, env: run.env }),
     ];

@@ -62,7 +62,7 @@ export class Firing {
     }
     const origin: RunOrigin = {
       source: { kind: 'schedule', name: s.name, scheduledFor: occurrence },
-      policy: { permissions: s.permissions, sandbox: s.sandbox },
+      policy: { permissions: s.permissions, sandbox: s.sandbox, isolation: s.isolation, ref: s.ref },
       ...(busy && overlap === 'queue' ? { after: previous.taskId } : {}),
     };
     const body = this.bodyOf(s);

@@ -24,6 +24,9 @@ export interface ScheduleDefinition {
   /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
   permissions?: 'full' | 'read-only';
   sandbox?: boolean;
+  /** Over the workspace's: `worktree` runs each in a git worktree of its own, made from `ref` (docs/worktrees.md). */
+  isolation?: 'none' | 'worktree';
+  ref?: string;
   /** Fire up to this many ms after the occurrence, at random (a fleet of schedules then spreads out). @default 0 */
   jitterMs?: number;
 }

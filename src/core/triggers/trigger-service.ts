@@ -191,7 +191,7 @@ export class TriggerService {
     const after = d.limits?.concurrent === undefined ? undefined : chain[chain.length - d.limits.concurrent];
     const origin: RunOrigin = {
       source: { kind: 'trigger', name: d.name, delivery: at.delivery, ...(facts.deliveryId ? { deliveryId: facts.deliveryId } : {}) },
-      policy: { permissions: d.permissions, sandbox: d.sandbox },
+      policy: { permissions: d.permissions, sandbox: d.sandbox, isolation: d.isolation, ref: d.ref },
       queueWhenBusy: true,
       ...(after === undefined ? {} : { after }),
       ...(at.traceparent === undefined ? {} : { traceparent: at.traceparent }),

@@ -41,6 +41,9 @@ export interface TriggerDefinition {
   /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
   permissions?: 'full' | 'read-only';
   sandbox?: boolean;
+  /** Over the workspace's: `worktree` runs each in a git worktree of its own, made from `ref` (docs/worktrees.md). */
+  isolation?: 'none' | 'worktree';
+  ref?: string;
 }
 
 /** A trigger ready to take deliveries. */

@@ -140,6 +140,20 @@ export const RUN_ROUTES: Route[] = [
   ),
   route(
     {
+      name: 'runs.changes',
+      method: 'GET',
+      path: '/api/headless/:taskId/changes',
+      auth: 'caller',
+      doc: {
+        summary: 'What a run in a worktree changed, and its patch (docs/worktrees.md)',
+        responses: { 200: { description: 'Its branch, base and head commits, changed files and patch.', schema: ANSWERS.RunChanges } },
+        problems: ['run_not_found', 'changes_not_found'],
+      },
+    },
+    async ({ params, services }) => json(await services.runs.changes(params.taskId)),
+  ),
+  route(
+    {
       name: 'runs.events',
       method: 'GET',
       path: '/api/headless/:taskId/events',
