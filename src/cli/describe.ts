@@ -26,6 +26,10 @@ export function describeRun(r: RunRecord): string {
   if (r.error) lines.push(`  error: ${r.error.code}: ${r.error.message}`);
   if (r.usage) lines.push(`  usage: ${r.usage.inputTokens} in, ${r.usage.outputTokens} out${r.usage.costUsd === undefined ? '' : `, $${r.usage.costUsd}`}`);
   if (r.lastMessage) lines.push(`  last message: ${r.lastMessage}`);
+  if (r.changes) {
+    const n = r.changes.files.length;
+    lines.push(`  changes: ${n} file${n === 1 ? '' : 's'} on ${r.changes.branch}${r.changes.worktree ? ` (worktree ${r.changes.worktree})` : ''}`);
+  }
   for (const w of r.webhooks ?? []) lines.push(`  webhook ${w.event} → ${w.url}: ${w.state} (${w.attempts} attempts)`);
   return lines.join('\n');
 }

@@ -34,6 +34,7 @@ export type StartOptions = Omit<v.InferInput<typeof StartBody>, 'wait'>;
 export type StartAccepted = v.InferOutput<typeof ANSWERS.StartAccepted>;
 export type SyncResult = v.InferOutput<typeof ANSWERS.SyncResult>;
 export type RunOutput = v.InferOutput<typeof ANSWERS.RunOutput>;
+export type RunChangesView = v.InferOutput<typeof ANSWERS.RunChanges>;
 export type AgentsReport = v.InferOutput<typeof ANSWERS.AgentsReport>;
 
 export interface HeadlessClient {
@@ -53,6 +54,8 @@ export interface HeadlessClient {
   ): Promise<v.InferOutput<typeof ANSWERS.RunList>>;
   cancel(taskId: string): Promise<RunRecord>;
   output(taskId: string, tail?: number): Promise<RunOutput>;
+  /** What a run in a worktree changed, with its patch, once it has ended (docs/worktrees.md). */
+  changes(taskId: string): Promise<RunChangesView>;
   /** A run's events from `after` on, live until `run.ended`; reconnects (with Last-Event-ID) if the stream drops. */
   events(taskId: string, options?: { after?: number; signal?: AbortSignal }): AsyncIterable<RunEvent>;
   /** The final record: follows the event stream, or polls the record if the stream cannot be had. */
@@ -235,6 +238,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
       }),
     cancel: (taskId) => call(ANSWERS.RunRecord, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,
     output: (taskId, tail) => call(ANSWERS.RunOutput, 'GET', `/api/headless/${enc(taskId)}/output${query({ tail })}`),
+    changes: (taskId) => call(ANSWERS.RunChanges, 'GET', `/api/headless/${enc(taskId)}/changes`),
     events,
     wait: waiter(events, get),
     agents: (workspaceId) => call(ANSWERS.AgentsReport, 'GET', `/api/agents${query({ wsId: workspaceId })}`),

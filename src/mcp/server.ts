@@ -42,8 +42,15 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
       maxTurns: StartBody.entries.maxTurns,
       maxTokens: StartBody.entries.maxTokens,
       maxCostUsd: StartBody.entries.maxCostUsd,
+      isolation: StartBody.entries.isolation,
+      ref: StartBody.entries.ref,
     }),
     call: (client, { workspaceId, ...request }) => client.start(workspaceId, request),
+  }),
+  get_run_changes: tool({
+    description: 'What an ended run in a git worktree (isolation "worktree") changed: its branch, base and head commits, changed files and patch.',
+    input: v.strictObject({ taskId: id }),
+    call: (client, { taskId }) => client.changes(taskId),
   }),
   get_run: tool({
     description: 'Read a run record: status, exit code, error, usage, last message.',

@@ -4,7 +4,7 @@ import { callerUrl } from '../data-dir';
 import { visible } from '../describe';
 import { fail } from '../fail';
 import { inbox, sessions } from './inbox';
-import { cancel, follow, list, logs, run, status } from './runs';
+import { cancel, changes, follow, list, logs, run, status } from './runs';
 import { schedules } from './schedules';
 import { triggers } from './triggers';
 import { type Command, EXIT, OPTIONS, print, printJson, usage } from './shared';
@@ -20,10 +20,11 @@ export { CALLER_USAGE };
 
 /** Every caller command: the table of names (names.ts) and this one must agree, which the type checks. */
 const COMMANDS: Record<CallerName, { command: Command; takes: Array<keyof typeof OPTIONS> }> = {
-  run: { command: run, takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow', 'title', 'meta'] },
+  run: { command: run, takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow', 'title', 'meta', 'worktree', 'ref'] },
   status: { command: status, takes: [] },
   follow: { command: follow, takes: ['after'] },
   logs: { command: logs, takes: ['tail', 'stderr'] },
+  changes: { command: changes, takes: [] },
   list: { command: list, takes: ['workspace', 'status', 'limit', 'cursor', 'meta'] },
   cancel: { command: cancel, takes: ['wait'] },
   inbox: { command: inbox, takes: ['workspace', 'unread', 'limit', 'cursor'] },

@@ -1,3 +1,3 @@
 /** The caller commands' names: what the command line routes to the caller (caller/index.ts), known without loading it. */
-export const CALLER_COMMANDS = ['run', 'status', 'follow', 'logs', 'list', 'cancel', 'inbox', 'sessions', 'schedules', 'triggers'] as const;
+export const CALLER_COMMANDS = ['run', 'status', 'follow', 'logs', 'changes', 'list', 'cancel', 'inbox', 'sessions', 'schedules', 'triggers'] as const;
 export type CallerName = (typeof CALLER_COMMANDS)[number];

@@ -20,6 +20,8 @@ export const run: Command = async (client, args, v) => {
     ...(v.timeout ? { timeoutMs: positiveInt('run', 'timeout', v.timeout) } : {}),
     ...(v.title ? { title: v.title } : {}),
     ...(v.meta ? { metadata: metadataOf('run', v.meta) } : {}),
+    ...(v.worktree ? { isolation: 'worktree' as const } : {}),
+    ...(v.ref ? { ref: v.ref } : {}),
   };
   const started = await client.start(workspaceOf(v), request);
   const verb = started.status === 'queued' ? `queued ${started.taskId} at place ${started.queuePosition ?? '?'}` : `started ${started.taskId}`;
@@ -58,6 +60,17 @@ export const logs: Command = async (client, args, v) => {
   if (!output.retained) process.stderr.write(`(${output.taskId}'s output is no longer kept)\n`);
   else if (output.status === 'running') process.stderr.write(`(${output.taskId} is still running: its output so far)\n`);
   else if (output.truncated) process.stderr.write('(only the tail is shown)\n');
+  return EXIT.succeeded;
+};
+
+export const changes: Command = async (client, args, v) => {
+  const view = await client.changes(one('changes', args));
+  if (v.json) printJson(view);
+  else process.stdout.write(visible(view.patch));
+  if (v.json) return EXIT.succeeded;
+  const { branch, base, head, files, worktree } = view.changes;
+  process.stderr.write(`(${files.length} files changed on ${branch}, ${base.slice(0, 12)}..${head.slice(0, 12)}${worktree ? `; worktree ${worktree}` : ''})\n`);
+  if (view.patchTruncated) process.stderr.write('(the patch was cut at 1 MB: git diff on the branch shows it whole)\n');
   return EXIT.succeeded;
 };
 

@@ -29,6 +29,8 @@ export const OPTIONS = {
   stderr: { type: 'boolean' },
   after: { type: 'string' },
   title: { type: 'string' },
+  worktree: { type: 'boolean' },
+  ref: { type: 'string' },
   meta: { type: 'string', multiple: true },
 } as const satisfies ParseArgsConfig['options'];
 

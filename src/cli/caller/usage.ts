@@ -15,7 +15,8 @@ Exit codes: 0 succeeded (or done), 1 run failed, 2 bad usage, 3 timed out, 4 can
 
 export const CALLER_USAGE: Record<string, string> = {
   run: `Usage: headless-run-webhook run "<prompt>" [--workspace ID] [--agent NAME] [--resume ID] [--timeout MS]
-                                  [--title TEXT] [--meta KEY=VALUE]... [--wait | --follow]
+                                  [--title TEXT] [--meta KEY=VALUE]... [--worktree [--ref REF]]
+                                  [--wait | --follow]
 
   --workspace ID  the workspace (default: $HEADLESS_WORKSPACE, else "default")
   --agent NAME    the agent (default: the workspace's choice)
@@ -23,6 +24,8 @@ export const CALLER_USAGE: Record<string, string> = {
   --timeout MS    the run's time limit
   --title TEXT    a label shown instead of its id (at most 200 characters)
   --meta K=V      metadata the list can filter by (at most 16)
+  --worktree      run in a git worktree of its own, on its Session's branch
+  --ref REF       the ref that worktree is made from (default: the workspace's, else HEAD)
   --wait          wait for the end (a live progress line on a terminal)
   --follow        print every event as it comes, then wait for the end`,
   status: 'Usage: headless-run-webhook status <taskId>',
@@ -33,6 +36,9 @@ export const CALLER_USAGE: Record<string, string> = {
 
   Prints the stored tail of the run's stdout (the last 64 KiB; --tail for fewer bytes);
   --stderr prints its stderr instead.`,
+  changes: `Usage: headless-run-webhook changes <taskId>
+
+  Prints the patch of what a run in a worktree changed (--json: its files, commits and patch).`,
   list: `Usage: headless-run-webhook list [--workspace ID] [--status STATUS] [--meta KEY=VALUE] [--limit N] [--cursor C]
 
   --status STATUS  one of ${RUN_STATUSES.join(', ')}
