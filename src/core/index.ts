@@ -30,8 +30,22 @@ export type {
   AgentRunInput,
   AgentVerdict,
 } from './agents/types';
-export type { DeliveryOutcome, InboxItem, RunBudget, RunError, RunPolicy, RunRecord, RunSource, RunStatus, RunUsage, SessionView } from '../contract/records';
-export type { QueueSettings, Workspace } from './types';
+export type {
+  ChangedFile,
+  DeliveryOutcome,
+  InboxItem,
+  RunBudget,
+  RunChanges,
+  RunChangesView,
+  RunError,
+  RunPolicy,
+  RunRecord,
+  RunSource,
+  RunStatus,
+  RunUsage,
+  SessionView,
+} from '../contract/records';
+export type { QueueSettings, Workspace, WorktreeCleanup, WorktreeSettings } from './types';
 export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/records';
 export type { RunEventType, WebhookEvent } from '../contract/records';
 export type { RunEvent, RunEventData } from '../contract/events';
