@@ -49,6 +49,7 @@ const AgentSchema = v.strictObject({
 const webhookEvents = v.optional(v.pipe(v.array(v.picklist(WEBHOOK_EVENTS)), v.minLength(1)));
 
 const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
+const DailyLimitsEntries = { runsPerDay: v.optional(positiveInt), spendPerDayUsd: v.optional(v.pipe(v.number(), v.gtValue(0))) };
 const gitRef = v.pipe(v.string(), v.regex(GIT_REF, 'must be a git ref: a branch, tag or commit'));
 const QueueSchema = v.strictObject({ max: v.optional(positiveInt), ttlMs: v.optional(positiveInt) });
 
@@ -67,6 +68,7 @@ const WorkspaceSchema = v.strictObject({
   network: v.optional(v.array(v.pipe(v.string(), v.regex(NETWORK_TARGET, 'must be host:port, or *')))),
   stallTimeoutMs: v.optional(positiveInt),
   maxMemoryMb: v.optional(positiveInt),
+  limits: v.optional(v.strictObject(DailyLimitsEntries)),
   isolation: v.optional(v.picklist(['none', 'worktree'])),
   worktree: v.optional(
     v.strictObject({
@@ -100,6 +102,7 @@ const ScheduleSchema = v.strictObject({
   overlap: v.optional(v.picklist(['skip', 'queue', 'allow'])),
   missed: v.optional(v.picklist(['skip', 'once'])),
   jitterMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  limits: v.optional(v.strictObject(DailyLimitsEntries)),
   permissions: v.optional(v.picklist(['full', 'read-only'])),
   sandbox: v.optional(v.boolean()),
   isolation: v.optional(v.picklist(['none', 'worktree'])),
@@ -133,7 +136,7 @@ const TriggerSchema = v.strictObject({
   when: v.optional(v.record(v.string(), v.union([v.string(), v.array(v.string())]))),
   dedupe: v.optional(v.strictObject({ key: v.optional(v.string()), windowSeconds: v.optional(positiveInt) })),
   resolved: v.optional(v.picklist(['cancel', 'annotate', 'run', 'ignore'])),
-  limits: v.optional(v.strictObject({ perMinute: v.optional(positiveInt), concurrent: v.optional(positiveInt) })),
+  limits: v.optional(v.strictObject({ perMinute: v.optional(positiveInt), concurrent: v.optional(positiveInt), ...DailyLimitsEntries })),
   enabled: v.optional(v.boolean()),
   permissions: v.optional(v.picklist(['full', 'read-only'])),
   sandbox: v.optional(v.boolean()),

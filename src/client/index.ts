@@ -35,6 +35,7 @@ export type StartAccepted = v.InferOutput<typeof ANSWERS.StartAccepted>;
 export type SyncResult = v.InferOutput<typeof ANSWERS.SyncResult>;
 export type RunOutput = v.InferOutput<typeof ANSWERS.RunOutput>;
 export type RunChangesView = v.InferOutput<typeof ANSWERS.RunChanges>;
+export type WorkspaceUsage = v.InferOutput<typeof ANSWERS.WorkspaceUsage>;
 export type AgentsReport = v.InferOutput<typeof ANSWERS.AgentsReport>;
 
 export interface HeadlessClient {
@@ -61,6 +62,8 @@ export interface HeadlessClient {
   /** The final record: follows the event stream, or polls the record if the stream cannot be had. */
   wait(taskId: string, options?: { signal?: AbortSignal; pollMs?: number; onEvent?: (event: RunEvent) => void }): Promise<RunRecord>;
   agents(workspaceId?: string): Promise<AgentsReport>;
+  /** A workspace's runs and spend today (UTC), with its daily limits. */
+  usage(workspaceId: string): Promise<WorkspaceUsage>;
   inbox: {
     list(workspaceId: string, options?: { unread?: boolean; pageSize?: number }): AsyncIterable<InboxItem>;
     listPage(workspaceId: string, options?: { unread?: boolean; limit?: number; cursor?: string }): Promise<v.InferOutput<typeof ANSWERS.InboxList>>;
@@ -239,6 +242,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
     cancel: (taskId) => call(ANSWERS.RunRecord, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,
     output: (taskId, tail) => call(ANSWERS.RunOutput, 'GET', `/api/headless/${enc(taskId)}/output${query({ tail })}`),
     changes: (taskId) => call(ANSWERS.RunChanges, 'GET', `/api/headless/${enc(taskId)}/changes`),
+    usage: (workspaceId) => call(ANSWERS.WorkspaceUsage, 'GET', `/api/workspaces/${enc(workspaceId)}/usage`),
     events,
     wait: waiter(events, get),
     agents: (workspaceId) => call(ANSWERS.AgentsReport, 'GET', `/api/agents${query({ wsId: workspaceId })}`),

@@ -40,6 +40,7 @@ const STATUS = {
   queue_full: 429,
   too_many_attempts: 429,
   rate_limited: 429,
+  daily_limit_reached: 429,
   spawn_failed: 500,
   internal: 500,
   storage_unavailable: 503,

@@ -31,6 +31,7 @@ import { RunLauncher } from './runs/launcher';
 import { RunLifecycle } from './runs/lifecycle';
 import { inWorkspace } from './runs/placement';
 import { WorktreePlacement, checkWorktreeSettings } from './worktrees/worktree-placement';
+import { DailyUsage, checkDailyLimits } from './runs/daily-limits';
 import { RunService } from './runs/run-service';
 import { RunQueue } from './queue/queue';
 import { RunTokens } from './runs/tokens';
@@ -73,6 +74,7 @@ export interface ServiceResources {
   tracing?: RunTracing;
   observe: ServiceObserver;
   webhooks: Webhooks;
+  daily: DailyUsage;
 }
 
 /**
@@ -128,7 +130,12 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const events = new RunEvents({ store, log });
   const records = new RunRecords({ store, log, shared: fleet.shared });
-  const metrics = createMetrics({ queued: async () => (await records.inStatus('queued')).length });
+  const daily = new DailyUsage({ records, find: (taskId) => records.find(taskId) });
+  const limited = () => (workspaces.all() ?? []).filter((w) => w.limits !== undefined);
+  const metrics = createMetrics({
+    queued: async () => (await records.inStatus('queued')).length,
+    today: () => Promise.all(limited().map((w) => daily.day(w.id, w.limits))),
+  });
   const tracing = options.tracer && new RunTracing({ tracer: options.tracer, events: async (r) => (await events.page(r, 0, 100_000)).events, log });
   const observe = fanOut([logObserver(logger), metrics.observer, ...(tracing ? [tracing.observer()] : [])], (error) => log('an observer failed', error));
   const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, observe, workspace: (id) => workspaces.find(id) });
@@ -140,6 +147,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     checkQueueSettings(ws.queue, `workspace "${ws.id}": queue`);
     checkPolicy(ws, `workspace "${ws.id}"`);
     checkWorktreeSettings(ws, `workspace "${ws.id}"`);
+    checkDailyLimits(ws.limits, `workspace "${ws.id}": limits`);
   }
   const env = options.env ?? process.env;
   const inbox = new Inbox(store);
@@ -163,6 +171,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     tracing,
     observe,
     webhooks,
+    daily,
   };
 }
 

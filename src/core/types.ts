@@ -83,6 +83,8 @@ export interface RunOrigin {
   traceparent?: string;
   /** At capacity, wait in the queue even where none is configured (a trigger's burst). */
   queueWhenBusy?: boolean;
+  /** The schedule's or trigger's own daily limits. */
+  limits?: DailyLimits;
 }
 
 /** A queue for starts that find every slot busy (docs/queue-and-schedules.md). */
@@ -154,6 +156,14 @@ export interface Workspace {
   isolation?: 'none' | 'worktree';
   /** How its runs' worktrees are made and removed. */
   worktree?: WorktreeSettings;
+  /** Its runs per day and spend per day (UTC): a start beyond is `429 daily_limit_reached`. @default none */
+  limits?: DailyLimits;
+}
+
+/** A scope's limits per UTC day (a workspace, a schedule, a trigger); spend is the `usage.costUsd` its ended runs reported. */
+export interface DailyLimits {
+  runsPerDay?: number;
+  spendPerDayUsd?: number;
 }
 
 /** A workspace's worktree settings (docs/worktrees.md). */

@@ -50,6 +50,7 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
     expect(tools.map((t) => t.name).sort()).toEqual([
       'cancel_run',
       'get_run',
+      'get_run_changes',
       'inbox_push',
       'list_runs',
       'list_trigger_deliveries',
@@ -61,7 +62,7 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
     expect(start.inputSchema).toMatchObject({
       type: 'object',
       required: ['workspaceId', 'prompt'],
-      properties: { prompt: { type: 'string', maxLength: 16000 } },
+      properties: { prompt: { type: 'string', maxLength: 16000 }, isolation: { enum: ['none', 'worktree'] } },
     });
   });
 

@@ -23,7 +23,8 @@ import type { QueueSettings, RunOrigin, StoredRun, WebhookTarget, Workspace } fr
 import { settleWithin } from '../util/settle-within';
 import type { Admission, Reservation } from './admission';
 import { cancelElsewhere } from './cancel';
-import type { RunLauncher } from './launcher';
+import type { DailyUsage, WorkspaceDay } from './daily-limits';
+import type { LaunchInput, RunLauncher } from './launcher';
 import type { RunLifecycle } from './lifecycle';
 import type { RunOutputView, StartedRun } from './live-run';
 import type { RunPlacement } from './placement';
@@ -47,6 +48,7 @@ export interface RunServiceResources {
   fleet: Fleet;
   records: RunRecords;
   placement: RunPlacement;
+  daily: DailyUsage;
   log: Log;
   instanceId: string;
   /** The installation's queue; workspaces may set their own. */
@@ -54,6 +56,9 @@ export interface RunServiceResources {
 }
 
 export class RunService {
+  /** Per workspace with daily limits: its starts being accepted, one after another. */
+  private readonly dayChains = new Map<string, Promise<unknown>>();
+
   constructor(private readonly $: RunServiceResources) {}
 
   /** Loads what start-up needs. */
@@ -96,11 +101,49 @@ export class RunService {
 
   /** Starts a run, or queues it; `taskId` is the id an idempotent start planned for it. */
   async start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId?: string, origin: RunOrigin = {}): Promise<StartedRun> {
-    const { admission, events, records, launcher } = this.$;
-    const webhookTargets = this.$.webhooks.targetsFor(workspace, request.webhook);
     const refusal = await this.$.placement.check({ workspace, policy: runPolicy(workspace, origin.policy, request) });
     if (refusal !== undefined) throw new HttpProblem('worktree_unavailable', `${refusal}.`);
-    const enqueue = (policy: QueuePolicy) => this.$.queue.enqueue({ workspace, request, apiUrl, taskId, policy, webhookTargets, origin });
+    const accepted = await this.withinDailyLimits(workspace, origin, () => this.accept(workspace, request, apiUrl, taskId, origin));
+    return 'queued' in accepted ? accepted.queued : this.$.launcher.launch(accepted.launch);
+  }
+
+  /**
+   * Accepts a start under its workspace's and its schedule's or trigger's daily limits. Where there
+   * are limits, this instance accepts the workspace's starts one at a time, so two at once never
+   * both take the day's last run.
+   */
+  private async withinDailyLimits<T>(workspace: Workspace, origin: RunOrigin, accept: () => Promise<T>): Promise<T> {
+    const source = origin.source;
+    const from = source && source.kind !== 'api' ? { kind: source.kind, name: source.name, limits: origin.limits } : undefined;
+    if (workspace.limits === undefined && from?.limits === undefined) return accept();
+    const previous = this.dayChains.get(workspace.id) ?? Promise.resolve();
+    const turn = previous.then(async () => {
+      const over = await this.$.daily.refusal({ workspaceId: workspace.id, workspace: workspace.limits, origin: from });
+      if (over)
+        throw new HttpProblem('daily_limit_reached', `${over.detail}; it starts again at 00:00 UTC.`, {
+          headers: { 'retry-after': String(over.retryAfterSeconds) },
+        });
+      return accept();
+    });
+    const tail = turn.catch(() => undefined);
+    this.dayChains.set(workspace.id, tail);
+    void tail.then(() => this.dayChains.get(workspace.id) === tail && this.dayChains.delete(workspace.id));
+    return turn;
+  }
+
+  /** Admits a start and makes its record durable (or queues it): what launching it needs. */
+  private async accept(
+    workspace: Workspace,
+    request: StartRequest,
+    apiUrl: string,
+    taskId: string | undefined,
+    origin: RunOrigin,
+  ): Promise<{ queued: StartedRun } | { launch: LaunchInput }> {
+    const { admission, events, records } = this.$;
+    const webhookTargets = this.$.webhooks.targetsFor(workspace, request.webhook);
+    const enqueue = async (policy: QueuePolicy) => ({
+      queued: await this.$.queue.enqueue({ workspace, request, apiUrl, taskId, policy, webhookTargets, origin }),
+    });
     const before = origin.after === undefined ? undefined : await this.find(origin.after);
     // Behind a run that has not ended (a schedule's overlap "queue"): queued, with or without a queue configured.
     if (before && !hasEnded(before.status)) return enqueue(queuePolicy(this.$.queueSettings, workspace) ?? DEFAULT_QUEUE);
@@ -127,7 +170,7 @@ export class RunService {
       throw error;
     }
     admission.rememberAgent(workspace.id, adapter.name);
-    return launcher.launch({ workspace, prompt: request.prompt, apiUrl, reservation, record, traceparent: origin.traceparent });
+    return { launch: { workspace, prompt: request.prompt, apiUrl, reservation, record, traceparent: origin.traceparent } };
   }
 
   /** Makes the Session and the `running` record durable; nothing is acknowledged before. */
@@ -176,6 +219,11 @@ export class RunService {
     if (!stored) return undefined;
     const output = hasEnded(stored.status) ? await this.$.records.output(taskId) : undefined;
     return { record: publicRecord(stored), ...(output ? { output } : {}) };
+  }
+
+  /** What a workspace, and each of its schedules and triggers, started and spent today (UTC), with its daily limits. */
+  usage(workspace: Workspace): Promise<WorkspaceDay> {
+    return this.$.daily.day(workspace.id, workspace.limits);
   }
 
   /** What a run in a worktree changed, with its patch, once it has ended. */

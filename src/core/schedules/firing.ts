@@ -63,6 +63,7 @@ export class Firing {
     const origin: RunOrigin = {
       source: { kind: 'schedule', name: s.name, scheduledFor: occurrence },
       policy: { permissions: s.permissions, sandbox: s.sandbox, isolation: s.isolation, ref: s.ref },
+      ...(s.limits === undefined ? {} : { limits: s.limits }),
       ...(busy && overlap === 'queue' ? { after: previous.taskId } : {}),
     };
     const body = this.bodyOf(s);

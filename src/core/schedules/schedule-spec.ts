@@ -1,6 +1,8 @@
 import { Cron } from 'croner';
 import { SCHEDULE_NAME } from '../../contract/requests';
+import { checkDailyLimits } from '../runs/daily-limits';
 import { checkPolicy } from '../sandbox/policy';
+import type { DailyLimits } from '../types';
 
 /** A schedule (docs/queue-and-schedules.md): a cron expression that starts a run in a workspace. */
 export interface ScheduleDefinition {
@@ -27,6 +29,8 @@ export interface ScheduleDefinition {
   /** Over the workspace's: `worktree` runs each in a git worktree of its own, made from `ref` (docs/worktrees.md). */
   isolation?: 'none' | 'worktree';
   ref?: string;
+  /** Its runs per day and spend per day (UTC): an occurrence beyond starts nothing. @default none */
+  limits?: DailyLimits;
   /** Fire up to this many ms after the occurrence, at random (a fleet of schedules then spreads out). @default 0 */
   jitterMs?: number;
 }
@@ -52,6 +56,7 @@ export function checkSchedules(schedules: ScheduleDefinition[], hasWorkspace: (i
     if (s.overlap !== undefined && !['skip', 'queue', 'allow'].includes(s.overlap)) throw new Error(`${where}: overlap must be skip, queue or allow`);
     if (s.missed !== undefined && !['skip', 'once'].includes(s.missed)) throw new Error(`${where}: missed must be skip or once`);
     checkPolicy(s, where);
+    checkDailyLimits(s.limits, `${where}: limits`);
     if (s.jitterMs !== undefined && !(Number.isInteger(s.jitterMs) && s.jitterMs >= 0)) throw new Error(`${where}: jitterMs must be a whole number, 0 or more`);
   }
 }

@@ -5,7 +5,14 @@ import type { ServiceObserver } from './observer';
  * The Prometheus metrics of one handler (docs/deployment.md: Metrics), in a registry of its own
  * (several handlers may share a process), served at `GET /metrics` behind the gate.
  */
-export function createMetrics(o: { queued(): Promise<number> }): { registry: Registry; observer: ServiceObserver } {
+/** What the metrics read from the store at each scrape. */
+export interface MetricSources {
+  queued(): Promise<number>;
+  /** Today's (UTC) runs and spend of each listed workspace that has daily limits. */
+  today(): Promise<Array<{ workspaceId: string; runs: number; spendUsd: number }>>;
+}
+
+export function createMetrics(o: MetricSources): { registry: Registry; observer: ServiceObserver } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'headless_' });
   const labels = (names: string[]) => ({ registers: [registry], labelNames: names });
@@ -29,14 +36,7 @@ export function createMetrics(o: { queued(): Promise<number> }): { registry: Reg
   });
   const firings = new Counter({ name: 'headless_schedule_firings_total', help: 'Schedule occurrences, by outcome.', ...labels(['schedule', 'outcome']) });
   const triggered = new Counter({ name: 'headless_trigger_deliveries_total', help: 'Trigger deliveries, by outcome.', ...labels(['trigger', 'outcome']) });
-  new Gauge({
-    name: 'headless_runs_queued',
-    help: 'Runs waiting in the queue (every instance’s, in a fleet).',
-    registers: [registry],
-    async collect() {
-      this.set(await o.queued());
-    },
-  });
+  storeGauges(registry, o);
   const mine = new Set<string>();
   const observer: ServiceObserver = {
     runStarted(run) {
@@ -67,4 +67,29 @@ export function createMetrics(o: { queued(): Promise<number> }): { registry: Reg
     },
   };
   return { registry, observer };
+}
+
+/** The gauges read from the store at each scrape: every instance's, in a fleet. */
+function storeGauges(registry: Registry, o: MetricSources): void {
+  new Gauge({
+    name: 'headless_runs_queued',
+    help: 'Runs waiting in the queue (every instance’s, in a fleet).',
+    registers: [registry],
+    async collect() {
+      this.set(await o.queued());
+    },
+  });
+  const today = (name: string, help: string, value: (d: { runs: number; spendUsd: number }) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['workspace'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const d of await o.today()) this.set({ workspace: d.workspaceId }, value(d));
+      },
+    });
+  today('headless_runs_today', 'Runs accepted today (UTC) in each workspace with daily limits.', (d) => d.runs);
+  today('headless_spend_today_usd', 'Spend reported today (UTC) by the runs of each workspace with daily limits.', (d) => d.spendUsd);
 }

@@ -192,6 +192,7 @@ export class TriggerService {
     const origin: RunOrigin = {
       source: { kind: 'trigger', name: d.name, delivery: at.delivery, ...(facts.deliveryId ? { deliveryId: facts.deliveryId } : {}) },
       policy: { permissions: d.permissions, sandbox: d.sandbox, isolation: d.isolation, ref: d.ref },
+      ...(d.limits === undefined ? {} : { limits: d.limits }),
       queueWhenBusy: true,
       ...(after === undefined ? {} : { after }),
       ...(at.traceparent === undefined ? {} : { traceparent: at.traceparent }),

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Liquid } from 'liquidjs';
+import { checkDailyLimits } from '../runs/daily-limits';
 import { checkPolicy } from '../sandbox/policy';
+import type { DailyLimits } from '../types';
 import { type SenderName, SENDER_NAMES, type Sender, senderOf } from './senders';
 import { type PromptTemplate, parseTemplate } from './template';
 import { VERIFY_METHODS, type VerifySettings } from './verification';
@@ -34,8 +36,11 @@ export interface TriggerDefinition {
   dedupe?: { key?: string; windowSeconds?: number };
   /** @default "annotate" */
   resolved?: OnResolved;
-  /** `perMinute`: deliveries taken per minute (more are `429`); `concurrent`: its runs at once (more wait in the queue). */
-  limits?: { perMinute?: number; concurrent?: number };
+  /**
+   * `perMinute`: deliveries taken per minute (more are `429`); `concurrent`: its runs at once (more
+   * wait in the queue); `runsPerDay`, `spendPerDayUsd`: its runs and spend per UTC day (more are `429 daily_limit_reached`).
+   */
+  limits?: { perMinute?: number; concurrent?: number } & DailyLimits;
   /** @default true */
   enabled?: boolean;
   /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
@@ -123,6 +128,7 @@ function verifyOf(d: TriggerDefinition, sender: Sender, where: string): VerifySe
 
 function checkNumbers(d: TriggerDefinition, where: string): void {
   const positive = { 'dedupe.windowSeconds': d.dedupe?.windowSeconds, 'limits.perMinute': d.limits?.perMinute, 'limits.concurrent': d.limits?.concurrent };
+  checkDailyLimits(d.limits, `${where}: limits`);
   for (const [name, value] of Object.entries(positive)) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) throw new Error(`${where}.${name} must be a whole number of at least 1`);
   }

@@ -140,6 +140,20 @@ export const RUN_ROUTES: Route[] = [
   ),
   route(
     {
+      name: 'workspaces.usage',
+      method: 'GET',
+      path: '/api/workspaces/:workspaceId/usage',
+      auth: 'caller',
+      doc: {
+        summary: "A workspace's runs and spend today (UTC), with its daily limits, and each schedule's and trigger's in it",
+        responses: { 200: { description: 'Today, so far.', schema: ANSWERS.WorkspaceUsage } },
+        problems: ['workspace_not_found'],
+      },
+    },
+    async ({ params, services }) => json(await services.runs.usage(await services.workspace(params.workspaceId))),
+  ),
+  route(
+    {
       name: 'runs.changes',
       method: 'GET',
       path: '/api/headless/:taskId/changes',

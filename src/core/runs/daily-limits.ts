@@ -1,0 +1,120 @@
+/**
+ * @module Runs per day and spend per day (docs/queue-and-schedules.md: Daily limits), for a
+ * workspace and for a schedule or trigger in it: read from the day's run records (a UTC day), so
+ * they hold across restarts and across a fleet sharing a store, and checked at admission. A start
+ * over a limit is refused until the next UTC midnight; it is never held.
+ */
+import type { DailyLimits, StoredRun } from '../types';
+import { sourceOf } from '../public-record';
+import { sortableIdBound } from '../util/ids';
+import type { RunRecords } from './records';
+
+export interface DayUsage {
+  runs: number;
+  spendUsd: number;
+}
+
+/** What one scope used today, with its limits. */
+export interface ScopeUsage extends DayUsage {
+  limits: DailyLimits;
+}
+
+/** A workspace's day: its own runs and spend, and each schedule's and trigger's in it. */
+export interface WorkspaceDay extends ScopeUsage {
+  workspaceId: string;
+  /** The UTC day, `YYYY-MM-DD`. */
+  day: string;
+  schedules: Record<string, DayUsage>;
+  triggers: Record<string, DayUsage>;
+}
+
+/** A limit a start would pass: which, and when the next day starts. */
+export interface DailyRefusal {
+  detail: string;
+  retryAfterSeconds: number;
+}
+
+const PAGE = 500;
+const DAY_MS = 86_400_000;
+
+const dayStart = (now: number) => Math.floor(now / DAY_MS) * DAY_MS;
+
+/** Throws, naming where, on daily limits that cannot work. */
+export function checkDailyLimits(limits: DailyLimits | undefined, where: string): void {
+  if (limits?.runsPerDay !== undefined && !(Number.isInteger(limits.runsPerDay) && limits.runsPerDay >= 1))
+    throw new Error(`${where}: runsPerDay must be a whole number, 1 or more`);
+  if (limits?.spendPerDayUsd !== undefined && !(Number.isFinite(limits.spendPerDayUsd) && limits.spendPerDayUsd > 0))
+    throw new Error(`${where}: spendPerDayUsd must be a positive number`);
+}
+
+export class DailyUsage {
+  constructor(private readonly $: { records: RunRecords; find: (taskId: string) => Promise<StoredRun | undefined> }) {}
+
+  /** Today's runs of a workspace, newest first (every run accepted since UTC midnight). */
+  private async *today(workspaceId: string, now: number): AsyncGenerator<StoredRun> {
+    const bound = sortableIdBound('run_', dayStart(now));
+    for (let cursor: string | undefined; ; ) {
+      const page = await this.$.records.page(workspaceId, undefined, PAGE, cursor);
+      for (const id of page.ids) {
+        if (id < bound) return;
+        const run = await this.$.find(id);
+        if (run) yield run;
+      }
+      if (page.next === null) return;
+      cursor = page.next;
+    }
+  }
+
+  /** What a workspace, and each of its schedules and triggers, used today. */
+  async day(workspaceId: string, limits: DailyLimits = {}, now = Date.now()): Promise<WorkspaceDay> {
+    const usage: WorkspaceDay = {
+      workspaceId,
+      day: new Date(dayStart(now)).toISOString().slice(0, 10),
+      runs: 0,
+      spendUsd: 0,
+      limits,
+      schedules: {},
+      triggers: {},
+    };
+    for await (const run of this.today(workspaceId, now)) {
+      const cost = run.usage?.costUsd ?? 0;
+      usage.runs += 1;
+      usage.spendUsd += cost;
+      const source = sourceOf(run);
+      if (source.kind === 'api') continue;
+      const of = source.kind === 'schedule' ? usage.schedules : usage.triggers;
+      const one = of[source.name] ?? { runs: 0, spendUsd: 0 };
+      of[source.name] = { runs: one.runs + 1, spendUsd: one.spendUsd + cost };
+    }
+    return usage;
+  }
+
+  /** Why a start in this workspace (from this schedule or trigger) would pass a daily limit, or undefined. */
+  async refusal(a: {
+    workspaceId: string;
+    workspace?: DailyLimits;
+    origin?: { kind: 'schedule' | 'trigger'; name: string; limits?: DailyLimits };
+  }): Promise<DailyRefusal | undefined> {
+    const limited = (l: DailyLimits | undefined) => l?.runsPerDay !== undefined || l?.spendPerDayUsd !== undefined;
+    if (!limited(a.workspace) && !limited(a.origin?.limits)) return undefined;
+    const now = Date.now();
+    const day = await this.day(a.workspaceId, a.workspace, now);
+    const retryAfterSeconds = Math.ceil((dayStart(now) + DAY_MS - now) / 1000);
+    const over = passed(`workspace "${a.workspaceId}"`, day, a.workspace);
+    if (over) return { detail: over, retryAfterSeconds };
+    if (!a.origin) return undefined;
+    const used = (a.origin.kind === 'schedule' ? day.schedules : day.triggers)[a.origin.name] ?? { runs: 0, spendUsd: 0 };
+    const overOrigin = passed(`${a.origin.kind} "${a.origin.name}"`, used, a.origin.limits);
+    return overOrigin ? { detail: overOrigin, retryAfterSeconds } : undefined;
+  }
+}
+
+/** The limit `used` has reached, said plainly, or undefined. */
+function passed(who: string, used: DayUsage, limits: DailyLimits | undefined): string | undefined {
+  const runs = limits?.runsPerDay;
+  if (runs !== undefined && used.runs >= runs) return `${who} has reached its limit of ${runs} run${runs === 1 ? '' : 's'} a day (UTC)`;
+  if (limits?.spendPerDayUsd !== undefined && used.spendUsd >= limits.spendPerDayUsd) {
+    return `${who} has spent $${used.spendUsd.toFixed(2)} today (UTC), reaching its limit of $${limits.spendPerDayUsd} a day`;
+  }
+  return undefined;
+}
