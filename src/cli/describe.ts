@@ -26,6 +26,7 @@ export function describeRun(r: RunRecord): string {
   if (r.error) lines.push(`  error: ${r.error.code}: ${r.error.message}`);
   if (r.usage) lines.push(`  usage: ${r.usage.inputTokens} in, ${r.usage.outputTokens} out${r.usage.costUsd === undefined ? '' : `, $${r.usage.costUsd}`}`);
   if (r.lastMessage) lines.push(`  last message: ${r.lastMessage}`);
+  if (r.result !== undefined) lines.push(`  result: ${JSON.stringify(r.result)}`);
   if (r.changes) {
     const n = r.changes.files.length;
     lines.push(`  changes: ${n} file${n === 1 ? '' : 's'} on ${r.changes.branch}${r.changes.worktree ? ` (worktree ${r.changes.worktree})` : ''}`);

@@ -1,16 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { version } from '../../package.json';
-import { InboxPushError, pushToInbox } from './inbox-client';
+import { InboxPushError, pushToInbox, sendResult } from './inbox-client';
 
 /** `headless-inbox push --title T [--file F]`: how an agent pushes its report to the Inbox. */
 
 const USAGE = `Usage: headless-inbox push --title TITLE [--file FILE]
+       headless-inbox result '<JSON>'
        headless-inbox --help | --version
 
-Pushes a report to the Inbox of the workspace this run belongs to. The body is read from FILE,
-else from standard input. Uses HEADLESS_API_URL, HEADLESS_WORKSPACE_ID and HEADLESS_RUN_TOKEN,
-which every headless run has in its environment.`;
+push: sends a report to the Inbox of the workspace this run belongs to. The body is read from
+FILE, else from standard input.
+result: sends this run's answer, JSON matching the outputSchema it was started with (read from
+standard input when not given); it says what does not match, else the run ends with it.
+Uses HEADLESS_API_URL, HEADLESS_WORKSPACE_ID, HEADLESS_TASK_ID and HEADLESS_RUN_TOKEN, which
+every headless run has in its environment.`;
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
@@ -28,6 +32,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
+  if (command === 'result') return result(rest);
   if (command !== 'push') {
     process.stderr.write(`unknown command "${command}"\n${USAGE}\n`);
     return 2;
@@ -37,6 +42,21 @@ async function main(argv: string[]): Promise<number> {
   const body = values.file !== undefined ? readFileSync(values.file, 'utf8') : await readStdin();
   const item = await pushToInbox({ title: values.title, body, env: process.env });
   process.stdout.write(`pushed ${item.id}\n`);
+  return 0;
+}
+
+/** `result '<JSON>'`: the run's answer. */
+async function result(args: string[]): Promise<number> {
+  if (args.length > 1) throw new InboxPushError('give the answer as one argument (quote it), or on standard input');
+  const text = args[0] ?? (await readStdin());
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new InboxPushError(`the answer is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  await sendResult({ value, env: process.env });
+  process.stdout.write('answer accepted: the run ends with it\n');
   return 0;
 }
 

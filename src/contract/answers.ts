@@ -71,6 +71,7 @@ export const RunRecordSchema = v.pipe(
     error: v.optional(RunErrorSchema),
     usage: v.optional(RunUsageSchema),
     lastMessage: v.optional(v.string()),
+    result: v.optional(v.unknown()),
     changes: v.optional(RunChangesSchema),
     webhooks: v.optional(v.array(WebhookDeliverySchema)),
   }),
@@ -155,6 +156,7 @@ export const ANSWERS = {
   SyncResult: SyncResultSchema,
   RunList: RunListSchema,
   RunOutput: RunOutputSchema,
+  ResultAccepted: v.object({ taskId: v.string(), accepted: v.literal(true) }),
   WorkspaceUsage: v.object({
     workspaceId: v.string(),
     day: v.string(),

@@ -35,6 +35,7 @@ const STATUS = {
   idempotency_key_reused: 422,
   template_error: 422,
   worktree_unavailable: 422,
+  output_invalid: 422,
   changes_not_found: 404,
   capacity_reached: 429,
   queue_full: 429,

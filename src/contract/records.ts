@@ -112,6 +112,8 @@ export interface RunRecord {
   usage?: RunUsage;
   /** The agent's final assistant text, where it prints it (at most 4000 characters). */
   lastMessage?: string;
+  /** Its answer, matching the `outputSchema` it was started with (docs/structured-output.md). */
+  result?: unknown;
   /** What it changed, for a run in a worktree once it has ended; the patch is at `GET /api/headless/:taskId/changes`. */
   changes?: RunChanges;
   /** Its webhook deliveries (on `GET /api/headless/:taskId` of a run that has webhooks). */

@@ -77,6 +77,8 @@ export const StartBody = v.strictObject(
     maxTurns: v.optional(v.pipe(v.number('invalid_body'), v.integer('invalid_body'), v.minValue(1, 'invalid_body'))),
     maxTokens: v.optional(v.pipe(v.number('invalid_body'), v.integer('invalid_body'), v.minValue(1, 'invalid_body'))),
     maxCostUsd: v.optional(v.pipe(v.number('invalid_body'), v.gtValue(0, 'invalid_body'), v.finite('invalid_body'))),
+    /** A JSON Schema its answer must match: the answer is the record's `result` (docs/structured-output.md). */
+    outputSchema: v.optional(v.record(v.string(), v.unknown(), 'invalid_body')),
     /** `worktree`: the run works in a git worktree of its own, on its Session's branch (docs/worktrees.md). */
     isolation: v.optional(v.picklist(['none', 'worktree'], 'invalid_body')),
     /** The ref its worktree is made from. @default the workspace's `worktree.ref`, else `HEAD` */

@@ -45,7 +45,7 @@ export type {
   RunUsage,
   SessionView,
 } from '../contract/records';
-export type { QueueSettings, Workspace, WorktreeCleanup, WorktreeSettings } from './types';
+export type { DailyLimits, QueueSettings, Workspace, WorktreeCleanup, WorktreeSettings } from './types';
 export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/records';
 export type { RunEventType, WebhookEvent } from '../contract/records';
 export type { RunEvent, RunEventData } from '../contract/events';

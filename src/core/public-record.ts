@@ -18,6 +18,7 @@ export function publicRecord(stored: StoredRun): RunRecord {
     agentSessionId: _agentSession,
     queued: _queued,
     placement: _placement,
+    outputSchema: _outputSchema,
     source: _source,
     schedule: _schedule,
     scheduledFor: _scheduledFor,

@@ -13,6 +13,8 @@ export interface StoredRun extends Omit<RunRecord, 'source'> {
     /** The machine it runs on (host name and kernel boot id): its pid means nothing elsewhere. */
     machine: string;
   };
+  /** The JSON Schema its answer must match (not shown: the record shows its `result`). */
+  outputSchema?: Record<string, unknown>;
   /** Where it was placed (runs/placement.ts), recorded with its process: what `release` undoes when it ends. */
   placement?: PlacementRecord;
   /** The instance that runs it, or delivers its webhooks (new at every start of the service): its owner in a fleet. */

@@ -42,6 +42,7 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
       maxTurns: StartBody.entries.maxTurns,
       maxTokens: StartBody.entries.maxTokens,
       maxCostUsd: StartBody.entries.maxCostUsd,
+      outputSchema: StartBody.entries.outputSchema,
       isolation: StartBody.entries.isolation,
       ref: StartBody.entries.ref,
     }),

@@ -392,3 +392,38 @@ describe("claude's own budget (the real CLI, its --max-turns and --max-budget-us
     expect(done.error.message).toMatch(/^The agent stopped at its maxTurns limit: /);
   });
 });
+
+describe('structured output (docs/structured-output.md), the real CLIs against the mock model', () => {
+  const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
+
+  it.each(['claude', 'codex', 'qwen'] as const)('%s: its own structured output is the run’s result', async (agent) => {
+    const done = await run('ok', { agent, prompt: 'STRUCTURED {"answer":"forty-two"}', outputSchema: schema });
+    expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', result: { answer: 'forty-two' } });
+  });
+
+  it('codex: an answer that does not match gets one repair turn on the same session, whose answer is the result', async () => {
+    const done = await run('ok', { agent: 'codex', prompt: 'STRUCTURED {"answer":42} THEN {"answer":"forty-two"}', outputSchema: schema });
+    expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', result: { answer: 'forty-two' } });
+    const events = (await (await api(daemon, 'GET', `/api/headless/${done.taskId}/events?format=json`)).json()) as {
+      events: Array<{ type: string; data: any }>;
+    };
+    expect(events.events.some((e) => e.type === 'message' && /the service asks again: .*\/answer must be string/.test(e.data.text))).toBe(true);
+  });
+
+  it('gemini (no structured output of its own): answers through headless-inbox result, is refused, is asked again, and its second answer ends the run', async () => {
+    const done = await run('ok', { agent: 'gemini', prompt: 'STRUCTURED {"answer":42} THEN {"answer":"forty-two"}', outputSchema: schema });
+    expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', result: { answer: 'forty-two' } });
+    const events = (await (await api(daemon, 'GET', `/api/headless/${done.taskId}/events?format=json`)).json()) as {
+      events: Array<{ type: string; data: any }>;
+    };
+    // Two answers through its shell tool: the one refused, then the one that ended the run.
+    expect(events.events.filter((e) => e.type === 'tool' && e.data.status === 'started')).toHaveLength(2);
+    expect(events.events.some((e) => e.type === 'message' && /the service asks again: the agent gave no structured answer/.test(e.data.text))).toBe(true);
+  });
+
+  it('an answer that still does not match after its repair turn: failed, output_invalid, naming what does not match', async () => {
+    const done = await run('ok', { agent: 'codex', prompt: 'STRUCTURED {"answer":42}', outputSchema: schema });
+    expect(done).toMatchObject({ status: 'failed', error: { code: 'output_invalid', message: expect.stringContaining('/answer must be string') } });
+    expect(done).not.toHaveProperty('result');
+  });
+});

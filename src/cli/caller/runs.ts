@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { RUN_STATUSES, type RunStatus } from '../../contract/records';
 import { describeRun, seconds, visible } from '../describe';
 import { type Command, EXIT, exitFor, finish, metadataOf, positiveInt, print, printJson, usage, workspaceOf } from './shared';
@@ -10,6 +11,17 @@ const one = (command: string, args: string[], what = 'taskId'): string => {
   return only;
 };
 
+/** `--schema FILE`: the JSON Schema the run's answer must match. */
+function schemaFile(file: string): Record<string, unknown> {
+  try {
+    const schema: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    if (typeof schema === 'object' && schema !== null && !Array.isArray(schema)) return schema as Record<string, unknown>;
+  } catch (error) {
+    return usage('run', `--schema ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return usage('run', `--schema ${file} must hold a JSON Schema object`);
+}
+
 export const run: Command = async (client, args, v) => {
   const [prompt] = args;
   if (args.length !== 1 || prompt === undefined || prompt.trim() === '') return usage('run', 'give the prompt as one argument (quote it)');
@@ -20,6 +32,7 @@ export const run: Command = async (client, args, v) => {
     ...(v.timeout ? { timeoutMs: positiveInt('run', 'timeout', v.timeout) } : {}),
     ...(v.title ? { title: v.title } : {}),
     ...(v.meta ? { metadata: metadataOf('run', v.meta) } : {}),
+    ...(v.schema ? { outputSchema: schemaFile(v.schema) } : {}),
     ...(v.worktree ? { isolation: 'worktree' as const } : {}),
     ...(v.ref ? { ref: v.ref } : {}),
   };

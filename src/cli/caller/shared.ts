@@ -30,6 +30,7 @@ export const OPTIONS = {
   after: { type: 'string' },
   title: { type: 'string' },
   worktree: { type: 'boolean' },
+  schema: { type: 'string' },
   ref: { type: 'string' },
   meta: { type: 'string', multiple: true },
 } as const satisfies ParseArgsConfig['options'];

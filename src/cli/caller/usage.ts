@@ -15,7 +15,8 @@ Exit codes: 0 succeeded (or done), 1 run failed, 2 bad usage, 3 timed out, 4 can
 
 export const CALLER_USAGE: Record<string, string> = {
   run: `Usage: headless-run-webhook run "<prompt>" [--workspace ID] [--agent NAME] [--resume ID] [--timeout MS]
-                                  [--title TEXT] [--meta KEY=VALUE]... [--worktree [--ref REF]]
+                                  [--title TEXT] [--meta KEY=VALUE]... [--schema FILE]
+                                  [--worktree [--ref REF]]
                                   [--wait | --follow]
 
   --workspace ID  the workspace (default: $HEADLESS_WORKSPACE, else "default")
@@ -24,6 +25,7 @@ export const CALLER_USAGE: Record<string, string> = {
   --timeout MS    the run's time limit
   --title TEXT    a label shown instead of its id (at most 200 characters)
   --meta K=V      metadata the list can filter by (at most 16)
+  --schema FILE   a JSON Schema its answer must match: the answer is its result
   --worktree      run in a git worktree of its own, on its Session's branch
   --ref REF       the ref that worktree is made from (default: the workspace's, else HEAD)
   --wait          wait for the end (a live progress line on a terminal)

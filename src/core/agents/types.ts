@@ -12,6 +12,8 @@ export interface AgentRunInput {
   permissions: 'full' | 'read-only';
   /** The run's budget: an adapter passes the limits its CLI enforces itself; the service enforces them all from the events. */
   budget?: RunBudget;
+  /** The JSON Schema its answer must match, and a file holding it (docs/structured-output.md): only given to an adapter with `structuredOutput: "native"`. */
+  outputSchema?: { schema: Record<string, unknown>; file: string };
 }
 
 export interface AgentInvocation {
@@ -39,6 +41,8 @@ export interface AgentVerdict {
   lastMessage?: string;
   /** Set when the agent stopped itself at a limit of the run's budget it was given (claude's `--max-turns`). */
   limit?: keyof RunBudget;
+  /** Its structured answer, where its CLI reports one (claude's `structured_output`, qwen's `structured_result`). */
+  structured?: { value: unknown };
 }
 
 /**
@@ -131,6 +135,12 @@ export interface AgentAdapter {
   unlistedFlags?: string[];
   /** Whether its own flags can keep it from editing and running commands (`permissions: "read-only"`). */
   readOnly?: boolean;
+  /**
+   * `native`: its CLI takes the run's `outputSchema` and reports the answer itself (its verdict's
+   * `structured`, else its final message as JSON). Otherwise the agent is told to answer with
+   * `headless-inbox result` (docs/structured-output.md).
+   */
+  structuredOutput?: 'native';
   /** Where it keeps sessions and history, relative to `HOME` (a `.json` entry is a file): inside a sandbox, the workspace's own, writable. */
   stateDirs?: string[];
   /**

@@ -17,6 +17,8 @@ import { EMPTY_OUTPUT, type RunLifecycle } from './lifecycle';
 import type { LiveRun } from './live-run';
 import { placementRecord } from './placement';
 import { judgeOutcome } from './outcome';
+import { answerOf } from './repair-turn';
+import { judgeAnswer } from './structured-output';
 import type { RunRecords } from './records';
 import type { ProcessEnd } from './supervisor';
 import type { RunTokens } from './tokens';
@@ -77,8 +79,9 @@ export class RunEnding {
     const { taskId, reservation } = live;
     const record = this.$.records.current(taskId);
     if (!record) return;
-    const verdict = this.verdictOf(live, end.exitCode);
-    const fields = { ...finalFields(live, end, verdict), ...(await this.placementFields(live, record)) };
+    const verdict = live.verdict ?? this.verdictOf(live, end.exitCode);
+    const judged = structuredFields(record, live, finalFields(live, end, verdict), verdict);
+    const fields = { ...judged, ...(await this.placementFields(live, record)) };
     // The agent failed before its model ever answered: its session may not exist.
     const failedUnanswered = fields.status === 'failed' && verdict.answered === false;
     const agentSessionId = verdict.agentSessionId ?? record.agentSessionId;
@@ -117,7 +120,7 @@ export class RunEnding {
   }
 
   /** The conversation's verdict (none when the agent never started); one that throws (a custom adapter's) makes the run failed, never stuck. */
-  private verdictOf(live: LiveRun, exitCode: number | null): AgentVerdict {
+  verdictOf(live: LiveRun, exitCode: number | null): AgentVerdict {
     try {
       return live.conversation?.finish(exitCode) ?? {};
     } catch (error) {
@@ -150,6 +153,22 @@ export function finalFields(live: Pick<LiveRun, 'process'>, end: EndInput, verdi
     ...(verdict.usage ? { usage: verdict.usage } : {}),
     ...(verdict.lastMessage ? { lastMessage: clip(verdict.lastMessage, LAST_MESSAGE_MAX) } : {}),
   };
+}
+
+/**
+ * A run with an `outputSchema`: its answer, when it matches, is its `result`; a run that would
+ * have succeeded without one that matches has `failed` with `output_invalid` (or `output_missing`).
+ */
+function structuredFields(record: StoredRun, live: LiveRun, fields: FinishFields, verdict: AgentVerdict): FinishFields {
+  const schema = record.outputSchema;
+  if (schema === undefined) return fields;
+  const native = live.reservation.adapter.structuredOutput === 'native';
+  const answer = answerOf(live, verdict, native);
+  const judged = judgeAnswer(schema, answer);
+  if ('value' in judged) return { ...fields, result: judged.value };
+  if (fields.status !== 'succeeded') return fields;
+  const code = answer === undefined ? 'output_missing' : 'output_invalid';
+  return { ...fields, status: 'failed', error: { code, message: `The run's answer could not be used: ${judged.problem}.` } };
 }
 
 /**

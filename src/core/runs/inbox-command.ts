@@ -33,6 +33,16 @@ export class InboxCommand {
     return this.dir;
   }
 
+  /**
+   * A file holding a run's output schema, for a CLI that reads it from one (codex): in this folder,
+   * which a sandboxed run can read (it is on its PATH), else in the temporary folder.
+   */
+  schemaFile(taskId: string, schema: object): string {
+    const file = join(this.folder() ?? tmpdir(), `output-schema-${taskId}.json`);
+    writeFileSync(file, JSON.stringify(schema), { mode: 0o644 });
+    return file;
+  }
+
   close(): void {
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
     this.dir = undefined;

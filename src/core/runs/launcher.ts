@@ -7,7 +7,7 @@
 import { HttpProblem } from '../../contract/problems';
 import { policyRefusal, preflight } from '../agents/preflight';
 import { protocolOf } from '../agents/protocols/lines';
-import type { AgentEvent, AgentIO } from '../agents/types';
+import type { AgentEvent, AgentIO, AgentRunInput } from '../agents/types';
 import { type RunEvents, fromAgentEvent } from '../events/run-events';
 import type { Log } from '../logger';
 import { MACHINE } from '../process/machine';
@@ -29,7 +29,9 @@ import { STOPS } from './outcome';
 import { outputPipe } from './output-pipe';
 import { type Placed, type RunPlacement, placementRecord } from './placement';
 import type { RunRecords } from './records';
-import { type SupervisedProcess, superviseProcess } from './supervisor';
+import { type Turn, laterTurn, repairTurn } from './repair-turn';
+import { resultInstructions } from './structured-output';
+import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './supervisor';
 import type { RunTokens } from './tokens';
 
 /** Grace between SIGTERM and SIGKILL for the guards and cancel. */
@@ -108,28 +110,41 @@ export class RunLauncher {
       await this.ending.finalize(live, { ...emptyEnd, runtimeError: { code: failure?.code ?? 'spawn_failed', message } });
       throw new HttpProblem('spawn_failed', message, { extra: { taskId } });
     }
-    return this.supervise(live, record, placed);
+    return this.supervise(live, input, placed);
   }
 
-  private agentInput({ prompt, record, reservation }: LaunchInput) {
-    const { resumeId } = record;
-    const permissions = record.policy?.permissions ?? 'full';
-    return { prompt, resumeId, agentSessionId: reservation.session?.agentSessionId, permissions, ...(record.budget ? { budget: record.budget } : {}) } as const;
+  /**
+   * What its agent is given: the prompt (or the repair turn's, on the session the first turn
+   * printed), and its schema where the CLI takes one natively; otherwise the prompt says how to answer.
+   */
+  private agentInput({ prompt, record, reservation }: LaunchInput, turn: Turn | undefined, cwd: string): AgentRunInput {
+    const { resumeId, outputSchema: schema } = record;
+    const native = reservation.adapter.structuredOutput === 'native';
+    const asked = turn?.prompt ?? prompt;
+    return {
+      prompt: schema === undefined || native || turn ? asked : `${asked}\n${resultInstructions(schema)}`,
+      resumeId,
+      agentSessionId: turn?.agentSessionId ?? reservation.session?.agentSessionId,
+      permissions: record.policy?.permissions ?? 'full',
+      workspacePath: cwd,
+      ...(record.budget ? { budget: record.budget } : {}),
+      ...(schema && native ? { outputSchema: { schema, file: this.inboxCommand.schemaFile(record.taskId, schema) } } : {}),
+    };
   }
 
   /** Builds the run's environment, checks the agent can start, and starts it, confined where its policy says, under its guards. */
-  private async start(input: LaunchInput, live: LiveRun, placed: Placed): Promise<SupervisedProcess> {
+  private async start(input: LaunchInput, live: LiveRun, placed: Placed, turn?: Turn): Promise<SupervisedProcess> {
     const { workspace, record, reservation } = input;
     const { adapter } = reservation;
     const { cwd } = placed;
     const refusal = policyRefusal(adapter, record.policy);
     if (refusal) throw new SpawnFailure(refusal);
-    const agentInput = { ...this.agentInput(input), workspacePath: cwd };
+    const agentInput = this.agentInput(input, turn, cwd);
     const invocation = adapter.invocation(agentInput);
     const protocol = protocolOf(adapter);
     const { taskId, resumeId } = record;
     const token = this.$.tokens.issue({ taskId, workspaceId: workspace.id, resumeId });
-    const traceparent = this.$.tracing?.begin(publicRecord(record), input.traceparent);
+    const traceparent = turn ? undefined : this.$.tracing?.begin(publicRecord(record), input.traceparent);
     const run = runVariables({ apiUrl: input.apiUrl, workspaceId: workspace.id, taskId, resumeId, token, traceparent });
     const env = buildRunEnv({
       base: this.$.baseEnv,
@@ -149,6 +164,8 @@ export class RunLauncher {
     const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
     // A workspace's own guard settings win over the installation's.
     const guards = guardsOf(record, {
+      // A repair turn has what is left of the run's time.
+      timeoutMs: turn ? Math.max(1, record.timeoutMs - (Date.now() - Date.parse(record.startedAt ?? record.createdAt))) : record.timeoutMs,
       stallTimeoutMs: workspace.stallTimeoutMs ?? this.$.guards.stallTimeoutMs,
       maxMemoryMb: workspace.maxMemoryMb ?? this.$.guards.maxMemoryMb,
     });
@@ -195,21 +212,13 @@ export class RunLauncher {
   }
 
   /** Records where its process runs (and where it was placed), and ends the run when the process ends. */
-  private async supervise(live: LiveRun, record: StoredRun, placed: Placed): Promise<StartedRun> {
+  private async supervise(live: LiveRun, input: LaunchInput, placed: Placed): Promise<StartedRun> {
     const { taskId } = live;
+    const { record } = input;
     const proc = live.process;
     if (!proc) throw new Error(`${taskId} has no process to supervise`);
-    if (live.pendingStop) this.stop(live, live.pendingStop);
-    const where = { process: { pid: proc.pid, startTime: proc.startTime, machine: MACHINE }, placement: placementRecord(placed) };
-    live.processSaved = this.$.lifecycle.recordProcess(taskId, record.bootId, where);
-    proc.ended
-      .then((end) => {
-        if (end.lost !== undefined) this.$.log(`lost track of the process of ${taskId}`, end.lost);
-        return this.ending.finalize(live, processOutcome(end));
-      })
-      .catch((error: unknown) => this.$.log(`could not finalise ${taskId}`, error));
     try {
-      await live.processSaved;
+      await this.watch(live, input, placed, proc);
     } catch (error) {
       // Without a durable record of its process, crash recovery could not find the run: stop it.
       proc.stop(STOPS.unrecorded, 0);
@@ -218,6 +227,44 @@ export class RunLauncher {
     const current = publicRecord(this.$.records.current(taskId) ?? record);
     this.$.observe.runStarted(current);
     return { record: current, done: live.done };
+  }
+
+  /** Records the process (crash recovery finds it by it), and what follows when it ends: a repair turn, or the run's end. */
+  private watch(live: LiveRun, input: LaunchInput, placed: Placed, proc: SupervisedProcess): Promise<unknown> {
+    const { taskId } = live;
+    if (live.pendingStop) this.stop(live, live.pendingStop);
+    const where = { process: { pid: proc.pid, startTime: proc.startTime, machine: MACHINE }, placement: placementRecord(placed) };
+    live.processSaved = this.$.lifecycle.recordProcess(taskId, input.record.bootId, where);
+    proc.ended
+      .then((end) => {
+        if (end.lost !== undefined) this.$.log(`lost track of the process of ${taskId}`, end.lost);
+        return this.ended(live, input, placed, end);
+      })
+      .catch((error: unknown) => this.$.log(`could not finalise ${taskId}`, error));
+    return live.processSaved;
+  }
+
+  /**
+   * Its process ended: the agent's verdict is read, and a run whose answer does not match its
+   * `outputSchema` gets one repair turn on the same session (docs/structured-output.md) before it ends.
+   */
+  private async ended(live: LiveRun, input: LaunchInput, placed: Placed, end: ProcessEnd): Promise<void> {
+    const verdict = this.ending.verdictOf(live, end.exitCode);
+    live.verdict = live.verdict ? laterTurn(live.verdict, verdict) : verdict;
+    const turn = live.repaired || live.process?.stopped ? undefined : repairTurn(input, live, verdict, end.exitCode);
+    if (turn) {
+      live.repaired = true;
+      this.$.events.append(live.taskId, 'message', { text: `(the service asks again: ${turn.problem})` });
+      try {
+        const proc = await this.start(input, live, placed, turn);
+        live.process = proc;
+        await this.watch(live, input, placed, proc);
+        return;
+      } catch (error) {
+        this.$.log(`the repair turn of ${live.taskId} could not start`, error);
+      }
+    }
+    await this.ending.finalize(live, processOutcome(end));
   }
 
   stop(live: LiveRun, reason: ServiceStop): void {
@@ -233,9 +280,9 @@ export class RunLauncher {
 }
 
 /** A run's guards: the watchdog, then its budget, a stall guard and a memory ceiling where they are set. */
-function guardsOf(record: StoredRun, o: { stallTimeoutMs?: number; maxMemoryMb?: number }): Guard[] {
+function guardsOf(record: StoredRun, o: { timeoutMs: number; stallTimeoutMs?: number; maxMemoryMb?: number }): Guard[] {
   return [
-    watchdog(record.timeoutMs),
+    watchdog(o.timeoutMs),
     ...(record.budget === undefined ? [] : [budgetGuard(record.budget)]),
     ...(o.stallTimeoutMs === undefined ? [] : [stallGuard(o.stallTimeoutMs)]),
     ...(o.maxMemoryMb === undefined ? [] : [memoryGuard(o.maxMemoryMb)]),

@@ -1,5 +1,5 @@
 import type { RunRecord, RunStatus } from '../../contract/records';
-import type { AgentConversation } from '../agents/types';
+import type { AgentConversation, AgentVerdict } from '../agents/types';
 import type { ProcessOutput } from '../process/spawner';
 import type { Reservation } from './admission';
 import type { Placed } from './placement';
@@ -35,6 +35,12 @@ export interface LiveRun {
   process?: SupervisedProcess;
   /** Where it was placed, once it was. */
   placed?: Placed;
+  /** The agent's verdict, once its (last) process ended: after a repair turn, that turn's with the usage of both. */
+  verdict?: AgentVerdict;
+  /** It had its repair turn (docs/structured-output.md). */
+  repaired?: boolean;
+  /** The answer it sent with `headless-inbox result`, once one matched its schema. */
+  answer?: { value: unknown };
   /** A stop asked for while the process was still being spawned; applied once it is. */
   pendingStop?: ServiceStop;
   /** The write of the record with its process, awaited before the final write so it cannot land after it. */
@@ -46,7 +52,7 @@ export interface LiveRun {
 }
 
 /** The stops the service asks for by itself (the guards and a refused record are the supervisor's). */
-export type ServiceStop = 'cancel' | 'shutdown';
+export type ServiceStop = 'cancel' | 'shutdown' | 'result';
 
 export function newLiveRun(a: Pick<LiveRun, 'taskId' | 'reservation' | 'resumedFrom' | 'done'>): LiveRun {
   return { ...a, ending: false };

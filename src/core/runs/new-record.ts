@@ -62,6 +62,7 @@ export function newRunRecord(a: {
     source: a.source,
     ...(a.policy === undefined ? {} : { policy: a.policy }),
     ...budgetOf(a.request),
+    ...(a.request.outputSchema === undefined ? {} : { outputSchema: a.request.outputSchema }),
     ...(a.request.title === undefined ? {} : { title: a.request.title }),
     ...(a.request.metadata === undefined || Object.keys(a.request.metadata).length === 0 ? {} : { metadata: a.request.metadata }),
     ...(a.webhookTargets.length > 0 ? { webhookTargets: a.webhookTargets } : {}),

@@ -17,6 +17,8 @@ export interface RunStop {
 /** The stops the service asks for itself; guards make their own. */
 export const STOPS = {
   cancel: { reason: 'cancel', status: 'cancelled' },
+  /** Its agent sent an answer that matches its outputSchema: the run is done (docs/structured-output.md). */
+  result: { reason: 'result', status: 'succeeded' },
   shutdown: { reason: 'shutdown', status: 'interrupted', error: INTERRUPTED },
   unrecorded: {
     reason: 'unrecorded',

@@ -32,6 +32,7 @@ import { newRunRecord, startedEvent } from './new-record';
 import { tailOf } from './output-tail';
 import type { RunRecords } from './records';
 import { takeOverRuns } from './recovery';
+import { judgeAnswer, schemaProblem } from './structured-output';
 import { type ListQuery, listRuns } from './run-list';
 
 const SHUTDOWN_WAIT_MS = 6000;
@@ -101,6 +102,8 @@ export class RunService {
 
   /** Starts a run, or queues it; `taskId` is the id an idempotent start planned for it. */
   async start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId?: string, origin: RunOrigin = {}): Promise<StartedRun> {
+    const schema = request.outputSchema === undefined ? undefined : schemaProblem(request.outputSchema);
+    if (schema !== undefined) throw new HttpProblem('invalid_body', `Field "outputSchema" is invalid: ${schema}.`);
     const refusal = await this.$.placement.check({ workspace, policy: runPolicy(workspace, origin.policy, request) });
     if (refusal !== undefined) throw new HttpProblem('worktree_unavailable', `${refusal}.`);
     const accepted = await this.withinDailyLimits(workspace, origin, () => this.accept(workspace, request, apiUrl, taskId, origin));
@@ -219,6 +222,26 @@ export class RunService {
     if (!stored) return undefined;
     const output = hasEnded(stored.status) ? await this.$.records.output(taskId) : undefined;
     return { record: publicRecord(stored), ...(output ? { output } : {}) };
+  }
+
+  /**
+   * A running run's answer, sent by its agent: checked against its outputSchema; one that matches
+   * ends the run, `succeeded` with it as its `result`; one that does not is refused, saying why, so
+   * the agent can send it again.
+   */
+  async submitResult(taskId: string, value: unknown): Promise<{ taskId: string; accepted: true }> {
+    const live = this.$.launcher.get(taskId);
+    const record = this.$.records.current(taskId);
+    if (!live || !record || live.ending || live.answer) {
+      if (!(await this.find(taskId))) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
+      throw new HttpProblem('run_not_running', `Run "${taskId}" is not running here, or already has its answer.`);
+    }
+    if (record.outputSchema === undefined) throw new HttpProblem('invalid_body', `Run "${taskId}" was started without an outputSchema: it takes no result.`);
+    const judged = judgeAnswer(record.outputSchema, { value });
+    if ('problem' in judged) throw new HttpProblem('output_invalid', `The answer does not match: ${judged.problem}. Fix it and send it again.`);
+    live.answer = { value };
+    this.$.launcher.stop(live, 'result');
+    return { taskId, accepted: true };
   }
 
   /** What a workspace, and each of its schedules and triggers, started and spent today (UTC), with its daily limits. */

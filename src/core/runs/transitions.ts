@@ -69,6 +69,8 @@ export interface FinishFields {
   placement?: StoredRun['placement'];
   /** What it changed in its worktree. */
   changes?: StoredRun['changes'];
+  /** Its answer, matching its `outputSchema`. */
+  result?: unknown;
 }
 
 /**

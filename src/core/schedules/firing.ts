@@ -94,6 +94,7 @@ export class Firing {
       ...(s.agent === undefined ? {} : { agent: s.agent }),
       ...(s.timeoutMs === undefined ? {} : { timeoutMs: s.timeoutMs }),
       ...(s.title === undefined ? {} : { title: s.title }),
+      ...(s.outputSchema === undefined ? {} : { outputSchema: s.outputSchema }),
       ...(s.metadata === undefined ? {} : { metadata: s.metadata }),
     };
   }

@@ -1,6 +1,7 @@
 import { Cron } from 'croner';
 import { SCHEDULE_NAME } from '../../contract/requests';
 import { checkDailyLimits } from '../runs/daily-limits';
+import { schemaProblem } from '../runs/structured-output';
 import { checkPolicy } from '../sandbox/policy';
 import type { DailyLimits } from '../types';
 
@@ -26,6 +27,8 @@ export interface ScheduleDefinition {
   /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
   permissions?: 'full' | 'read-only';
   sandbox?: boolean;
+  /** A JSON Schema its runs' answers must match: each run's `result` (docs/structured-output.md). */
+  outputSchema?: Record<string, unknown>;
   /** Over the workspace's: `worktree` runs each in a git worktree of its own, made from `ref` (docs/worktrees.md). */
   isolation?: 'none' | 'worktree';
   ref?: string;
@@ -57,6 +60,8 @@ export function checkSchedules(schedules: ScheduleDefinition[], hasWorkspace: (i
     if (s.missed !== undefined && !['skip', 'once'].includes(s.missed)) throw new Error(`${where}: missed must be skip or once`);
     checkPolicy(s, where);
     checkDailyLimits(s.limits, `${where}: limits`);
+    const schema = s.outputSchema === undefined ? undefined : schemaProblem(s.outputSchema);
+    if (schema !== undefined) throw new Error(`${where}: outputSchema is invalid: ${schema}`);
     if (s.jitterMs !== undefined && !(Number.isInteger(s.jitterMs) && s.jitterMs >= 0)) throw new Error(`${where}: jitterMs must be a whole number, 0 or more`);
   }
 }

@@ -186,6 +186,7 @@ export class TriggerService {
       ...(d.timeoutMs === undefined ? {} : { timeoutMs: d.timeoutMs }),
       ...(trigger.title ? { title: (await this.render(trigger.title, context)).slice(0, 200) } : {}),
       ...(d.metadata === undefined ? {} : { metadata: d.metadata }),
+      ...(d.outputSchema === undefined ? {} : { outputSchema: d.outputSchema }),
     };
     const chain = this.chains.get(d.name) ?? [];
     const after = d.limits?.concurrent === undefined ? undefined : chain[chain.length - d.limits.concurrent];

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Liquid } from 'liquidjs';
 import { checkDailyLimits } from '../runs/daily-limits';
+import { schemaProblem } from '../runs/structured-output';
 import { checkPolicy } from '../sandbox/policy';
 import type { DailyLimits } from '../types';
 import { type SenderName, SENDER_NAMES, type Sender, senderOf } from './senders';
@@ -46,6 +47,8 @@ export interface TriggerDefinition {
   /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
   permissions?: 'full' | 'read-only';
   sandbox?: boolean;
+  /** A JSON Schema its runs' answers must match: each run's `result` (docs/structured-output.md). */
+  outputSchema?: Record<string, unknown>;
   /** Over the workspace's: `worktree` runs each in a git worktree of its own, made from `ref` (docs/worktrees.md). */
   isolation?: 'none' | 'worktree';
   ref?: string;
@@ -129,6 +132,8 @@ function verifyOf(d: TriggerDefinition, sender: Sender, where: string): VerifySe
 function checkNumbers(d: TriggerDefinition, where: string): void {
   const positive = { 'dedupe.windowSeconds': d.dedupe?.windowSeconds, 'limits.perMinute': d.limits?.perMinute, 'limits.concurrent': d.limits?.concurrent };
   checkDailyLimits(d.limits, `${where}: limits`);
+  const schema = d.outputSchema === undefined ? undefined : schemaProblem(d.outputSchema);
+  if (schema !== undefined) throw new Error(`${where}: outputSchema is invalid: ${schema}`);
   for (const [name, value] of Object.entries(positive)) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) throw new Error(`${where}.${name} must be a whole number of at least 1`);
   }

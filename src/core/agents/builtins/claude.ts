@@ -11,6 +11,7 @@ export const claude = agent('claude', {
     files: ['.claude/.credentials.json'],
   },
   readOnly: true,
+  structuredOutput: 'native',
   // Accepted in print mode, though its usage does not list it (the real-CLI tier runs with it).
   unlistedFlags: ['--max-turns'],
   // Not ~/.claude.json: it holds MCP servers and is rewritten at every start, so a sandbox starts without one.
@@ -43,6 +44,8 @@ export const claude = agent('claude', {
       // The budget's limits Claude Code enforces itself (the service watches every limit too).
       ...(input.budget?.maxTurns === undefined ? [] : ['--max-turns', String(input.budget.maxTurns)]),
       ...(input.budget?.maxCostUsd === undefined ? [] : ['--max-budget-usd', String(input.budget.maxCostUsd)]),
+      // Its answer comes back as the result's `structured_output`.
+      ...(input.outputSchema === undefined ? [] : ['--json-schema', JSON.stringify(input.outputSchema.schema)]),
     ],
     stdin: input.prompt,
     // As root, Claude Code refuses bypass mode unless it is told it runs in a sandbox.

@@ -16,6 +16,7 @@ export const codex = agent('codex', {
     required: true,
   },
   readOnly: true,
+  structuredOutput: 'native',
   stateDirs: ['.codex'],
   config: ['.codex/config.toml', '.codex/AGENTS.md', '.codex/prompts', '.codex/rules'],
   run: (input) => ({
@@ -28,6 +29,8 @@ export const codex = agent('codex', {
       byPermissions(input, 'workspace-write', 'read-only'),
       '--color',
       'never',
+      // Its final message is then JSON matching the schema (OpenAI's strict structured output).
+      ...(input.outputSchema === undefined ? [] : ['--output-schema', input.outputSchema.file]),
       ...(input.agentSessionId === undefined ? [] : ['resume', input.agentSessionId]),
       '-',
     ],

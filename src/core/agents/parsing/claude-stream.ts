@@ -78,6 +78,9 @@ export const claudeStyleParser = jsonLinesParser({
       state.final = failed ? { error: reason, ...(limit ? { limit } : {}) } : {};
       if (failed) emit({ type: 'error', message: reason });
       if (!failed && text) state.lastMessage = text;
+      // Claude Code's answer to --json-schema, and Qwen Code's.
+      const structured = event.structured_output ?? event.structured_result;
+      if (!failed && structured !== undefined) state.structured = { value: structured };
     }
   },
   noFinal: 'the agent printed no final result event',

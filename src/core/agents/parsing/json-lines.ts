@@ -30,6 +30,8 @@ export interface ParseState {
   answered?: boolean;
   usage?: RunUsage;
   lastMessage?: string;
+  /** Its structured answer, where the CLI reports one. */
+  structured?: { value: unknown };
   /** Gemini: the last event was an assistant delta, so the next one continues its message. */
   continues?: boolean;
   /** Tool names by call id, for results that name only the id. */
@@ -108,6 +110,7 @@ export function jsonLinesParser(spec: ParserSpec): () => AgentOutputParser {
         const verdict: AgentVerdict = { agentSessionId: state.sessionId, answered: state.answered === true };
         if (state.usage) verdict.usage = state.usage;
         if (state.lastMessage) verdict.lastMessage = state.lastMessage;
+        if (state.structured) verdict.structured = state.structured;
         const error = state.final?.error ?? (exitCode !== 0 ? state.lastError : undefined);
         if (error) verdict.error = error;
         if (state.final?.limit) verdict.limit = state.final.limit;

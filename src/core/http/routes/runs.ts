@@ -1,3 +1,4 @@
+import * as v from 'valibot';
 import { type RunRecord, hasEnded } from '../../../contract/records';
 import { HttpProblem, problemBody, problemHeaders } from '../../../contract/problems';
 import { ANSWERS } from '../../../contract/answers';
@@ -6,7 +7,22 @@ import type { StoredAnswer } from '../../idempotency';
 import { isTraceparent } from '../../telemetry/run-tracing';
 import { readEmptyBody, readJsonObject } from '../body';
 import { eventStreamResponse } from '../event-stream';
+import { type RouteVerifier, unauthorized } from '../auth';
 import { type Route, answer, json, route } from '../router';
+
+/** A caller, or the run itself with its own run token (another run's is refused). */
+const OWN_RUN: RouteVerifier = {
+  name: "caller or the run's own token",
+  runTokens: 'any',
+  security: [{}, { adminToken: [] }, { runToken: [] }],
+  async verify(request, { auth, gate, customGate, params }) {
+    const { credential } = auth;
+    if (credential.kind === 'run' && credential.grant.taskId !== params.taskId) throw unauthorized();
+    // A custom gate is never asked about run tokens; the default one still checks Host and Origin.
+    if (customGate && credential.kind === 'run') return;
+    if (!(await gate(request, auth))) throw unauthorized();
+  },
+};
 
 /** Runs: start, list, read, output, events, cancel. */
 /** The `202` of a start: the run's ids and status, and its place if it was queued. */
@@ -137,6 +153,25 @@ export const RUN_ROUTES: Route[] = [
       },
     },
     async ({ url, params, services }) => json(await services.runs.output(params.taskId, parseOutputQuery(url).tail)),
+  ),
+  route(
+    {
+      name: 'runs.result',
+      method: 'POST',
+      path: '/api/headless/:taskId/result',
+      auth: OWN_RUN,
+      doc: {
+        summary: "A running run's answer, from its agent (`headless-inbox result`): checked against its outputSchema; a match ends the run",
+        body: v.object({ value: v.unknown() }),
+        responses: { 200: { description: 'It matches: the run ends with it as its result.', schema: ANSWERS.ResultAccepted } },
+        problems: ['invalid_body', 'run_not_found', 'run_not_running', 'output_invalid'],
+      },
+    },
+    async ({ request, params, services }) => {
+      const body = await readJsonObject(request);
+      if (!('value' in body)) throw new HttpProblem('invalid_body', 'The body must be {"value": <the answer>}.');
+      return json(await services.runs.submitResult(params.taskId, body.value));
+    },
   ),
   route(
     {
