@@ -251,7 +251,7 @@ export class RunLauncher {
   private async ended(live: LiveRun, input: LaunchInput, placed: Placed, end: ProcessEnd): Promise<void> {
     const verdict = this.ending.verdictOf(live, end.exitCode);
     live.verdict = live.verdict ? laterTurn(live.verdict, verdict) : verdict;
-    const turn = live.repaired || live.process?.stopped ? undefined : repairTurn(input, live, verdict, end.exitCode);
+    const turn = live.repaired || live.process?.stopped ? undefined : repairTurn({ record: input.record, adapter: input.reservation.adapter }, live, verdict);
     if (turn) {
       live.repaired = true;
       this.$.events.append(live.taskId, 'message', { text: `(the service asks again: ${turn.problem})` });

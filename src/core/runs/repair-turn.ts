@@ -4,9 +4,9 @@
  * turn printed, in the same run, with what was wrong. Never for a run the service stopped, an
  * agent that cannot resume, or one whose model never answered.
  */
-import type { AgentVerdict } from '../agents/types';
+import type { AgentAdapter, AgentVerdict } from '../agents/types';
 import { addUsage } from '../agents/parsing/json-lines';
-import type { LaunchInput } from './launcher';
+import type { StoredRun } from '../types';
 import type { LiveRun } from './live-run';
 import { answerInText, judgeAnswer, repairPrompt } from './structured-output';
 
@@ -24,9 +24,9 @@ export function answerOf(live: Pick<LiveRun, 'answer'>, verdict: AgentVerdict, n
 }
 
 /** The repair turn a run's first turn calls for, if any. */
-export function repairTurn(input: LaunchInput, live: Pick<LiveRun, 'answer'>, verdict: AgentVerdict, _exitCode: number | null): Turn | undefined {
-  const schema = input.record.outputSchema;
-  const { adapter } = input.reservation;
+export function repairTurn(run: { record: StoredRun; adapter: AgentAdapter }, live: Pick<LiveRun, 'answer'>, verdict: AgentVerdict): Turn | undefined {
+  const schema = run.record.outputSchema;
+  const { adapter } = run;
   if (schema === undefined || !adapter.supportsResume || verdict.answered === false || verdict.agentSessionId === undefined) return undefined;
   const native = adapter.structuredOutput === 'native';
   const judged = judgeAnswer(schema, answerOf(live, verdict, native));
