@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import { BUILTIN_AGENTS } from '../core/agents/builtins';
 import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../contract/ids';
+import type { TokenPrice } from '../core/agents/prices';
 import { GIT_REF } from '../contract/requests';
 import type { QueueSettings, Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
@@ -147,6 +148,9 @@ const TriggerSchema = v.strictObject({
 });
 
 export const ConfigSchema = v.strictObject({
+  prices: v.optional(
+    v.record(v.string(), v.strictObject({ inputPerMillionUsd: v.pipe(v.number(), v.minValue(0)), outputPerMillionUsd: v.pipe(v.number(), v.minValue(0)) })),
+  ),
   maxConcurrentRuns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   stallTimeoutMs: v.optional(positiveInt),
   maxMemoryMb: v.optional(positiveInt),
@@ -189,6 +193,8 @@ export interface DaemonConfig {
   instanceLeaseMs?: number;
   /** What every sandbox may read besides the system, its PATH and its agent's install. */
   sandbox?: { readable?: string[] };
+  /** Token prices by agent, for agents that report no cost. */
+  prices?: Record<string, TokenPrice>;
 }
 
 export class ConfigError extends Error {}
@@ -322,6 +328,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     webhooks: config.webhooks,
     retentionDays: config.retentionDays,
     sandbox: config.sandbox,
+    prices: config.prices,
     ...(config.instanceLeaseSeconds === undefined ? {} : { instanceLeaseMs: Math.round(config.instanceLeaseSeconds * 1000) }),
   };
 }

@@ -217,6 +217,7 @@ async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
       localCallers: config.localCallers,
       maxConcurrentRuns: config.maxConcurrentRuns,
       stallTimeoutMs: config.stallTimeoutMs,
+      prices: config.prices,
       maxMemoryMb: config.maxMemoryMb,
       minFreeMemoryMb: config.minFreeMemoryMb,
       queue: config.queue,

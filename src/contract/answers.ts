@@ -15,6 +15,7 @@ export const RunUsageSchema = v.object({
   inputTokens: v.number(),
   outputTokens: v.number(),
   costUsd: v.optional(v.number()),
+  costEstimated: v.optional(v.boolean()),
 });
 
 export const RunErrorSchema = v.object({ code: v.string(), message: v.string() });

@@ -130,8 +130,10 @@ export interface RunBudget {
 export interface RunUsage {
   inputTokens: number;
   outputTokens: number;
-  /** In US dollars, where the agent reports it. */
+  /** In US dollars, where the agent reports it (or estimated from token prices: `costEstimated`). */
   costUsd?: number;
+  /** The cost was estimated from the tokens and a price table, not reported by the agent. */
+  costEstimated?: boolean;
 }
 
 export interface SessionView {

@@ -3,6 +3,7 @@ import type { TriggerDefinition } from './triggers/trigger-spec';
 import type { Tracer } from '@opentelemetry/api';
 import type { Keyv } from 'keyv';
 import type { CommandAgentDefinition } from './agents/command-agent';
+import type { TokenPrice } from './agents/prices';
 import type { AgentAdapter } from './agents/types';
 import type { WebhookOptions } from './delivery/targets';
 import type { Authorize } from './http/auth';
@@ -47,6 +48,11 @@ export interface HeadlessHandlerOptions {
    * otherwise a temporary folder, so sessions of sandboxed runs last until close). @default {}
    */
   sandbox?: { hidden?: string[]; readable?: string[]; agentState?: string };
+  /**
+   * US dollars per million tokens, by agent name, for agents that report tokens but no cost: their
+   * runs' cost is estimated from these (for budgets and daily spend). @default agents/prices.ts: codex and gemini
+   */
+  prices?: Record<string, TokenPrice>;
   /** The folder runs' git worktrees are made in, a folder per workspace (docs/worktrees.md); never inside a workspace. @default the daemon: `<data dir>/worktrees`; otherwise `<temporary folder>/headless-run-webhook-worktrees` */
   worktreeRoot?: string;
   /** Senders' webhooks that start runs: Alertmanager, Grafana, GitHub, GitLab, Sentry, PagerDuty… (docs/triggers.md). @default [] */

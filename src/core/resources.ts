@@ -32,6 +32,7 @@ import { RunLifecycle } from './runs/lifecycle';
 import { inWorkspace } from './runs/placement';
 import { WorktreePlacement, checkWorktreeSettings } from './worktrees/worktree-placement';
 import { DailyUsage, checkDailyLimits } from './runs/daily-limits';
+import { DEFAULT_PRICES, checkPrices } from './agents/prices';
 import { RunService } from './runs/run-service';
 import { RunQueue } from './queue/queue';
 import { RunTokens } from './runs/tokens';
@@ -193,7 +194,9 @@ function buildRuns($: ServiceResources): RunService {
   const lifecycle = new RunLifecycle(shared);
   const sandbox = buildSandbox(options, workspaces);
   const guards = { stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb };
-  const launcher = new RunLauncher({ ...shared, lifecycle, adminToken: options.adminToken, baseEnv: $.env, sandbox, guards });
+  checkPrices(options.prices, '');
+  const prices = { ...DEFAULT_PRICES, ...options.prices };
+  const launcher = new RunLauncher({ ...shared, lifecycle, adminToken: options.adminToken, baseEnv: $.env, sandbox, guards, prices });
   const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
   return new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
 }

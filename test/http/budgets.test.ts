@@ -1,28 +1,20 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
+import type { RunUsage } from '../../src/contract/records';
 import type { AgentAdapter } from '../../src/core/agents/types';
+import { claudeStandIn } from '../helpers/claude-stand-in';
 import { closeAllHosts, createTestHost } from '../helpers/harness';
 
 /** docs/http-api.md, Budgets: a run's limits, watched from its events, and passed to the CLIs that keep them. */
 
-const SCRIPT = resolve(__dirname, '../fixtures/budget-claude.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'hrw-budget-'));
 const ARGV = join(dir, 'argv.jsonl');
 afterEach(closeAllHosts);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const claude = BUILTIN_AGENTS.find((a) => a.name === 'claude') as AgentAdapter;
-/** Claude Code's adapter (its flags, its parser) over a stand-in that prints its stream. */
-const budgeted: AgentAdapter = {
-  ...claude,
-  name: 'budgeted',
-  command: process.execPath,
-  identity: undefined,
-  invocation: (input) => ({ command: process.execPath, args: [SCRIPT, ...claude.invocation(input).args], stdin: input.prompt }),
-};
+const budgeted = claudeStandIn('budgeted');
 
 /** The arguments the stand-in was last started with. */
 const lastArgv = (): string[] => JSON.parse(readFileSync(ARGV, 'utf8').trim().split('\n').at(-1) as string);
@@ -73,5 +65,49 @@ describe('budgets', () => {
       const body = await run({ prompt: '1', ...bad });
       expect(body).toMatchObject({ code: 'invalid_body' });
     }
+  });
+});
+
+describe('a cost estimated from token prices, for an agent that reports tokens only', () => {
+  const stand = claudeStandIn('tokens');
+  /** The stand-in's stream with its costs left out, as codex and gemini print theirs. */
+  const tokensOnly: AgentAdapter = {
+    ...stand,
+    parser(input) {
+      const inner = stand.parser(input);
+      const strip = (u: RunUsage): RunUsage => ({ inputTokens: u.inputTokens, outputTokens: u.outputTokens });
+      return {
+        line: (l) => (inner.line(l) ?? []).map((e) => (e.type === 'usage' ? { ...e, usage: strip(e.usage) } : e)),
+        sessionId: () => inner.sessionId(),
+        finish(code) {
+          const verdict = inner.finish(code);
+          return verdict.usage ? { ...verdict, usage: strip(verdict.usage) } : verdict;
+        },
+      };
+    },
+  };
+  const priced = (body: Record<string, unknown>) =>
+    createTestHost({
+      workspaces: [{ id: 'ws', path: dir, agents: ['tokens'] }],
+      agents: { tokens: tokensOnly },
+      prices: { tokens: { inputPerMillionUsd: 10, outputPerMillionUsd: 100 } },
+    }).then(
+      async (host) => (await host.request('POST', '/api/workspaces/ws/headless', { json: { wait: true, ...body } })).json() as Promise<Record<string, any>>,
+    );
+
+  it('the record shows the estimate, marked as one', async () => {
+    // 2000 input tokens at $10 and 200 output tokens at $100 per million.
+    expect(await priced({ prompt: '2' })).toMatchObject({
+      status: 'succeeded',
+      usage: { inputTokens: 2000, outputTokens: 200, costUsd: 0.04, costEstimated: true },
+    });
+  });
+
+  it('maxCostUsd holds for it', async () => {
+    const body = await priced({ prompt: '6 hold', maxCostUsd: 0.05 });
+    expect(body).toMatchObject({
+      status: 'failed',
+      error: { code: 'budget_exceeded', message: 'Stopped: it spent $0.0600, reaching its maxCostUsd of $0.05.' },
+    });
   });
 });

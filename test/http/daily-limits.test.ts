@@ -1,29 +1,20 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
-import type { AgentAdapter } from '../../src/core/agents/types';
+import { claudeStandIn } from '../helpers/claude-stand-in';
 import type { ScheduleDefinition } from '../../src/core/schedules/schedule-spec';
 import type { DailyLimits } from '../../src/core/types';
 import { closeAllHosts, createTestHost, fakeAgent } from '../helpers/harness';
 
 /** docs/queue-and-schedules.md, Daily limits: runs and spend per UTC day, per workspace, schedule and trigger. */
 
-const SCRIPT = resolve(__dirname, '../fixtures/budget-claude.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'hrw-daily-'));
 afterEach(closeAllHosts);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const claude = BUILTIN_AGENTS.find((a) => a.name === 'claude') as AgentAdapter;
-/** Claude Code's parser over a stand-in: a run of prompt "N" reports N × $0.01. */
-const priced: AgentAdapter = {
-  ...claude,
-  name: 'priced',
-  command: process.execPath,
-  identity: undefined,
-  invocation: (input) => ({ command: process.execPath, args: [SCRIPT, ...claude.invocation(input).args], stdin: input.prompt }),
-};
+/** A run of prompt "N" reports N × $0.01. */
+const priced = claudeStandIn('priced');
 
 function host(limits: DailyLimits | undefined, schedules: ScheduleDefinition[] = []) {
   return createTestHost({

@@ -6,6 +6,7 @@
  */
 import { StorageError } from '../../contract/problems';
 import type { RunError } from '../../contract/records';
+import { type TokenPrice, priced } from '../agents/prices';
 import type { AgentVerdict } from '../agents/types';
 import type { RunEvents } from '../events/run-events';
 import type { Log } from '../logger';
@@ -49,6 +50,8 @@ export function processOutcome(end: ProcessEnd): EndInput {
 }
 
 export interface RunEndingResources {
+  /** Token prices by agent, for the agents that report no cost. */
+  prices: Record<string, TokenPrice>;
   lifecycle: RunLifecycle;
   events: RunEvents;
   records: RunRecords;
@@ -79,7 +82,9 @@ export class RunEnding {
     const { taskId, reservation } = live;
     const record = this.$.records.current(taskId);
     if (!record) return;
-    const verdict = live.verdict ?? this.verdictOf(live, end.exitCode);
+    const reported = live.verdict ?? this.verdictOf(live, end.exitCode);
+    const price = this.$.prices[live.reservation.adapter.name];
+    const verdict = reported.usage ? { ...reported, usage: priced(reported.usage, price) } : reported;
     const judged = structuredFields(record, live, finalFields(live, end, verdict), verdict);
     const fields = { ...judged, ...(await this.placementFields(live, record)) };
     // The agent failed before its model ever answered: its session may not exist.

@@ -7,6 +7,7 @@
 import { HttpProblem } from '../../contract/problems';
 import { policyRefusal, preflight } from '../agents/preflight';
 import { protocolOf } from '../agents/protocols/lines';
+import { type TokenPrice, priced } from '../agents/prices';
 import type { AgentEvent, AgentIO, AgentRunInput } from '../agents/types';
 import { type RunEvents, fromAgentEvent } from '../events/run-events';
 import type { Log } from '../logger';
@@ -54,6 +55,8 @@ export interface LauncherResources {
   sandbox: Sandbox;
   /** The installation's guards, over which a workspace may set its own. */
   guards: { stallTimeoutMs?: number; maxMemoryMb?: number };
+  /** Token prices by agent, for the agents that report no cost (agents/prices.ts). */
+  prices: Record<string, TokenPrice>;
   tracing?: RunTracing;
   instanceId: string;
 }
@@ -158,7 +161,7 @@ export class RunLauncher {
     await preflight(adapter, invocation.command, env);
     const spawner = this.spawnerOf(input, placed, env);
     const watchers: Array<(event: AgentEvent) => void> = [];
-    const conversation = protocol.open(this.io(live, watchers), agentInput);
+    const conversation = protocol.open(this.io(live, watchers, this.$.prices[adapter.name]), agentInput);
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
     const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
@@ -196,14 +199,16 @@ export class RunLauncher {
   }
 
   /** What the agent's protocol can do to the run: write to the agent, add to its timeline (which its guards watch). */
-  private io(live: LiveRun, watchers: Array<(event: AgentEvent) => void>): AgentIO {
+  private io(live: LiveRun, watchers: Array<(event: AgentEvent) => void>, price: TokenPrice | undefined): AgentIO {
     return {
       write(data) {
         const write = live.process?.write;
         if (!write) throw new Error('this spawner cannot write to the agent: a protocol that talks back needs `SpawnedProcess.write`');
         write(data);
       },
-      emit: (event) => {
+      emit: (reported) => {
+        // Its cost, where it reports tokens only, estimated here: the budget guard and the timeline see the same.
+        const event = reported.type === 'usage' ? { ...reported, usage: priced(reported.usage, price) } : reported;
         const { type, data } = fromAgentEvent(event);
         this.$.events.append(live.taskId, type, data);
         for (const watch of watchers) watch(event);
