@@ -18,6 +18,8 @@ import { waitFor } from '../helpers/wait';
 // HEADLESS_REAL_CLI_BIN: other builds of the CLIs (npm run test:latest-clis puts the newest there).
 const BIN = process.env.HEADLESS_REAL_CLI_BIN || resolve(__dirname, '../../node_modules/.bin');
 const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose'] as const;
+/** The built-ins that also speak ACP, each through it (docs/agents.md: ACP). */
+const ACP = ['gemini-acp', 'qwen-acp', 'opencode-acp'] as const;
 type Real = (typeof REAL)[number];
 
 /** Workspaces, one per behaviour of the mock; `wipe` has a HOME the tests can wipe; `flaky` drops every other stream. */
@@ -61,7 +63,7 @@ beforeAll(async () => {
     return {
       id: mode,
       path: paths[mode],
-      agents: [...REAL, 'amp'],
+      agents: [...REAL, 'amp', ...ACP],
       env: { ...mockEnv(homes[mode], mock.url, MODES[mode]), PATH },
       ...(mode === 'box' && !hasBwrap ? {} : POLICIES[mode]),
       // In the sandbox, the network reaches the mock model (and the service) only.
@@ -425,5 +427,32 @@ describe('structured output (docs/structured-output.md), the real CLIs against t
     const done = await run('ok', { agent: 'codex', prompt: 'STRUCTURED {"answer":42}', outputSchema: schema });
     expect(done).toMatchObject({ status: 'failed', error: { code: 'output_invalid', message: expect.stringContaining('/answer must be string') } });
     expect(done).not.toHaveProperty('result');
+  });
+});
+
+describe.each(ACP)('%s: the real CLI over the Agent Client Protocol', (agent) => {
+  it('runs to succeeded with the same reply as through its stdout, its session id captured; a resume loads that session (gemini: not resumable over ACP)', async () => {
+    const first = await run('ok', { agent, prompt: `Remember the word ALPHA-${agent}.`, wait: true });
+    expect(first, JSON.stringify(first)).toMatchObject({ status: 'succeeded', exitCode: 0, agent });
+    expect(first.lastMessage).toMatch(/^MOCK REPLY \d+$/);
+    const resumes = agent !== 'gemini-acp';
+    expect(await session(first.resumeId)).toMatchObject({ resumable: resumes, runCount: 1 });
+    const timeline = (await (await api(daemon, 'GET', `/api/headless/${first.taskId}/events?format=json`)).json()) as {
+      events: Array<{ type: string; data: any }>;
+    };
+    expect(timeline.events.map((e) => e.type).filter((t) => t !== 'usage')).toEqual(['run.started', 'agent.session', 'message', 'run.ended']);
+    expect(timeline.events.find((e) => e.type === 'message')?.data.text).toBe(first.lastMessage);
+    if (!resumes) return;
+
+    const before = mock.requests.length;
+    const again = await run('ok', { agent, resumeId: first.resumeId, prompt: `Which word? BETA-${agent}` });
+    expect(again, JSON.stringify(again)).toMatchObject({ status: 'succeeded', resumeId: first.resumeId });
+    const resumed = requestsSince(before).filter((body) => body.includes(`BETA-${agent}`));
+    expect(resumed.some((body) => body.includes(`ALPHA-${agent}`))).toBe(true);
+  });
+
+  it("a refused model call fails the run, with the agent's reason", async () => {
+    const done = await run('e500', { agent, prompt: 'hello', wait: true });
+    expect(done.status, JSON.stringify(done)).toBe('failed');
   });
 });

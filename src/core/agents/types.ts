@@ -104,6 +104,8 @@ export interface AgentProtocol {
 export interface AgentIO {
   /** Writes to the agent's stdin (a protocol that `talksBack`). */
   write(data: string): void;
+  /** Closes the agent's stdin: its turn is over (a protocol that `talksBack`). */
+  end(): void;
   /** An event of the run's timeline. */
   emit(event: AgentEvent): void;
 }

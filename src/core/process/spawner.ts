@@ -34,6 +34,8 @@ export interface SpawnedProcess {
   output?(): ProcessOutput;
   /** Writes to its stdin, when spawned with `keepStdin` (a custom spawner without it cannot run a protocol that talks back). */
   write?(data: string): void;
+  /** Closes its stdin, when spawned with `keepStdin`. */
+  end?(): void;
 }
 
 export interface ProcessOutput {
@@ -154,6 +156,6 @@ function attach(child: ResultPromise, spawn: SpawnOptions, limits: Required<Exec
     exit,
     kill: (signal) => signalGroup(pid, signal),
     output,
-    ...(spawn.keepStdin ? { write: (data: string) => void stdin?.write(data) } : {}),
+    ...(spawn.keepStdin ? { write: (data: string) => void stdin?.write(data), end: () => void stdin?.end() } : {}),
   };
 }

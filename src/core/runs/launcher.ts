@@ -161,7 +161,8 @@ export class RunLauncher {
     await preflight(adapter, invocation.command, env);
     const spawner = this.spawnerOf(input, placed, env);
     const watchers: Array<(event: AgentEvent) => void> = [];
-    const conversation = protocol.open(this.io(live, watchers, this.$.prices[adapter.name]), agentInput);
+    const io = this.io(live, watchers, this.$.prices[adapter.name]);
+    const conversation = protocol.open(io, agentInput);
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
     const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
@@ -172,13 +173,15 @@ export class RunLauncher {
       stallTimeoutMs: workspace.stallTimeoutMs ?? this.$.guards.stallTimeoutMs,
       maxMemoryMb: workspace.maxMemoryMb ?? this.$.guards.maxMemoryMb,
     });
-    return superviseProcess({
+    const proc = await superviseProcess({
       spawner,
       guards,
       onEvent: (listener) => void watchers.push(listener),
       killGraceMs: KILL_GRACE_MS,
       spawn: { command: invocation.command, args: invocation.args, cwd, stdin: invocation.stdin, keepStdin: protocol.talksBack, env, onStdoutLine },
     });
+    io.attach(proc);
+    return proc;
   }
 
   /** The spawner of its agent: confined in a sandbox where its policy says. */
@@ -199,12 +202,30 @@ export class RunLauncher {
   }
 
   /** What the agent's protocol can do to the run: write to the agent, add to its timeline (which its guards watch). */
-  private io(live: LiveRun, watchers: Array<(event: AgentEvent) => void>, price: TokenPrice | undefined): AgentIO {
+  private io(live: LiveRun, watchers: Array<(event: AgentEvent) => void>, price: TokenPrice | undefined): AgentIO & { attach(proc: SupervisedProcess): void } {
+    // What the protocol writes before its process exists (ACP's `initialize`) waits for it.
+    let target: SupervisedProcess | undefined;
+    const queued: string[] = [];
+    let ended = false;
+    const flush = () => {
+      if (!target) return;
+      const write = target.write;
+      if (!write && queued.length > 0) throw new Error('this spawner cannot write to the agent: a protocol that talks back needs `SpawnedProcess.write`');
+      for (const data of queued.splice(0)) write?.(data);
+      if (ended) target.end?.();
+    };
     return {
+      attach(proc) {
+        target = proc;
+        flush();
+      },
       write(data) {
-        const write = live.process?.write;
-        if (!write) throw new Error('this spawner cannot write to the agent: a protocol that talks back needs `SpawnedProcess.write`');
-        write(data);
+        queued.push(data);
+        flush();
+      },
+      end() {
+        ended = true;
+        flush();
       },
       emit: (reported) => {
         // Its cost, where it reports tokens only, estimated here: the budget guard and the timeline see the same.

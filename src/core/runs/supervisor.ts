@@ -30,6 +30,8 @@ export interface SupervisedProcess {
   output(): ProcessOutput | undefined;
   /** Writes to the agent's stdin, when it was kept open and the spawner can. */
   write?(data: string): void;
+  /** Closes the agent's stdin, when it was kept open. */
+  end?(): void;
   /**
    * Stops the run: SIGTERM to its group, SIGKILL after `graceMs` (at once with 0). Only the
    * first stop counts; returns false for any later one and once the process has ended.
@@ -87,6 +89,7 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
     },
     output: () => child.output?.(),
     ...(child.write ? { write: (data: string) => child.write?.(data) } : {}),
+    ...(child.end ? { end: () => child.end?.() } : {}),
     stop(stop, graceMs) {
       if (stopped !== undefined || !running) return false;
       stopped = stop;

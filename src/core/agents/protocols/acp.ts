@@ -1,0 +1,169 @@
+/**
+ * @module The `acp` protocol (docs/agents.md: ACP): the service is the Agent Client Protocol
+ * client, through the ACP SDK. One run is one prompt turn: `initialize`, then `session/new` (or
+ * `session/load` to resume), then `session/prompt` until its stop reason; then the agent's stdin
+ * is closed and it exits. The client advertises no `fs/*` or `terminal/*` capability: the agent
+ * works in its own workspace with its own tools, as over its other protocol. A permission it asks
+ * for is answered by the run's policy: allowed under `full`, refused under `read-only`.
+ */
+import type { RunUsage } from '../../../contract/records';
+import type { AgentConversation, AgentEvent, AgentIO, AgentProtocol, AgentRunInput, AgentVerdict } from '../types';
+
+type Sdk = typeof import('@agentclientprotocol/sdk');
+type SessionUpdate = import('@agentclientprotocol/sdk').SessionNotification['update'];
+type PermissionRequest = import('@agentclientprotocol/sdk').RequestPermissionRequest;
+type PermissionResponse = import('@agentclientprotocol/sdk').RequestPermissionResponse;
+type StopReason = import('@agentclientprotocol/sdk').StopReason;
+
+/** Loaded at the first ACP run: the SDK is ESM only, and most runs never need it. */
+let sdk: Promise<Sdk> | undefined;
+const loadSdk = (): Promise<Sdk> => {
+  sdk ??= import('@agentclientprotocol/sdk');
+  return sdk;
+};
+
+export const acpProtocol: AgentProtocol = {
+  name: 'acp',
+  talksBack: true,
+  open: (io, input) => new AcpConversation(io, input),
+};
+
+const FINISHED = new Set(['completed', 'failed']);
+
+/** One run's ACP connection, fed the agent's stdout lines and writing to its stdin. */
+class AcpConversation implements AgentConversation {
+  private incoming!: ReadableStreamDefaultController<Uint8Array>;
+  private readonly encoder = new TextEncoder();
+  private session: string | undefined;
+  /** The agent message being streamed, flushed as one timeline message. */
+  private message = '';
+  private lastMessage: string | undefined;
+  private answered = false;
+  private stop: StopReason | undefined;
+  private failure: string | undefined;
+  /** While `session/load` replays the history: its updates are not this run's. */
+  private replaying = false;
+  private usage: RunUsage | undefined;
+
+  constructor(
+    private readonly io: AgentIO,
+    private readonly input: AgentRunInput,
+  ) {
+    const readable = new ReadableStream<Uint8Array>({ start: (controller) => void (this.incoming = controller) });
+    const decoder = new TextDecoder();
+    const writable = new WritableStream<Uint8Array>({ write: (chunk) => io.write(decoder.decode(chunk, { stream: true })) });
+    void this.run(readable, writable)
+      .catch((error: unknown) => {
+        this.failure ??= error instanceof Error ? error.message : String(error);
+      })
+      .finally(() => io.end());
+  }
+
+  line(line: string): void {
+    this.incoming.enqueue(this.encoder.encode(`${line}\n`));
+  }
+
+  sessionId(): string | undefined {
+    return this.session;
+  }
+
+  private async run(readable: ReadableStream<Uint8Array>, writable: WritableStream<Uint8Array>): Promise<void> {
+    const acp = await loadSdk();
+    const app = acp
+      .client({ name: 'headless-run-webhook' })
+      .onNotification('session/update', ({ params }) => this.update(params.update))
+      .onRequest('session/request_permission', async ({ params }) => this.permission(params));
+    await app.connectWith(acp.ndJsonStream(writable, readable), async (ctx) => {
+      const init = await ctx.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+      const cwd = this.input.workspacePath;
+      const resume = this.input.agentSessionId;
+      if (resume !== undefined) {
+        if (init.agentCapabilities?.loadSession !== true) throw new Error('the agent cannot load a session over ACP, so this Session cannot be resumed');
+        this.replaying = true;
+        await ctx.request('session/load', { sessionId: resume, cwd, mcpServers: [] });
+        this.replaying = false;
+        this.session = resume;
+      } else {
+        this.session = (await ctx.request('session/new', { cwd, mcpServers: [] })).sessionId;
+      }
+      const answer = await ctx.request('session/prompt', { sessionId: this.session, prompt: [{ type: 'text', text: this.input.prompt }] });
+      this.stop = answer.stopReason;
+      this.noteUsage(answer._meta);
+    });
+  }
+
+  /** A `session/update`: the agent's message, its tool calls. */
+  private update(update: SessionUpdate): void {
+    if (this.replaying) return;
+    if (update.sessionUpdate === 'agent_message_chunk') {
+      if (update.content.type === 'text') this.message += update.content.text;
+      this.answered = true;
+    } else if (update.sessionUpdate === 'tool_call') {
+      this.flush();
+      this.answered = true;
+      const name = update.kind ?? update.title;
+      this.emit({ type: 'tool', name, status: 'started', id: update.toolCallId });
+      if (update.status && FINISHED.has(update.status)) this.toolEnded(name, update.toolCallId, update.status);
+    } else if (update.sessionUpdate === 'tool_call_update' && update.status && FINISHED.has(update.status)) {
+      this.toolEnded(update.kind ?? update.title ?? 'tool', update.toolCallId, update.status);
+    }
+  }
+
+  /**
+   * ACP v1 reports no tokens; gemini and qwen put the turn's in the prompt answer's
+   * `_meta.quota.token_count`, which is read where it is there.
+   */
+  private noteUsage(meta: Record<string, unknown> | null | undefined): void {
+    const quota = meta?.quota as { token_count?: { input_tokens?: unknown; output_tokens?: unknown } } | undefined;
+    const input = quota?.token_count?.input_tokens;
+    const output = quota?.token_count?.output_tokens;
+    if (typeof input !== 'number' || typeof output !== 'number') return;
+    this.usage = { inputTokens: input, outputTokens: output };
+    this.emit({ type: 'usage', usage: this.usage });
+  }
+
+  private toolEnded(name: string, id: string, status: string): void {
+    this.emit({ type: 'tool', name, status: status === 'completed' ? 'succeeded' : 'failed', id });
+  }
+
+  private emit(event: AgentEvent): void {
+    this.io.emit(event);
+  }
+
+  /** The streamed message so far, as one timeline message. */
+  private flush(): void {
+    const text = this.message.trim();
+    this.message = '';
+    if (text === '') return;
+    this.lastMessage = text;
+    this.emit({ type: 'message', text });
+  }
+
+  /** The run's policy answers: an allow option under `full`, a reject option under `read-only`. */
+  private permission(params: PermissionRequest): PermissionResponse {
+    const kinds = this.input.permissions === 'full' ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
+    const option = params.options.find((o) => kinds.includes(o.kind));
+    return option ? { outcome: { outcome: 'selected', optionId: option.optionId } } : { outcome: { outcome: 'cancelled' } };
+  }
+
+  finish(exitCode: number | null): AgentVerdict {
+    this.flush();
+    const verdict: AgentVerdict = { answered: this.answered };
+    if (this.session !== undefined) verdict.agentSessionId = this.session;
+    if (this.lastMessage !== undefined) verdict.lastMessage = this.lastMessage;
+    if (this.usage !== undefined) verdict.usage = this.usage;
+    const error = this.failure ?? stopError(this.stop) ?? (exitCode === 0 ? undefined : 'the agent exited before its turn ended');
+    if (error !== undefined) verdict.error = error;
+    if (this.stop === 'max_turn_requests') verdict.limit = 'maxTurns';
+    return verdict;
+  }
+}
+
+/** Why a stop reason is a failure; undefined for a turn that ended as it should. */
+function stopError(stop: StopReason | undefined): string | undefined {
+  if (stop === undefined) return 'the agent ended without finishing its turn';
+  if (stop === 'refusal') return 'the agent refused to go on';
+  if (stop === 'cancelled') return 'the turn was cancelled';
+  if (stop === 'max_turn_requests') return 'the agent stopped at its own limit of model requests';
+  return undefined;
+}
