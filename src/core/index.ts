@@ -46,6 +46,7 @@ export type {
   SessionView,
 } from '../contract/records';
 export type { DailyLimits, QueueSettings, Workspace, WorktreeCleanup, WorktreeSettings } from './types';
+export type { TokenPrice } from './agents/prices';
 export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/records';
 export type { RunEventType, WebhookEvent } from '../contract/records';
 export type { RunEvent, RunEventData } from '../contract/events';

@@ -88,10 +88,24 @@ describe('built-in adapters build their CLI’s real headless command line', () 
     expect(goose.parser(input()).finish(0).agentSessionId).toBe('headless-ses_1');
   });
 
-  it('every agent adapter supports resume; shell is never headless', () => {
-    for (const a of BUILTIN_AGENTS.filter((b) => b.kind === 'agent')) expect(a.supportsResume, a.name).toBe(true);
+  it('every agent adapter supports resume but gemini over ACP; shell is never headless', () => {
+    for (const a of BUILTIN_AGENTS.filter((b) => b.kind === 'agent')) expect(a.supportsResume, a.name).toBe(a.name !== 'gemini-acp');
     expect(adapter('shell').kind).toBe('shell');
-    expect(BUILTIN_AGENTS.map((a) => a.name)).toEqual(['claude', 'codex', 'gemini', 'qwen', 'opencode', 'cursor', 'amp', 'copilot', 'goose', 'shell']);
+    expect(BUILTIN_AGENTS.map((a) => a.name)).toEqual([
+      'claude',
+      'codex',
+      'gemini',
+      'qwen',
+      'opencode',
+      'cursor',
+      'amp',
+      'copilot',
+      'goose',
+      'shell',
+      'gemini-acp',
+      'qwen-acp',
+      'opencode-acp',
+    ]);
   });
 });
 
