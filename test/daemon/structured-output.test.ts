@@ -15,7 +15,18 @@ describe('headless-inbox result', () => {
   it('starts a daemon', async () => {
     const dir = tempDir();
     dirs.push(dir);
-    writeConfig(dir);
+    writeConfig(dir, {
+      schedules: [
+        {
+          name: 'answers',
+          cron: '0 0 1 1 *',
+          workspace: 'ws',
+          agent: 'fake',
+          prompt: `sh headless-inbox result '{"answer":"from a schedule"}'; sleep 600000;`,
+          outputSchema: schema,
+        },
+      ],
+    });
     daemon = await startDaemon(dir);
   });
 
@@ -40,5 +51,10 @@ describe('headless-inbox result', () => {
     const res = await api(daemon, 'POST', `/api/headless/${waiting.taskId}/result`, { value: { answer: 'from the caller' } });
     expect(await res.json()).toEqual({ taskId: waiting.taskId, accepted: true });
     expect(await ended(waiting.taskId)).toMatchObject({ status: 'succeeded', result: { answer: 'from the caller' } });
+  });
+
+  it("a schedule's outputSchema: each of its runs has a result", async () => {
+    const fired = (await (await api(daemon, 'POST', '/api/schedules/answers/run')).json()) as { taskId: string };
+    expect(await ended(fired.taskId)).toMatchObject({ status: 'succeeded', result: { answer: 'from a schedule' } });
   });
 });
