@@ -53,6 +53,8 @@ export interface WorktreeRecord {
   base: string;
   /** This run made the branch (else it continued its Session's). */
   created: boolean;
+  /** What the setup command left untracked (`.env`, an install): never committed as the run's work. */
+  setupFiles?: string[];
   cleanup: WorktreeCleanup;
 }
 

@@ -162,9 +162,14 @@ describe('a run in a worktree', () => {
     const { dir, repo } = setUp({ worktree: { setup: 'cp "$HEADLESS_WORKSPACE_PATH/.env" .env && echo set up' } });
     writeFileSync(join(repo, '.env'), 'SECRET=from-the-workspace\n');
     const daemon = await startDaemon(dir);
-    const ok = await start(daemon, { prompt: 'sh cat .env' });
-    await waitRun(daemon, ok.taskId);
+    const ok = await start(daemon, { prompt: 'session e1; sh cat .env && echo work > work.txt' });
+    const first = (await waitRun(daemon, ok.taskId)) as RunRecord;
     expect(await stdoutOf(daemon, ok.taskId)).toContain('SECRET=from-the-workspace');
+    // What the setup left is not the run's work: never committed, in this run or a resume.
+    expect(first.changes?.files).toEqual([{ path: 'work.txt', status: 'added' }]);
+    const resumed = await start(daemon, { prompt: 'sh echo more >> work.txt && echo SECRET=changed > .env', resumeId: ok.resumeId });
+    expect(((await waitRun(daemon, resumed.taskId)) as RunRecord).changes?.files).toEqual([{ path: 'work.txt', status: 'modified' }]);
+    expect(git(repo, 'log', '--format=%H', `headless/${ok.resumeId}`, '--', '.env')).toBe('');
     await daemon.stop();
 
     writeConfig(dir, {

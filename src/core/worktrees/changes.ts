@@ -14,11 +14,23 @@ const FILES_MAX = 1000;
 /** Bytes of patch kept; beyond, it is cut and `truncated`. */
 export const PATCH_MAX = 1_000_000;
 
+/** The whole worktree but what its setup left. */
+const pathspec = (w: WorktreeRecord) => ['--', '.', ...(w.setupFiles ?? []).map((file) => `:(exclude,literal)${file}`)];
+
+/** What the setup command left untracked, as git shows it (an untracked folder as one entry). */
+export async function untrackedFiles(path: string): Promise<string[]> {
+  const { stdout } = await git(['status', '--porcelain', '-z'], { cwd: path });
+  return stdout
+    .split('\0')
+    .filter((entry) => entry.startsWith('?? '))
+    .map((entry) => entry.slice(3));
+}
+
 /** Commits what the agent left uncommitted; true if there was something. */
 async function commitLeftovers(w: WorktreeRecord, taskId: string): Promise<boolean> {
-  const status = await gitLine(['status', '--porcelain', '--untracked-files=all'], w.path);
+  const status = await gitLine(['status', '--porcelain', '--untracked-files=all', ...pathspec(w)], w.path);
   if (status === '') return false;
-  await git(['add', '--all'], { cwd: w.path });
+  await git(['add', '--all', ...pathspec(w)], { cwd: w.path });
   const message = `headless-run-webhook: work left uncommitted by run ${taskId}`;
   await git([...SERVICE_IDENTITY, '-c', 'commit.gpgsign=false', 'commit', '--no-verify', '--quiet', '-m', message], { cwd: w.path });
   return true;

@@ -7,7 +7,7 @@
  * change is read (`settle`), then its folder is removed or kept as its workspace says (`release`).
  * Every other run is placed by the provider it wraps.
  */
-import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { execa } from 'execa';
 import { MARKER_VARIABLE } from '../process/process-tree';
@@ -17,7 +17,7 @@ import type { PlaceInput, Placed, ReleaseInput, RunPlacement, Settled } from '..
 import type { Log } from '../logger';
 import type { PlacementRecord, Workspace, WorktreeRecord, WorktreeSettings } from '../types';
 import { clip } from '../util/text';
-import { changedAnything, settleWorktree } from './changes';
+import { changedAnything, settleWorktree, untrackedFiles } from './changes';
 import { GitError, git, gitLine } from './git';
 import { type Listed, listWorktrees, lockReason, runOfLock } from './worktree-list';
 
@@ -83,23 +83,34 @@ export class WorktreePlacement implements RunPlacement {
     const settings = workspace.worktree ?? {};
     const path = join(this.root, workspace.id, resumeId);
     const branch = `headless/${resumeId}`;
-    const created = await this.inRepo(repo, () => this.checkOut({ repo, path, branch, ref, taskId }));
+    const { created, added } = await this.inRepo(repo, () => this.checkOut({ repo, path, branch, ref, taskId }));
+    let setupFiles: string[] = [];
     try {
-      await initSubmodules(path, this.o.log);
-      if (settings.setup !== undefined) await runSetup(settings, { workspace: workspace.path, worktree: path, taskId });
+      // A resume that finds its Session's worktree works on as it was left.
+      if (added) await initSubmodules(path, this.o.log);
+      if (added && settings.setup !== undefined) await runSetup(settings, { workspace: workspace.path, worktree: path, taskId });
+      setupFiles = await rememberedSetupFiles(path, added && settings.setup !== undefined);
     } catch (error) {
       await this.inRepo(repo, () => removeWorktree({ repo, path, branch, deleteBranch: created }));
       throw error;
     }
     const base = await gitLine(['rev-parse', 'HEAD'], path);
-    const worktree: WorktreeRecord = { repo, path, branch, base, created, cleanup: settings.cleanup ?? 'if-unchanged' };
+    const worktree: WorktreeRecord = {
+      repo,
+      path,
+      branch,
+      base,
+      created,
+      cleanup: settings.cleanup ?? 'if-unchanged',
+      ...(setupFiles.length > 0 ? { setupFiles } : {}),
+    };
     const commonDir = await gitLine(['rev-parse', '--path-format=absolute', '--git-common-dir'], path);
     const cwd = join(path, relative(repo, realpathSync(workspace.path)));
     return { cwd, worktree, spawner: this.o.spawner, env: await hooksEnv(repo), view: { root: path, readable: [commonDir] } };
   }
 
-  /** Makes (or finds) the Session's worktree, locked for this run; true if it made the branch. */
-  private async checkOut(a: { repo: string; path: string; branch: string; ref: string; taskId: string }): Promise<boolean> {
+  /** Makes (or finds) the Session's worktree, locked for this run: whether it made the branch, and the folder. */
+  private async checkOut(a: { repo: string; path: string; branch: string; ref: string; taskId: string }): Promise<{ created: boolean; added: boolean }> {
     // A worktree whose folder a crash or a person removed still holds its branch: pruned first.
     await git(['worktree', 'prune'], { cwd: a.repo });
     const listed = (await listWorktrees(a.repo)).find((w) => w.path === a.path);
@@ -118,7 +129,7 @@ export class WorktreePlacement implements RunPlacement {
       created = !exists;
     }
     await git(['worktree', 'lock', '--reason', lockReason(a.taskId), a.path], { cwd: a.repo });
-    return created;
+    return { created, added: !listed };
   }
 
   async settle(run: { taskId: string; placement: PlacementRecord }): Promise<Settled | undefined> {
@@ -210,6 +221,18 @@ async function repositoryOf(path: string): Promise<string | undefined> {
 async function removeWorktree(a: { repo: string; path: string; branch: string; deleteBranch: boolean }): Promise<void> {
   await git(['worktree', 'remove', '--force', '--force', a.path], { cwd: a.repo });
   if (a.deleteBranch) await git(['branch', '--quiet', '--delete', '--force', a.branch], { cwd: a.repo });
+}
+
+/**
+ * What the setup left untracked in a worktree: read after it ran, and kept in the worktree's own
+ * git folder, so a resume that continues there leaves them out of its commits too.
+ */
+async function rememberedSetupFiles(path: string, justSetUp: boolean): Promise<string[]> {
+  const file = join(await gitLine(['rev-parse', '--path-format=absolute', '--git-dir'], path), 'headless-setup-files.json');
+  if (!justSetUp) return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as string[]) : [];
+  const files = await untrackedFiles(path);
+  writeFileSync(file, JSON.stringify(files));
+  return files;
 }
 
 /** `git worktree add` never fills submodules: done here, best effort (a submodule that cannot be fetched is logged, not fatal). */

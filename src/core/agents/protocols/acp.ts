@@ -49,7 +49,11 @@ class AcpConversation implements AgentConversation {
     private readonly io: AgentIO,
     private readonly input: AgentRunInput,
   ) {
-    const readable = new ReadableStream<Uint8Array>({ start: (controller) => void (this.incoming = controller) });
+    const readable = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        this.incoming = controller;
+      },
+    });
     const decoder = new TextDecoder();
     const writable = new WritableStream<Uint8Array>({ write: (chunk) => io.write(decoder.decode(chunk, { stream: true })) });
     void this.run(readable, writable)
