@@ -21,6 +21,14 @@ module.exports = {
     below('^src/core/process/', ['^src/contract/', '^src/core/util/']),
     below('^src/core/fleet/', ['^src/contract/', '^src/core/util/', '^src/core/store/', '^src/core/process/']),
     below('^src/core/agents/', ['^src/contract/', '^src/core/util/', '^src/core/process/', '^src/core/types\\.ts$']),
+    below('^src/core/approvals/', [
+      '^src/contract/',
+      '^src/core/util/',
+      '^src/core/store/',
+      '^src/core/fleet/',
+      '^src/core/agents/types\\.ts$',
+      '^src/core/logger\\.ts$',
+    ]),
     below('^src/core/events/', ['^src/contract/', '^src/core/util/', '^src/core/store/', '^src/core/agents/']),
     below('^src/core/telemetry/', ['^src/contract/', '^src/core/util/', '^src/core/types\\.ts$', '^src/core/logger\\.ts$']),
     below('^src/core/worktrees/', [

@@ -52,6 +52,20 @@ const webhookEvents = v.optional(v.pipe(v.array(v.picklist(WEBHOOK_EVENTS)), v.m
 const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
 const DailyLimitsEntries = { runsPerDay: v.optional(positiveInt), spendPerDayUsd: v.optional(v.pipe(v.number(), v.gtValue(0))) };
 const gitRef = v.pipe(v.string(), v.regex(GIT_REF, 'must be a git ref: a branch, tag or commit'));
+const ApprovalsSchema = v.strictObject({
+  timeoutMs: v.optional(positiveInt),
+  fallback: v.optional(v.picklist(['allow', 'deny'])),
+  rules: v.optional(
+    v.array(
+      v.strictObject({
+        kinds: v.optional(v.pipe(v.array(v.string()), v.minLength(1))),
+        paths: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1))),
+        answer: v.picklist(['allow', 'deny']),
+      }),
+    ),
+  ),
+});
+const permissions = v.optional(v.picklist(['full', 'read-only', 'ask']));
 const QueueSchema = v.strictObject({ max: v.optional(positiveInt), ttlMs: v.optional(positiveInt) });
 
 const WorkspaceSchema = v.strictObject({
@@ -64,7 +78,8 @@ const WorkspaceSchema = v.strictObject({
   env: v.optional(v.record(v.string(), v.string())),
   webhook: v.optional(v.strictObject({ url: v.string(), secret: v.optional(v.string()), events: webhookEvents })),
   queue: v.optional(v.union([QueueSchema, v.literal(false)])),
-  permissions: v.optional(v.picklist(['full', 'read-only'])),
+  permissions,
+  approvals: v.optional(ApprovalsSchema),
   sandbox: v.optional(v.boolean()),
   network: v.optional(v.array(v.pipe(v.string(), v.regex(NETWORK_TARGET, 'must be host:port, or *')))),
   stallTimeoutMs: v.optional(positiveInt),
@@ -105,7 +120,8 @@ const ScheduleSchema = v.strictObject({
   jitterMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   limits: v.optional(v.strictObject(DailyLimitsEntries)),
   outputSchema: v.optional(v.record(v.string(), v.unknown())),
-  permissions: v.optional(v.picklist(['full', 'read-only'])),
+  permissions,
+  approvals: v.optional(ApprovalsSchema),
   sandbox: v.optional(v.boolean()),
   isolation: v.optional(v.picklist(['none', 'worktree'])),
   ref: v.optional(gitRef),
@@ -141,7 +157,8 @@ const TriggerSchema = v.strictObject({
   limits: v.optional(v.strictObject({ perMinute: v.optional(positiveInt), concurrent: v.optional(positiveInt), ...DailyLimitsEntries })),
   outputSchema: v.optional(v.record(v.string(), v.unknown())),
   enabled: v.optional(v.boolean()),
-  permissions: v.optional(v.picklist(['full', 'read-only'])),
+  permissions,
+  approvals: v.optional(ApprovalsSchema),
   sandbox: v.optional(v.boolean()),
   isolation: v.optional(v.picklist(['none', 'worktree'])),
   ref: v.optional(gitRef),

@@ -1,5 +1,14 @@
 import * as v from 'valibot';
-import { DELIVERY_OUTCOMES, type InboxItem, RUN_EVENT_TYPES, RUN_STATUSES, type RunRecord, type SessionView, WEBHOOK_EVENTS } from './records';
+import {
+  type ApprovalRecord,
+  DELIVERY_OUTCOMES,
+  type InboxItem,
+  RUN_EVENT_TYPES,
+  RUN_STATUSES,
+  type RunRecord,
+  type SessionView,
+  WEBHOOK_EVENTS,
+} from './records';
 import type { WebhookDeliveryView } from './records';
 
 /**
@@ -42,6 +51,38 @@ export const RunChangesSchema = v.object({
   worktree: nullableString,
 });
 
+const ApprovalPolicySchema = v.object({
+  timeoutMs: v.number(),
+  fallback: v.picklist(['allow', 'deny']),
+  rules: v.optional(
+    v.array(v.object({ kinds: v.optional(v.array(v.string())), paths: v.optional(v.array(v.string())), answer: v.picklist(['allow', 'deny']) })),
+  ),
+});
+
+export const ApprovalAnswerSchema = v.object({
+  decision: v.picklist(['allow', 'deny']),
+  scope: v.picklist(['once', 'run']),
+  by: v.picklist(['caller', 'fallback']),
+  at: v.string(),
+});
+
+export const ApprovalSchema = v.pipe(
+  v.object({
+    id: v.string(),
+    taskId: v.string(),
+    resumeId: v.string(),
+    workspaceId: v.string(),
+    agent: v.string(),
+    status: v.picklist(['pending', 'allowed', 'denied', 'interrupted', 'abandoned']),
+    tool: v.object({ title: v.string(), kind: v.optional(v.string()), paths: v.array(v.string()), canAlways: v.boolean() }),
+    createdAt: v.string(),
+    expiresAt: v.string(),
+    fallback: v.picklist(['allow', 'deny']),
+    answer: v.nullable(ApprovalAnswerSchema),
+  }),
+  v.description('A permission an agent asked for under `permissions: "ask"` (docs/approvals.md).'),
+);
+
 export const RunRecordSchema = v.pipe(
   v.object({
     taskId: v.string(),
@@ -65,7 +106,14 @@ export const RunRecordSchema = v.pipe(
     timeoutMs: v.number(),
     exitCode: nullableNumber,
     signal: nullableString,
-    policy: v.optional(v.object({ permissions: v.picklist(['full', 'read-only']), sandbox: v.boolean(), worktree: v.optional(v.object({ ref: v.string() })) })),
+    policy: v.optional(
+      v.object({
+        permissions: v.picklist(['full', 'read-only', 'ask']),
+        approvals: v.optional(ApprovalPolicySchema),
+        sandbox: v.boolean(),
+        worktree: v.optional(v.object({ ref: v.string() })),
+      }),
+    ),
     budget: v.optional(v.object({ maxTurns: v.optional(v.number()), maxTokens: v.optional(v.number()), maxCostUsd: v.optional(v.number()) })),
     title: v.optional(v.string()),
     metadata: v.optional(v.record(v.string(), v.string())),
@@ -73,6 +121,7 @@ export const RunRecordSchema = v.pipe(
     usage: v.optional(RunUsageSchema),
     lastMessage: v.optional(v.string()),
     result: v.optional(v.unknown()),
+    approvals: v.optional(v.object({ asked: v.number(), allowed: v.number(), denied: v.number(), timedOut: v.number(), pending: v.array(v.string()) })),
     changes: v.optional(RunChangesSchema),
     webhooks: v.optional(v.array(WebhookDeliverySchema)),
   }),
@@ -158,6 +207,8 @@ export const ANSWERS = {
   RunList: RunListSchema,
   RunOutput: RunOutputSchema,
   ResultAccepted: v.object({ taskId: v.string(), accepted: v.literal(true) }),
+  Approval: ApprovalSchema,
+  ApprovalList: v.object({ approvals: v.array(ApprovalSchema), nextCursor: nullableString }),
   WorkspaceUsage: v.object({
     workspaceId: v.string(),
     day: v.string(),
@@ -236,4 +287,5 @@ const exact = <T extends true>(): T | undefined => undefined;
 exact<Exact<v.InferOutput<typeof RunRecordSchema>, RunRecord>>();
 exact<Exact<v.InferOutput<typeof SessionViewSchema>, SessionView>>();
 exact<Exact<v.InferOutput<typeof InboxItemSchema>, InboxItem>>();
+exact<Exact<v.InferOutput<typeof ApprovalSchema>, ApprovalRecord>>();
 exact<Exact<v.InferOutput<typeof WebhookDeliverySchema>, WebhookDeliveryView>>();

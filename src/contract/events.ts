@@ -1,5 +1,5 @@
 /** A run's events, as the API streams and pages them (docs/http-api.md: Follow a run). */
-import type { RunEventType, RunRecord, RunUsage } from './records';
+import type { ApprovalAnswer, ApprovalRecord, RunEventType, RunRecord, RunUsage } from './records';
 
 export interface RunEventData {
   /** Accepted into the queue: it starts when a slot (and its Session) is free. */
@@ -11,6 +11,9 @@ export interface RunEventData {
   tool: { name: string; status: 'started' | 'succeeded' | 'failed'; id?: string };
   usage: RunUsage;
   error: { message: string };
+  /** The agent asks for a permission a caller answers (docs/approvals.md). */
+  'permission.requested': ApprovalRecord;
+  'permission.answered': { id: string } & ApprovalAnswer;
   /** A delivery of the trigger that started it said its incident is over (docs/triggers.md: Resolved). */
   'trigger.resolved': { trigger: string; delivery: string; event?: string; cancelled: boolean };
   /** The final record. */

@@ -7,7 +7,19 @@ export type RunStatus = (typeof RUN_STATUSES)[number];
 export const hasEnded = (status: RunStatus): boolean => status !== 'queued' && status !== 'running';
 
 /** The types of a run's events (docs/http-api.md: Follow a run). */
-export const RUN_EVENT_TYPES = ['run.queued', 'run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'trigger.resolved', 'run.ended'] as const;
+export const RUN_EVENT_TYPES = [
+  'run.queued',
+  'run.started',
+  'agent.session',
+  'message',
+  'tool',
+  'usage',
+  'error',
+  'permission.requested',
+  'permission.answered',
+  'trigger.resolved',
+  'run.ended',
+] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
 
 /** What became of a trigger's delivery (docs/triggers.md: Deliveries). */
@@ -15,17 +27,89 @@ export const DELIVERY_OUTCOMES = ['started', 'queued', 'deduplicated', 'filtered
 export type DeliveryOutcome = (typeof DELIVERY_OUTCOMES)[number];
 
 /** The events a webhook can be told of. */
-export const WEBHOOK_EVENTS = ['run.ended', 'agent.session'] as const;
+export const WEBHOOK_EVENTS = ['run.ended', 'agent.session', 'permission.requested'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 /** What a run's agent may do, and where (docs/security.md: Confining agents). */
 export interface RunPolicy {
-  /** `read-only`: the agent's own flags forbid edits and commands (and, in a sandbox, its workspace is mounted read-only). */
-  permissions: 'full' | 'read-only';
+  /**
+   * `read-only`: the agent's own flags forbid edits and commands (and, in a sandbox, its workspace
+   * is mounted read-only). `ask`: each permission the agent asks for is answered by the policy's
+   * rules, else by a caller (docs/approvals.md).
+   */
+  permissions: 'full' | 'read-only' | 'ask';
+  /** Under `ask`: how long a question waits for its answer, and the answer it gets then. */
+  approvals?: ApprovalPolicy;
   /** Run inside a bubblewrap sandbox. */
   sandbox: boolean;
   /** Run in a git worktree of its own, made from this ref (docs/worktrees.md). */
   worktree?: { ref: string };
+}
+
+/** How a run under `permissions: "ask"` is answered (docs/approvals.md). */
+export interface ApprovalPolicy {
+  /** A question unanswered this long gets the fallback. */
+  timeoutMs: number;
+  fallback: 'allow' | 'deny';
+  /** Answered without asking, the first that matches; none matches: a caller is asked. */
+  rules?: ApprovalRule[];
+}
+
+/** A rule of an approval policy: a tool call of one of `kinds`, every path it names inside one of `paths`. */
+export interface ApprovalRule {
+  /** The agent's kinds of tool (ACP's: read, edit, delete, move, search, execute, think, fetch, other). Absent: any. */
+  kinds?: string[];
+  /** Folders, relative to the run's working directory. Absent: any; present, a call naming no path never matches. */
+  paths?: string[];
+  answer: 'allow' | 'deny';
+}
+
+/** A permission an agent asked for under `permissions: "ask"` (docs/approvals.md). */
+export interface ApprovalRecord {
+  id: string;
+  taskId: string;
+  resumeId: string;
+  workspaceId: string;
+  agent: string;
+  /** `interrupted`: the service stopped while it waited; `abandoned`: its run ended first. */
+  status: 'pending' | 'allowed' | 'denied' | 'interrupted' | 'abandoned';
+  /** What the agent wants to do, as it says it: never the tool's full input. */
+  tool: ApprovalTool;
+  createdAt: string;
+  /** When it gets its policy's fallback. */
+  expiresAt: string;
+  fallback: 'allow' | 'deny';
+  answer: ApprovalAnswer | null;
+}
+
+export interface ApprovalTool {
+  title: string;
+  /** Its kind, where the agent says it. */
+  kind?: string;
+  /** The files it names, as the agent gave them (at most 20). */
+  paths: string[];
+  /** The agent offers to remember an allow for the rest of its session. */
+  canAlways: boolean;
+}
+
+export interface ApprovalAnswer {
+  decision: 'allow' | 'deny';
+  /** `run`: every later question of the same kind in this run gets the same answer. */
+  scope: 'once' | 'run';
+  /** `caller`: answered through the API; `fallback`: its time ran out. */
+  by: 'caller' | 'fallback';
+  at: string;
+}
+
+/** What a run was asked and answered (its record's `approvals`). */
+export interface RunApprovals {
+  asked: number;
+  allowed: number;
+  denied: number;
+  /** Of those, answered by the fallback. */
+  timedOut: number;
+  /** Questions waiting for an answer now. */
+  pending: string[];
 }
 
 /** What a run in a worktree changed (docs/worktrees.md): its branch from `base` to `head`, the work it left uncommitted included. */
@@ -114,6 +198,8 @@ export interface RunRecord {
   lastMessage?: string;
   /** Its answer, matching the `outputSchema` it was started with (docs/structured-output.md). */
   result?: unknown;
+  /** The permissions it asked for under `permissions: "ask"` (docs/approvals.md); each is at `GET /api/approvals?taskId=`. */
+  approvals?: RunApprovals;
   /** What it changed, for a run in a worktree once it has ended; the patch is at `GET /api/headless/:taskId/changes`. */
   changes?: RunChanges;
   /** Its webhook deliveries (on `GET /api/headless/:taskId` of a run that has webhooks). */

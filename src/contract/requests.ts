@@ -241,6 +241,43 @@ export function parseInboxQuery(url: URL): { unread: boolean; limit: number; cur
   return { unread: q.unread === 'true', limit: Number(q.limit), cursor: q.cursor };
 }
 
+export const APPROVAL_STATUSES = ['pending', 'allowed', 'denied', 'interrupted', 'abandoned'] as const;
+
+/** `GET /api/approvals`: with no workspace and no run, every pending question. */
+export const ApprovalQuery = v.strictObject(
+  {
+    workspace: v.optional(v.pipe(v.string(), v.regex(ID_PATTERN))),
+    taskId: v.optional(v.pipe(v.string(), v.regex(sortableIdPattern('run_')))),
+    status: v.optional(v.picklist(APPROVAL_STATUSES)),
+    limit: limitSchema,
+    cursor: cursorSchema('apr_'),
+  },
+  'invalid_body',
+);
+
+export interface ApprovalFilter {
+  workspace?: string;
+  taskId?: string;
+  status?: (typeof APPROVAL_STATUSES)[number];
+  limit: number;
+  cursor?: string;
+}
+
+export function parseApprovalQuery(url: URL): ApprovalFilter {
+  const q = parse(ApprovalQuery, queryObject(url));
+  return { ...q, limit: Number(q.limit) };
+}
+
+/** `POST /api/approvals/:id`: allow or deny, once or for the rest of the run (its kind of tool). */
+export const ApprovalAnswerBody = v.strictObject(
+  { decision: v.picklist(['allow', 'deny']), scope: v.optional(v.picklist(['once', 'run']), 'once') },
+  'invalid_body',
+);
+
+export function parseApprovalAnswer(body: Record<string, unknown>): { decision: 'allow' | 'deny'; scope: 'once' | 'run' } {
+  return parse(ApprovalAnswerBody, body);
+}
+
 export const DeliveriesQuery = v.strictObject({ limit: limitSchema, cursor: cursorSchema('dlv_') }, 'invalid_body');
 
 export function parseDeliveriesQuery(url: URL): { limit: number; cursor?: string } {

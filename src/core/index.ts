@@ -29,14 +29,23 @@ export type {
   AgentProtocol,
   AgentRunInput,
   AgentVerdict,
+  PermissionDecision,
+  PermissionQuestion,
 } from './agents/types';
+export type { ApprovalSettings } from './approvals/approval-policy';
 export type {
+  ApprovalAnswer,
+  ApprovalPolicy,
+  ApprovalRecord,
+  ApprovalRule,
+  ApprovalTool,
   ChangedFile,
   DeliveryOutcome,
   InboxItem,
   RunBudget,
   RunChanges,
   RunChangesView,
+  RunApprovals,
   RunError,
   RunPolicy,
   RunRecord,

@@ -16,6 +16,7 @@ import { HttpProblem, StorageError } from '../contract/problems';
 import type { RouteServices } from './http/router';
 import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
+import { Approvals } from './approvals/approvals';
 import { type HeadlessLogger, type Log, errorLog } from './logger';
 import { logObserver } from './telemetry/log-observer';
 import { createMetrics } from './telemetry/metrics';
@@ -76,6 +77,7 @@ export interface ServiceResources {
   observe: ServiceObserver;
   webhooks: Webhooks;
   daily: DailyUsage;
+  approvals: Approvals;
 }
 
 /**
@@ -100,9 +102,18 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     { close: () => fleet.leave() },
     { close: () => webhooks.close() },
     { start: () => inbox.load() },
+    { start: () => $.approvals.load() },
     { start: () => deliveries.load() },
     { start: () => runs.load(), close: () => runs.shutdown() },
-    { start: () => fleet.join({ takeOver: recovery.takeOver, answer: (request) => runs.answer(request), lost: () => runs.abandon() }), close: recovery.close },
+    {
+      start: () =>
+        fleet.join({
+          takeOver: recovery.takeOver,
+          answer: (request) => (request.op === 'approval' ? $.approvals.wake(request.id).then(() => ({ ok: true as const })) : runs.answer(request)),
+          lost: () => runs.abandon(),
+        }),
+      close: recovery.close,
+    },
     { start: () => runs.sweepPlaces($.workspaces.all() ?? []) },
     { start: () => runs.startQueue() },
     { start: () => scheduler.start(), close: async () => scheduler.stop() },
@@ -153,6 +164,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const env = options.env ?? process.env;
   const inbox = new Inbox(store);
   const instanceId = fleet.instanceId;
+  const approvals = new Approvals({ store, fleet, instanceId, log });
   return {
     options,
     logger,
@@ -173,6 +185,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     observe,
     webhooks,
     daily,
+    approvals,
   };
 }
 
@@ -225,6 +238,7 @@ function recoveryOf($: ServiceResources, runs: RunService) {
   const takeOver = async (isGone: (owner: string | undefined) => Promise<boolean>): Promise<void> => {
     try {
       await runs.takeOver(isGone);
+      await $.approvals.takeOver(isGone);
       await $.webhooks.takeOver(isGone);
     } catch (error) {
       // In a fleet the sweep comes again by itself, every third of the lease.
@@ -268,6 +282,7 @@ function routeServices($: ServiceResources, units: RouteUnits): RouteServices {
     heartbeatMs: $.options.heartbeatMs ?? 15_000,
     sessions: $.sessions,
     inbox: $.inbox,
+    approvals: $.approvals,
     workspaces: () => workspaces.publicList(),
     workspace: (id) => workspaces.require(id),
     metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),

@@ -1,5 +1,5 @@
 /** What the core stores and is configured with, beside the records the API shows. */
-import type { RunPolicy, RunRecord, RunSource, WebhookEvent } from '../contract/records';
+import type { ApprovalRecord, RunPolicy, RunRecord, RunSource, WebhookEvent } from '../contract/records';
 import type { PolicySettings } from './sandbox/policy';
 
 /** What is stored for a run: the record plus what crash recovery needs to find its processes. */
@@ -104,6 +104,10 @@ export interface Delivery {
   /** The target's place in the run's `webhookTargets`. */
   target: number;
   event: WebhookEvent;
+  /** What it is about when a run owes several of one event: the question's id (`permission.requested`). */
+  subject?: string;
+  /** The question, as it was asked: its payload. */
+  approval?: ApprovalRecord;
   /** When the event happened: the payload's timestamp. */
   at: string;
   state: 'pending' | 'delivered' | 'failed';
@@ -148,6 +152,8 @@ export interface Workspace {
   queue?: QueueSettings | false;
   /** What its runs' agents may do (docs/security.md: Confining agents); a schedule may set its own. @default "full" */
   permissions?: RunPolicy['permissions'];
+  /** Under `permissions: "ask"`: its questions' timeout and fallback, and rules that answer without asking (docs/approvals.md). */
+  approvals?: PolicySettings['approvals'];
   /** Run each agent in a bubblewrap sandbox that sees this workspace, its own state and nothing of the service. @default false */
   sandbox?: boolean;
   /** What its sandboxed agents may reach besides the service: `host:port` entries (its model API); `["*"]`: the host's network. @default [] */

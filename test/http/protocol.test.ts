@@ -16,6 +16,7 @@ rl.on('line', (line) => { console.log(JSON.stringify({ said: 'hello ' + line }))
 const talking: AgentProtocol = {
   name: 'talking',
   talksBack: true,
+  asks: false,
   open(io, input) {
     let said: string | undefined;
     return {

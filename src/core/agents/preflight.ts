@@ -138,11 +138,17 @@ export async function preflight(adapter: AgentAdapter, command: string, env: Rec
   }
 }
 
-/** Why an agent cannot run under a policy: read-only needs its own read-only mode, or a sandbox (which mounts the workspace read-only). */
+/**
+ * Why an agent cannot run under a policy: read-only needs its own read-only mode, or a sandbox
+ * (which mounts the workspace read-only); `ask` needs an agent that asks (its protocol carries its questions).
+ */
 export function policyRefusal(
-  agent: { name: string; readOnly?: boolean },
-  policy: { permissions?: 'full' | 'read-only'; sandbox?: boolean } | undefined,
+  agent: { name: string; readOnly?: boolean; protocol?: { asks: boolean } },
+  policy: { permissions?: 'full' | 'read-only' | 'ask'; sandbox?: boolean } | undefined,
 ): string | undefined {
+  if (policy?.permissions === 'ask' && !agent.protocol?.asks) {
+    return `${agent.name} cannot ask for permissions (this workspace's permissions are "ask"): pick an agent that speaks ACP, such as gemini-acp (docs/approvals.md)`;
+  }
   if (policy?.permissions !== 'read-only' || agent.readOnly || policy.sandbox) return undefined;
   return `${agent.name} has no read-only mode of its own, and this workspace is read-only without a sandbox: set "sandbox": true, or pick another agent`;
 }

@@ -1,6 +1,23 @@
 /** What an agent adapter is: how to start its CLI headless, and how to read what it printed. */
 import type { RunBudget, RunUsage } from '../../contract/records';
 
+/** A permission an agent asks for, as its protocol reads it (docs/approvals.md). */
+export interface PermissionQuestion {
+  title: string;
+  kind?: string;
+  /** The files it names, as the agent gave them. */
+  paths: string[];
+  /** The agent offers to remember an allow for its session. */
+  canAlways: boolean;
+}
+
+/** The answer an agent is given. */
+export interface PermissionDecision {
+  allow: boolean;
+  /** Remember it for the run (the agent is offered its own "always" where it has one). */
+  always: boolean;
+}
+
 export interface AgentRunInput {
   prompt: string;
   workspacePath: string;
@@ -8,8 +25,11 @@ export interface AgentRunInput {
   resumeId: string;
   /** Set when resuming: the agent's own session id captured from an earlier run. */
   agentSessionId?: string;
-  /** `read-only`: no edits and no commands, by the CLI's own flags (only asked of an adapter with `readOnly`). */
-  permissions: 'full' | 'read-only';
+  /**
+   * `read-only`: no edits and no commands, by the CLI's own flags (only asked of an adapter with
+   * `readOnly`). `ask`: it must ask for each permission (only given to an agent whose protocol `asks`).
+   */
+  permissions: 'full' | 'read-only' | 'ask';
   /** The run's budget: an adapter passes the limits its CLI enforces itself; the service enforces them all from the events. */
   budget?: RunBudget;
   /** The JSON Schema its answer must match, and a file holding it (docs/structured-output.md): only given to an adapter with `structuredOutput: "native"`. */
@@ -97,6 +117,8 @@ export interface AgentProtocol {
   readonly name: string;
   /** Keep the agent's stdin open for `io.write`. */
   readonly talksBack: boolean;
+  /** The agent asks for its permissions through it (`io.ask`), so a run's `permissions: "ask"` can be answered. */
+  readonly asks: boolean;
   open(io: AgentIO, input: AgentRunInput): AgentConversation;
 }
 
@@ -108,6 +130,8 @@ export interface AgentIO {
   end(): void;
   /** An event of the run's timeline. */
   emit(event: AgentEvent): void;
+  /** The agent asks for a permission: the run's policy answers, or a caller (docs/approvals.md). */
+  ask(question: PermissionQuestion): Promise<PermissionDecision>;
 }
 
 /** One run's exchange with its agent. */

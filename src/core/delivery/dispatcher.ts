@@ -3,7 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import type { ServiceObserver } from '../telemetry/observer';
 import { StorageError } from '../../contract/problems';
 import type { Delivery, StoredRun, Workspace } from '../types';
-import { deliveryId, payloadOf, withDeliveries } from './outbox';
+import { deliveryId, payloadOf, sameDelivery, withDeliveries } from './outbox';
 import type { WebhookOptions } from './targets';
 import { RefusedTarget, checkWebhookUrl, postWebhook } from './transport';
 
@@ -40,10 +40,8 @@ const ERROR_MAX = 300;
 const STORE_RETRY_MS = 2_000;
 const STORE_RETRY_MAX_MS = 60_000;
 
-interface Job {
+interface Job extends Pick<Delivery, 'target' | 'event' | 'subject'> {
   taskId: string;
-  target: number;
-  event: Delivery['event'];
   lane: string;
 }
 
@@ -52,7 +50,7 @@ interface Lane {
   active: number;
 }
 
-const jobKey = (j: Pick<Job, 'taskId' | 'target' | 'event'>) => `${j.taskId} ${j.target} ${j.event}`;
+const jobKey = (j: Pick<Job, 'taskId' | 'target' | 'event' | 'subject'>) => `${j.taskId} ${j.target} ${j.event}${j.subject ? ` ${j.subject}` : ''}`;
 
 export class WebhookDispatcher {
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -73,7 +71,8 @@ export class WebhookDispatcher {
     for (const d of run.deliveries ?? []) {
       const url = run.webhookTargets?.[d.target]?.url;
       if (d.state !== 'pending' || url === undefined) continue;
-      this.after({ taskId: run.taskId, target: d.target, event: d.event, lane: laneOf(url) }, (d.nextAttemptAt ?? 0) - Date.now());
+      const subject = d.subject === undefined ? {} : { subject: d.subject };
+      this.after({ taskId: run.taskId, target: d.target, event: d.event, ...subject, lane: laneOf(url) }, (d.nextAttemptAt ?? 0) - Date.now());
     }
   }
 
@@ -148,7 +147,7 @@ export class WebhookDispatcher {
 
   private async attempt(job: Job): Promise<void> {
     const run = await this.o.records.find(job.taskId);
-    const d = run?.deliveries?.find((x) => x.target === job.target && x.event === job.event);
+    const d = run?.deliveries?.find((x) => sameDelivery(x, job));
     const target = run?.webhookTargets?.[job.target];
     // Another instance took it over (this one's lease ran out), or it was settled meanwhile.
     if (!run || !d || !target || d.state !== 'pending' || run.bootId !== this.o.instanceId) return;
@@ -159,7 +158,7 @@ export class WebhookDispatcher {
       if (r.bootId !== this.o.instanceId) return undefined;
       return withDeliveries(
         r,
-        (r.deliveries ?? []).map((x) => (x.target === d.target && x.event === d.event ? next : x)),
+        (r.deliveries ?? []).map((x) => (sameDelivery(x, d) ? next : x)),
       );
     });
     this.storeFailures.delete(jobKey(job));

@@ -1,4 +1,4 @@
-import type { WebhookDeliveryView, WebhookEvent } from '../../contract/records';
+import type { ApprovalRecord, WebhookDeliveryView, WebhookEvent } from '../../contract/records';
 import { publicRecord } from '../public-record';
 import type { Delivery, StoredRun } from '../types';
 
@@ -8,12 +8,20 @@ import type { Delivery, StoredRun } from '../types';
  * These are pure functions over the record; the dispatcher stores what they return.
  */
 
-/** The run with a pending delivery for `event` to each target that asked for it (once each). */
-export function owe(run: StoredRun, event: WebhookEvent, at: string): StoredRun {
+/** The same delivery: one target, one event, one subject (a run's question, for `permission.requested`). */
+export const sameDelivery = (a: Pick<Delivery, 'target' | 'event' | 'subject'>, b: Pick<Delivery, 'target' | 'event' | 'subject'>) =>
+  a.target === b.target && a.event === b.event && a.subject === b.subject;
+
+/**
+ * The run with a pending delivery for `event` to each target that asked for it (once each, or
+ * once per question: `approval`, whose record is the payload).
+ */
+export function owe(run: StoredRun, event: WebhookEvent, at: string, approval?: ApprovalRecord): StoredRun {
   const deliveries = [...(run.deliveries ?? [])];
+  const about = approval ? { subject: approval.id, approval } : {};
   for (const [target, { events }] of (run.webhookTargets ?? []).entries()) {
-    if (!events.includes(event) || deliveries.some((d) => d.target === target && d.event === event)) continue;
-    deliveries.push({ target, event, at, state: 'pending', attempts: 0, nextAttemptAt: Date.parse(at) });
+    if (!events.includes(event) || deliveries.some((d) => sameDelivery(d, { target, event, subject: about.subject }))) continue;
+    deliveries.push({ target, event, ...about, at, state: 'pending', attempts: 0, nextAttemptAt: Date.parse(at) });
   }
   return deliveries.length === (run.deliveries ?? []).length ? run : withDeliveries(run, deliveries);
 }
@@ -26,22 +34,23 @@ export function withDeliveries(run: StoredRun, deliveries: Delivery[]): StoredRu
 }
 
 /** The id receivers de-duplicate by: the same for every attempt. */
-export const deliveryId = (taskId: string, d: Pick<Delivery, 'target' | 'event'>) => `msg_${taskId}_${d.target}_${d.event.replace('.', '_')}`;
+export const deliveryId = (taskId: string, d: Pick<Delivery, 'target' | 'event' | 'subject'>) =>
+  `msg_${taskId}_${d.target}_${d.event.replace('.', '_')}${d.subject ? `_${d.subject}` : ''}`;
 
 /** The exact body, rebuilt from the stored record: the same bytes (and signature) at every attempt. */
 export function payloadOf(run: StoredRun, d: Delivery): string {
   const { taskId, resumeId, workspaceId, agent } = run;
-  const data = d.event === 'run.ended' ? publicRecord(run) : { taskId, resumeId, workspaceId, agent };
+  const data = d.event === 'run.ended' ? publicRecord(run) : (d.approval ?? { taskId, resumeId, workspaceId, agent });
   return JSON.stringify({ type: d.event, timestamp: d.at, data });
 }
 
 /** The deliveries of a run, one per target and event, as its record shows them. */
 export function viewOf(run: StoredRun): WebhookDeliveryView[] {
   return (run.webhookTargets ?? []).flatMap((target, index) =>
-    target.events.map((event): WebhookDeliveryView => {
-      const d = run.deliveries?.find((x) => x.target === index && x.event === event);
-      if (!d) return { id: null, url: target.url, event, state: 'waiting', attempts: 0, nextAttemptAt: null };
-      return {
+    target.events.flatMap((event): WebhookDeliveryView[] => {
+      const made = run.deliveries?.filter((x) => x.target === index && x.event === event) ?? [];
+      if (made.length === 0) return [{ id: null, url: target.url, event, state: 'waiting', attempts: 0, nextAttemptAt: null }];
+      return made.map((d) => ({
         id: deliveryId(run.taskId, d),
         url: target.url,
         event,
@@ -51,7 +60,7 @@ export function viewOf(run: StoredRun): WebhookDeliveryView[] {
         ...(d.lastStatus === undefined ? {} : { lastStatus: d.lastStatus }),
         ...(d.lastError === undefined ? {} : { lastError: d.lastError }),
         ...(d.deliveredAt === undefined ? {} : { deliveredAt: d.deliveredAt }),
-      };
+      }));
     }),
   );
 }

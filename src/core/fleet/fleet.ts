@@ -41,10 +41,8 @@ export interface FleetHandlers {
   lost(): void;
 }
 
-export interface FleetRequest {
-  op: 'cancel';
-  taskId: string;
-}
+/** Cancel a run; a question of a run was answered (docs/approvals.md). */
+export type FleetRequest = { op: 'cancel'; taskId: string } | { op: 'approval'; id: string };
 
 export type FleetAnswer = { ok: true } | { ok: false; code: ProblemCode; message: string };
 

@@ -2,6 +2,7 @@ import type { WorkspaceReport } from '../agents/doctor';
 import type { RunEvents } from '../events/run-events';
 import type { IdempotencyKeys } from '../idempotency';
 import type { Inbox } from '../inbox';
+import type { Approvals } from '../approvals/approvals';
 import type { RunService } from '../runs/run-service';
 import type { Scheduler } from '../schedules/scheduler';
 import type { SessionBook } from '../sessions';
@@ -16,6 +17,8 @@ export interface RouteServices {
   heartbeatMs: number;
   sessions: SessionBook;
   inbox: Inbox;
+  /** The questions of runs under `permissions: "ask"` (docs/approvals.md). */
+  approvals: Approvals;
   /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
   workspace(id: string): Promise<Workspace>;
   idempotency: IdempotencyKeys;

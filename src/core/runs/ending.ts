@@ -86,7 +86,9 @@ export class RunEnding {
     const price = this.$.prices[live.reservation.adapter.name];
     const verdict = reported.usage ? { ...reported, usage: priced(reported.usage, price) } : reported;
     const judged = structuredFields(record, live, finalFields(live, end, verdict), verdict);
-    const fields = { ...judged, ...(await this.placementFields(live, record)) };
+    await live.questions?.abandon();
+    const approvals = live.questions?.final();
+    const fields = { ...judged, ...(approvals ? { approvals } : {}), ...(await this.placementFields(live, record)) };
     // The agent failed before its model ever answered: its session may not exist.
     const failedUnanswered = fields.status === 'failed' && verdict.answered === false;
     const agentSessionId = verdict.agentSessionId ?? record.agentSessionId;

@@ -18,6 +18,8 @@ export interface GuardContext {
   onLine(listener: (line: string) => void): void;
   /** Calls `listener` with each event the agent's output meant (a tool call, its usage so far). */
   onEvent(listener: (event: AgentEvent) => void): void;
+  /** Calls `listener` when the run starts and stops waiting on a caller (a permission question). */
+  onWaiting(listener: (waiting: boolean) => void): void;
 }
 
 /** Starts watching; returns what ends the watch (called once the process has exited). */
@@ -42,7 +44,7 @@ export function watchdog(timeoutMs: number): Guard {
 /** How often a memory ceiling samples the run's processes. */
 export const MEMORY_SAMPLE_MS = 1000;
 
-/** A stall: nothing on stdout for `stallMs`, though the process runs. */
+/** A stall: nothing on stdout for `stallMs`, though the process runs; a run waiting on a caller is not stalled. */
 export function stallGuard(stallMs: number): Guard {
   const stop: RunStop = {
     reason: 'stall',
@@ -50,9 +52,22 @@ export function stallGuard(stallMs: number): Guard {
     error: { code: 'stalled', message: `Stopped: the agent printed nothing for ${stallMs} ms.` },
   };
   return (run) => {
-    const timer = setTimeout(() => run.stop(stop), stallMs);
-    run.onLine(() => timer.refresh());
-    return () => clearTimeout(timer);
+    let ended = false;
+    let waiting = false;
+    let timer = setTimeout(() => run.stop(stop), stallMs);
+    run.onLine(() => {
+      if (!waiting) timer.refresh();
+    });
+    run.onWaiting((now) => {
+      if (ended) return;
+      waiting = now;
+      clearTimeout(timer);
+      if (!now) timer = setTimeout(() => run.stop(stop), stallMs);
+    });
+    return () => {
+      ended = true;
+      clearTimeout(timer);
+    };
   };
 }
 

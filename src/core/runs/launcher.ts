@@ -34,6 +34,8 @@ import { type Turn, laterTurn, repairTurn } from './repair-turn';
 import { resultInstructions } from './structured-output';
 import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './supervisor';
 import type { RunTokens } from './tokens';
+import { RunQuestions } from './questions';
+import type { Approvals } from '../approvals/approvals';
 
 /** Grace between SIGTERM and SIGKILL for the guards and cancel. */
 export const KILL_GRACE_MS = 5000;
@@ -59,6 +61,7 @@ export interface LauncherResources {
   prices: Record<string, TokenPrice>;
   tracing?: RunTracing;
   instanceId: string;
+  approvals: Approvals;
 }
 
 /** What a run's agent is started with. */
@@ -161,6 +164,8 @@ export class RunLauncher {
     await preflight(adapter, invocation.command, env);
     const spawner = this.spawnerOf(input, placed, env);
     const watchers: Array<(event: AgentEvent) => void> = [];
+    live.questions ??= new RunQuestions({ ...this.$, noteApprovals: (...a) => this.$.lifecycle.noteApprovals(...a) }, { record, cwd });
+    const questions = live.questions;
     const io = this.io(live, watchers, this.$.prices[adapter.name]);
     const conversation = protocol.open(io, agentInput);
     live.conversation = conversation;
@@ -177,6 +182,7 @@ export class RunLauncher {
       spawner,
       guards,
       onEvent: (listener) => void watchers.push(listener),
+      onWaiting: (listener) => questions.onWaiting(listener),
       killGraceMs: KILL_GRACE_MS,
       spawn: { command: invocation.command, args: invocation.args, cwd, stdin: invocation.stdin, keepStdin: protocol.talksBack, env, onStdoutLine },
     });
@@ -234,6 +240,7 @@ export class RunLauncher {
         this.$.events.append(live.taskId, type, data);
         for (const watch of watchers) watch(event);
       },
+      ask: (question) => (live.questions ? live.questions.ask(question) : Promise.resolve({ allow: false, always: false })),
     };
   }
 

@@ -17,7 +17,7 @@ import type { RunResult } from './live-run';
 import type { RunPlacement } from './placement';
 import type { RunRecords } from './records';
 import { type Change, type FinishFields, type QueuedEnding, change } from './transitions';
-import type { RunChanges, RunError } from '../../contract/records';
+import type { ApprovalRecord, RunApprovals, RunChanges, RunError } from '../../contract/records';
 
 export const EMPTY_OUTPUT: ProcessOutput = { stdout: '', stderr: '', truncated: false };
 /** How often a caller waiting for a run that another instance runs reads its record. */
@@ -101,6 +101,12 @@ export class RunLifecycle {
     const run = await this.$.records.update(taskId, change.noteSession(owner, agentSessionId, at));
     await stored();
     if (run) this.$.webhooks.schedule(run);
+  }
+
+  /** running → running: what it was asked and answered, with the `permission.requested` webhooks a new question owes. */
+  async noteApprovals(taskId: string, owner: string, approvals: RunApprovals, asked?: ApprovalRecord): Promise<void> {
+    const run = await this.$.records.update(taskId, change.noteApprovals(owner, approvals, asked));
+    if (run && asked) this.$.webhooks.schedule(run);
   }
 
   /**

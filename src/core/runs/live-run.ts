@@ -3,6 +3,7 @@ import type { AgentConversation, AgentVerdict } from '../agents/types';
 import type { ProcessOutput } from '../process/spawner';
 import type { Reservation } from './admission';
 import type { Placed } from './placement';
+import type { RunQuestions } from './questions';
 import type { SupervisedProcess } from './supervisor';
 
 /** A run's output tail: live while it runs, stored when it ends. */
@@ -41,6 +42,8 @@ export interface LiveRun {
   repaired?: boolean;
   /** The answer it sent with `headless-inbox result`, once one matched its schema. */
   answer?: { value: unknown };
+  /** Its permission questions (docs/approvals.md), once its agent is being started. */
+  questions?: RunQuestions;
   /** A stop asked for while the process was still being spawned; applied once it is. */
   pendingStop?: ServiceStop;
   /** The write of the record with its process, awaited before the final write so it cannot land after it. */

@@ -89,7 +89,7 @@ export class RunService {
   }
 
   /** Acts on another instance's request about a run of this one. */
-  async answer(request: FleetRequest): Promise<FleetAnswer> {
+  async answer(request: Extract<FleetRequest, { op: 'cancel' }>): Promise<FleetAnswer> {
     if (!this.$.launcher.get(request.taskId)) return { ok: false, code: 'run_not_running', message: `Run "${request.taskId}" has already ended.` };
     await this.cancel(request.taskId);
     return { ok: true };

@@ -12,6 +12,8 @@ export interface SupervisorOptions {
   guards: Guard[];
   /** Subscribes a guard to the events the agent's output meant. */
   onEvent?: (listener: (event: AgentEvent) => void) => void;
+  /** Subscribes a guard to whether the run waits on a caller (a permission question). */
+  onWaiting?: (listener: (waiting: boolean) => void) => void;
   /** Between SIGTERM and SIGKILL when a guard stops the run. */
   killGraceMs: number;
 }
@@ -104,6 +106,7 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
     stop: (stop: RunStop) => void supervised.stop(stop, o.killGraceMs),
     onLine: (listener: (line: string) => void) => void listeners.push(listener),
     onEvent: (listener: (event: AgentEvent) => void) => o.onEvent?.(listener),
+    onWaiting: (listener: (waiting: boolean) => void) => o.onWaiting?.(listener),
   };
   unwatch = o.guards.map((guard) => guard(context));
   return supervised;

@@ -4,7 +4,7 @@
  * applies each one as ONE write of the record (a compare-and-set where the store is shared), and
  * nothing else changes a run's status. docs/internals.md draws it.
  */
-import type { RunError, RunStatus } from '../../contract/records';
+import type { ApprovalRecord, RunApprovals, RunError, RunStatus } from '../../contract/records';
 import { owe } from '../delivery/outbox';
 import type { StoredRun } from '../types';
 
@@ -30,6 +30,8 @@ export const TRANSITIONS = {
   recordProcess: { from: ['running'], to: ['running'], owned: true },
   /** The agent printed its session id; the `agent.session` webhooks are owed. */
   noteSession: { from: ['running'], to: ['running'], owned: true },
+  /** The agent asked for a permission, or was answered: its `approvals`, and a question's `permission.requested` webhooks. */
+  noteApprovals: { from: ['running'], to: ['running'], owned: true },
   /** Its process ended, or never started: the final record, judged. */
   finish: { from: ['running'], to: ['succeeded', 'failed', 'cancelled', 'timed_out', 'interrupted'], owned: true },
   /** Another instance becomes its owner (its own is gone), before it is interrupted. */
@@ -71,6 +73,8 @@ export interface FinishFields {
   changes?: StoredRun['changes'];
   /** Its answer, matching its `outputSchema`. */
   result?: unknown;
+  /** What it was asked and answered, nothing pending any more. */
+  approvals?: StoredRun['approvals'];
 }
 
 /**
@@ -113,6 +117,13 @@ export const change = {
   },
   noteSession(owner: string, agentSessionId: string, at: string): Change {
     return (r) => (can('noteSession', r, owner) ? owe({ ...r, agentSessionId }, 'agent.session', at) : undefined);
+  },
+  noteApprovals(owner: string, approvals: RunApprovals, asked?: ApprovalRecord): Change {
+    return (r) => {
+      if (!can('noteApprovals', r, owner)) return undefined;
+      const next = { ...r, approvals };
+      return asked ? owe(next, 'permission.requested', asked.createdAt, asked) : next;
+    };
   },
   finish(owner: string, fields: FinishFields, at: Date): Change {
     const { status, error, ...more } = fields;

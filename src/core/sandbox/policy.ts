@@ -1,12 +1,15 @@
 import type { RunPolicy } from '../../contract/records';
 import { GIT_REF } from '../../contract/requests';
+import { type ApprovalSettings, approvalPolicy, checkApprovalSettings } from '../approvals/approval-policy';
 
-const PERMISSIONS: ReadonlyArray<RunPolicy['permissions']> = ['full', 'read-only'];
+const PERMISSIONS: ReadonlyArray<RunPolicy['permissions']> = ['full', 'read-only', 'ask'];
 const ISOLATIONS = ['none', 'worktree'] as const;
 
 /** Where a run's policy can be set: a workspace, a schedule or trigger over it, a start over both. */
 export interface PolicySettings {
   permissions?: RunPolicy['permissions'];
+  /** Under `permissions: "ask"`: its questions' timeout and fallback, and rules that answer without asking (docs/approvals.md). */
+  approvals?: ApprovalSettings;
   sandbox?: boolean;
   /** `worktree`: the run works in a git worktree of its own (docs/worktrees.md). @default "none" */
   isolation?: (typeof ISOLATIONS)[number];
@@ -21,8 +24,9 @@ export const NETWORK_TARGET = /^(\*|[A-Za-z0-9.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d
 export function checkPolicy(settings: PolicySettings & { network?: string[] }, where: string): void {
   for (const target of settings.network ?? []) if (!NETWORK_TARGET.test(target)) throw new Error(`${where}: network entry "${target}" must be host:port, or *`);
   if (settings.permissions !== undefined && !PERMISSIONS.includes(settings.permissions)) {
-    throw new Error(`${where}: permissions must be "full" or "read-only"`);
+    throw new Error(`${where}: permissions must be "full", "read-only" or "ask"`);
   }
+  checkApprovalSettings(settings.approvals, `${where}: approvals`);
   if (settings.sandbox !== undefined && typeof settings.sandbox !== 'boolean') throw new Error(`${where}: sandbox must be true or false`);
   if (settings.isolation !== undefined && !ISOLATIONS.includes(settings.isolation)) throw new Error(`${where}: isolation must be "none" or "worktree"`);
   if (settings.ref !== undefined && !(typeof settings.ref === 'string' && GIT_REF.test(settings.ref)))
@@ -44,5 +48,10 @@ export function runPolicy(
   const isolation = start.isolation ?? origin.isolation ?? workspace.isolation ?? 'none';
   const ref = start.ref ?? origin.ref ?? workspace.worktree?.ref ?? 'HEAD';
   if (permissions === 'full' && !sandbox && isolation === 'none') return undefined;
-  return { permissions, sandbox, ...(isolation === 'worktree' ? { worktree: { ref } } : {}) };
+  return {
+    permissions,
+    ...(permissions === 'ask' ? { approvals: approvalPolicy(workspace.approvals, origin.approvals) } : {}),
+    sandbox,
+    ...(isolation === 'worktree' ? { worktree: { ref } } : {}),
+  };
 }

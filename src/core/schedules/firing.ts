@@ -62,7 +62,7 @@ export class Firing {
     }
     const origin: RunOrigin = {
       source: { kind: 'schedule', name: s.name, scheduledFor: occurrence },
-      policy: { permissions: s.permissions, sandbox: s.sandbox, isolation: s.isolation, ref: s.ref },
+      policy: { permissions: s.permissions, approvals: s.approvals, sandbox: s.sandbox, isolation: s.isolation, ref: s.ref },
       ...(s.limits === undefined ? {} : { limits: s.limits }),
       ...(busy && overlap === 'queue' ? { after: previous.taskId } : {}),
     };

@@ -192,7 +192,7 @@ export class TriggerService {
     const after = d.limits?.concurrent === undefined ? undefined : chain[chain.length - d.limits.concurrent];
     const origin: RunOrigin = {
       source: { kind: 'trigger', name: d.name, delivery: at.delivery, ...(facts.deliveryId ? { deliveryId: facts.deliveryId } : {}) },
-      policy: { permissions: d.permissions, sandbox: d.sandbox, isolation: d.isolation, ref: d.ref },
+      policy: { permissions: d.permissions, approvals: d.approvals, sandbox: d.sandbox, isolation: d.isolation, ref: d.ref },
       ...(d.limits === undefined ? {} : { limits: d.limits }),
       queueWhenBusy: true,
       ...(after === undefined ? {} : { after }),

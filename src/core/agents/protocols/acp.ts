@@ -4,7 +4,8 @@
  * `session/load` to resume), then `session/prompt` until its stop reason; then the agent's stdin
  * is closed and it exits. The client advertises no `fs/*` or `terminal/*` capability: the agent
  * works in its own workspace with its own tools, as over its other protocol. A permission it asks
- * for is answered by the run's policy: allowed under `full`, refused under `read-only`.
+ * for (`session/request_permission`) is the run's question (`io.ask`): its policy answers, or a
+ * caller (docs/approvals.md).
  */
 import type { RunUsage } from '../../../contract/records';
 import type { AgentConversation, AgentEvent, AgentIO, AgentProtocol, AgentRunInput, AgentVerdict } from '../types';
@@ -25,6 +26,7 @@ const loadSdk = (): Promise<Sdk> => {
 export const acpProtocol: AgentProtocol = {
   name: 'acp',
   talksBack: true,
+  asks: true,
   open: (io, input) => new AcpConversation(io, input),
 };
 
@@ -143,10 +145,18 @@ class AcpConversation implements AgentConversation {
     this.emit({ type: 'message', text });
   }
 
-  /** The run's policy answers: an allow option under `full`, a reject option under `read-only`. */
-  private permission(params: PermissionRequest): PermissionResponse {
-    const kinds = this.input.permissions === 'full' ? ['allow_once', 'allow_always'] : ['reject_once', 'reject_always'];
-    const option = params.options.find((o) => kinds.includes(o.kind));
+  /** The run's question: its answer picks the agent's matching option (its "always" one for an answer for the run). */
+  private async permission(params: PermissionRequest): Promise<PermissionResponse> {
+    const { toolCall, options } = params;
+    const paths = (toolCall.locations ?? []).map((l) => l.path).slice(0, 20);
+    const decision = await this.io.ask({
+      title: toolCall.title ?? toolCall.kind ?? 'a tool call',
+      ...(toolCall.kind ? { kind: toolCall.kind } : {}),
+      paths,
+      canAlways: options.some((o) => o.kind === 'allow_always'),
+    });
+    const kinds = decision.allow ? (decision.always ? ['allow_always', 'allow_once'] : ['allow_once', 'allow_always']) : ['reject_once', 'reject_always'];
+    const option = kinds.map((kind) => options.find((o) => o.kind === kind)).find((o) => o !== undefined);
     return option ? { outcome: { outcome: 'selected', optionId: option.optionId } } : { outcome: { outcome: 'cancelled' } };
   }
 

@@ -8,6 +8,7 @@ export function linesProtocol(parser: AgentAdapter['parser']): AgentProtocol {
   return {
     name: 'lines',
     talksBack: false,
+    asks: false,
     open(io: AgentIO, input: AgentRunInput): AgentConversation {
       const read = parser(input);
       return {

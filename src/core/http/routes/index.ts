@@ -3,6 +3,7 @@ import { openApiDocument, servedAt } from '../openapi';
 import { type Route, json, route } from '../router';
 import { OPERATIONS_ROUTES } from './operations';
 import { INBOX_ROUTES } from './inbox';
+import { APPROVAL_ROUTES } from './approvals';
 import { RUN_ROUTES } from './runs';
 import { SERVICE_ROUTES } from './service';
 import { SCHEDULE_ROUTES } from './schedules';
@@ -16,6 +17,7 @@ export const ROUTES: Route[] = [
   ...RUN_ROUTES,
   ...SESSION_ROUTES,
   ...INBOX_ROUTES,
+  ...APPROVAL_ROUTES,
   ...SCHEDULE_ROUTES,
   ...TRIGGER_ROUTES,
   ...SERVICE_ROUTES,

@@ -1,0 +1,71 @@
+/**
+ * @module How a run under `permissions: "ask"` is answered (docs/approvals.md): its policy (a
+ * question's timeout, the fallback it then gets, rules that answer without asking) as set on its
+ * workspace, schedule or trigger, and the answer the policy gives a question by itself.
+ */
+import { isAbsolute, relative, resolve } from 'node:path';
+import type { ApprovalPolicy, ApprovalRule, RunPolicy } from '../../contract/records';
+import type { PermissionQuestion } from '../agents/types';
+
+/** Where an approval policy is set: a workspace, a schedule or trigger over it. */
+export interface ApprovalSettings {
+  /** @default 900000 (15 minutes) */
+  timeoutMs?: number;
+  /** @default "deny" */
+  fallback?: 'allow' | 'deny';
+  rules?: ApprovalRule[];
+}
+
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 15 * 60_000;
+
+/** The run's approval policy: the origin's settings over the workspace's, field by field. */
+export function approvalPolicy(workspace: ApprovalSettings = {}, origin: ApprovalSettings = {}): ApprovalPolicy {
+  const rules = origin.rules ?? workspace.rules;
+  return {
+    timeoutMs: origin.timeoutMs ?? workspace.timeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+    fallback: origin.fallback ?? workspace.fallback ?? 'deny',
+    ...(rules && rules.length > 0 ? { rules } : {}),
+  };
+}
+
+/** Throws, naming where, on approval settings that cannot work (a library caller's typo). */
+export function checkApprovalSettings(settings: ApprovalSettings | undefined, where: string): void {
+  if (settings === undefined) return;
+  const { timeoutMs, fallback, rules } = settings;
+  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs >= 1))
+    throw new Error(`${where}.timeoutMs must be a whole number of ms, at least 1`);
+  if (fallback !== undefined && fallback !== 'allow' && fallback !== 'deny') throw new Error(`${where}.fallback must be "allow" or "deny"`);
+  for (const [i, rule] of (rules ?? []).entries()) {
+    if (rule.answer !== 'allow' && rule.answer !== 'deny') throw new Error(`${where}.rules[${i}].answer must be "allow" or "deny"`);
+    for (const path of rule.paths ?? []) {
+      if (typeof path !== 'string' || path === '' || isAbsolute(path) || path.split(/[\\/]/).includes('..')) {
+        throw new Error(`${where}.rules[${i}].paths: "${path}" must be a folder inside the working directory, relative, without ".."`);
+      }
+    }
+  }
+}
+
+/**
+ * The policy's own answer: `full` allows and `read-only` denies everything; under `ask` the
+ * first rule that matches answers, and `ask` means a caller must.
+ */
+export function answerByPolicy(policy: RunPolicy | undefined, question: PermissionQuestion, cwd: string): 'allow' | 'deny' | 'ask' {
+  const permissions = policy?.permissions ?? 'full';
+  if (permissions === 'full') return 'allow';
+  if (permissions === 'read-only') return 'deny';
+  const rule = policy?.approvals?.rules?.find((r) => matches(r, question, cwd));
+  return rule?.answer ?? 'ask';
+}
+
+function matches(rule: ApprovalRule, question: PermissionQuestion, cwd: string): boolean {
+  if (rule.kinds && !(question.kind !== undefined && rule.kinds.includes(question.kind))) return false;
+  if (!rule.paths) return true;
+  if (question.paths.length === 0) return false;
+  return question.paths.every((path) => rule.paths?.some((folder) => inside(resolve(cwd, folder), resolve(cwd, path))));
+}
+
+/** `path` is `folder` or below it. */
+function inside(folder: string, path: string): boolean {
+  const rel = relative(folder, path);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
