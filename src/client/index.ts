@@ -7,7 +7,7 @@ import { unixSocketFetch } from './unix';
 
 export { HeadlessError, type ClientErrorCode } from './http';
 import type { StartBody } from '../contract/requests';
-import { type InboxItem, type RunRecord, type RunSource, type RunStatus, type SessionView, hasEnded } from '../contract/records';
+import { type ApprovalRecord, type InboxItem, type RunRecord, type RunSource, type RunStatus, type SessionView, hasEnded } from '../contract/records';
 
 /**
  * The typed client of the HTTP API (docs/client.md). Every answer is checked against the
@@ -15,7 +15,7 @@ import { type InboxItem, type RunRecord, type RunSource, type RunStatus, type Se
  * `HeadlessError` whose `code` is the problem code.
  */
 
-export type { InboxItem, RunEvent, RunRecord, RunSource, RunStatus, SessionView };
+export type { ApprovalRecord, InboxItem, RunEvent, RunRecord, RunSource, RunStatus, SessionView };
 
 export interface ClientOptions {
   /** The service's base URL, e.g. `http://127.0.0.1:47331` (with its mount path, if any), or `unix:/path/to.sock` (Node only). */
@@ -70,6 +70,20 @@ export interface HeadlessClient {
     push(workspaceId: string, item: { title: string; body?: string }): Promise<InboxItem>;
     get(workspaceId: string, itemId: string): Promise<InboxItem>;
     markRead(workspaceId: string, itemId: string): Promise<InboxItem>;
+  };
+  /** The questions of runs under `permissions: "ask"` (docs/approvals.md). */
+  approvals: {
+    /** Newest first: a workspace's, a run's, or (with neither) every pending one. */
+    list(options?: {
+      workspace?: string;
+      taskId?: string;
+      status?: ApprovalRecord['status'];
+      limit?: number;
+      cursor?: string;
+    }): Promise<v.InferOutput<typeof ANSWERS.ApprovalList>>;
+    get(approvalId: string): Promise<ApprovalRecord>;
+    /** Allow or deny; `scope: "run"` answers every later question of the same kind in its run. */
+    answer(approvalId: string, answer: { decision: 'allow' | 'deny'; scope?: 'once' | 'run' }): Promise<ApprovalRecord>;
   };
   sessions: {
     get(resumeId: string): Promise<SessionView>;
@@ -247,6 +261,11 @@ export function createClient(options: ClientOptions): HeadlessClient {
     wait: waiter(events, get),
     agents: (workspaceId) => call(ANSWERS.AgentsReport, 'GET', `/api/agents${query({ wsId: workspaceId })}`),
     inbox: inboxApi(t),
+    approvals: {
+      list: (o = {}) => call(ANSWERS.ApprovalList, 'GET', `/api/approvals${query(o)}`),
+      get: (id) => call(ANSWERS.Approval, 'GET', `/api/approvals/${enc(id)}`),
+      answer: (id, given) => call(ANSWERS.Approval, 'POST', `/api/approvals/${enc(id)}`, given),
+    },
     sessions: {
       get: (resumeId) => call(ANSWERS.SessionView, 'GET', `/api/sessions/${enc(resumeId)}`),
       retire: (resumeId) => call(ANSWERS.SessionView, 'POST', `/api/sessions/${enc(resumeId)}/retire`),

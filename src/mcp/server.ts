@@ -2,7 +2,7 @@ import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { HeadlessError, type HeadlessClient } from '../client/index';
 import { version } from '../../package.json';
-import { InboxPush, StartBody } from '../contract/requests';
+import { APPROVAL_STATUSES, InboxPush, StartBody } from '../contract/requests';
 import { RUN_STATUSES } from '../contract/records';
 
 /**
@@ -87,6 +87,24 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
     description: 'Wait for a run to end and answer its final record; after timeoutSeconds (default 600) answers the record as it is.',
     input: v.strictObject({ taskId: id, timeoutSeconds: v.optional(v.pipe(v.number(), v.minValue(1), v.maxValue(3600))) }),
     call: (client, { taskId, timeoutSeconds }) => client.wait(taskId, { signal: AbortSignal.timeout((timeoutSeconds ?? 600) * 1000) }),
+  }),
+  list_approvals: tool({
+    description:
+      'The questions of runs whose agents must ask (permissions "ask"): with no filter, every pending one; or a workspace\'s, or a run\'s. Each names what the agent wants to do (its kind of tool, title, files) and when it gets its fallback.',
+    input: v.strictObject({
+      workspaceId: v.optional(id),
+      taskId: v.optional(id),
+      status: v.optional(v.picklist(APPROVAL_STATUSES)),
+      limit,
+      cursor: v.optional(v.string()),
+    }),
+    call: (client, { workspaceId, ...filter }) => client.approvals.list({ ...(workspaceId ? { workspace: workspaceId } : {}), ...filter }),
+  }),
+  answer_approval: tool({
+    description:
+      'Answer a question of a run: allow or deny what its agent asked; scope "run" answers every later question of the same kind in that run. The agent is told at once.',
+    input: v.strictObject({ approvalId: id, decision: v.picklist(['allow', 'deny']), scope: v.optional(v.picklist(['once', 'run'])) }),
+    call: (client, { approvalId, ...answer }) => client.approvals.answer(approvalId, answer),
   }),
   read_inbox: tool({
     description: "Read a workspace's Inbox, where agents report their results, newest first.",

@@ -48,10 +48,12 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
     const client = await connect(transport);
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
+      'answer_approval',
       'cancel_run',
       'get_run',
       'get_run_changes',
       'inbox_push',
+      'list_approvals',
       'list_runs',
       'list_trigger_deliveries',
       'read_inbox',

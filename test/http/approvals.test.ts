@@ -5,6 +5,10 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../src/core/index';
 import { type TestHost, closeAllHosts, createTestHost, fakeAgent, problem } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
+import { startReceiver } from '../helpers/receiver';
+import { Webhook } from 'standardwebhooks';
+
+const SECRET = `whsec_${Buffer.from('approvals-webhook-secret-0123456789').toString('base64')}`;
 
 /**
  * The approval bridge (docs/approvals.md) through the handler: gemini over ACP is the fake CLI
@@ -196,6 +200,36 @@ describe('a run under permissions "ask" (docs/approvals.md)', () => {
     const after = (await (await h.request('GET', `/api/approvals/${question.id}`)).json()) as ApprovalRecord;
     expect(after).toMatchObject({ status: 'abandoned', answer: null });
     expect(await problem(await answer(h, question.id, { decision: 'allow' }))).toMatchObject({ status: 409, code: 'approval_answered' });
+  });
+});
+
+describe('permission.requested webhooks', () => {
+  it('each question is told to the run’s webhook that asked for it, once, signed, its record as the payload', async () => {
+    const receiver = await startReceiver();
+    try {
+      const h = await host({}, { webhooks: { secret: SECRET, allowPerStartUrls: true, allowPrivateTargets: true } });
+      const webhook = { url: receiver.url, events: ['permission.requested', 'run.ended'] };
+      const res = await h.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'gemini-acp', prompt: 'WRITE_FILE hooked.txt', webhook } });
+      const { taskId } = (await res.json()) as { taskId: string };
+      await waitFor(() => receiver.received.length >= 1, { what: 'the permission.requested webhook' });
+      const asked = receiver.received[0]!;
+      const payload = JSON.parse(asked.body) as { type: string; data: ApprovalRecord };
+      expect(payload).toMatchObject({ type: 'permission.requested', data: { taskId, status: 'pending', tool: { kind: 'edit' } } });
+      expect(new Webhook(SECRET).verify(asked.body, asked.headers)).toBeTruthy();
+      expect(asked.headers['webhook-id']).toBe(`msg_${taskId}_0_permission_requested_${payload.data.id}`);
+      expect((await answer(h, payload.data.id, { decision: 'allow' })).status).toBe(200);
+      const done = (await h.waitEnded(taskId)) as Record<string, any>;
+      await waitFor(() => receiver.received.length >= 2, { what: 'the run.ended webhook' });
+      expect(receiver.received.map((r) => JSON.parse(r.body).type)).toEqual(['permission.requested', 'run.ended']);
+      const final = (await (await h.request('GET', `/api/headless/${taskId}`)).json()) as Record<string, any>;
+      expect(final.webhooks).toEqual([
+        expect.objectContaining({ event: 'permission.requested', state: 'delivered' }),
+        expect.objectContaining({ event: 'run.ended', state: 'delivered' }),
+      ]);
+      expect(done.status).toBe('succeeded');
+    } finally {
+      await receiver.close();
+    }
   });
 });
 

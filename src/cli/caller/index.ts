@@ -3,6 +3,7 @@ import { HeadlessError, createClient } from '../../client/index';
 import { callerUrl } from '../data-dir';
 import { visible } from '../describe';
 import { fail } from '../fail';
+import { approvals, approve, deny } from './approvals';
 import { inbox, sessions } from './inbox';
 import { cancel, changes, follow, list, logs, run, status } from './runs';
 import { schedules } from './schedules';
@@ -28,6 +29,9 @@ const COMMANDS: Record<CallerName, { command: Command; takes: Array<keyof typeof
   list: { command: list, takes: ['workspace', 'status', 'limit', 'cursor', 'meta'] },
   cancel: { command: cancel, takes: ['wait'] },
   inbox: { command: inbox, takes: ['workspace', 'unread', 'limit', 'cursor'] },
+  approvals: { command: approvals, takes: ['workspace', 'status', 'limit', 'cursor'] },
+  approve: { command: approve, takes: ['always'] },
+  deny: { command: deny, takes: ['always'] },
   sessions: { command: sessions, takes: [] },
   schedules: { command: schedules, takes: [] },
   triggers: { command: triggers, takes: ['limit', 'cursor'] },

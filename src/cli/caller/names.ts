@@ -1,3 +1,18 @@
 /** The caller commands' names: what the command line routes to the caller (caller/index.ts), known without loading it. */
-export const CALLER_COMMANDS = ['run', 'status', 'follow', 'logs', 'changes', 'list', 'cancel', 'inbox', 'sessions', 'schedules', 'triggers'] as const;
+export const CALLER_COMMANDS = [
+  'run',
+  'status',
+  'follow',
+  'logs',
+  'changes',
+  'list',
+  'cancel',
+  'inbox',
+  'approvals',
+  'approve',
+  'deny',
+  'sessions',
+  'schedules',
+  'triggers',
+] as const;
 export type CallerName = (typeof CALLER_COMMANDS)[number];

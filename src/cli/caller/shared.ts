@@ -33,6 +33,7 @@ export const OPTIONS = {
   schema: { type: 'string' },
   ref: { type: 'string' },
   meta: { type: 'string', multiple: true },
+  always: { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 
 export type Values = {

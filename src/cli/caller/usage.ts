@@ -51,6 +51,17 @@ export const CALLER_USAGE: Record<string, string> = {
   inbox: `Usage: headless-run-webhook inbox [--workspace ID] [--unread] [--limit N] [--cursor C]
        headless-run-webhook inbox show <itemId> [--workspace ID]
        headless-run-webhook inbox read <itemId> [--workspace ID]`,
+  approvals: `Usage: headless-run-webhook approvals [taskId] [--workspace ID] [--status STATUS] [--limit N] [--cursor C]
+
+  The questions of runs under permissions "ask", newest first: a run's, a workspace's, or
+  (with neither) every pending one.
+  --status STATUS  one of pending, allowed, denied, interrupted, abandoned`,
+  approve: `Usage: headless-run-webhook approve <approvalId> [--always]
+
+  Allows what the agent asked; --always: and every later question of the same kind in its run.`,
+  deny: `Usage: headless-run-webhook deny <approvalId> [--always]
+
+  Refuses what the agent asked; --always: and every later question of the same kind in its run.`,
   sessions: `Usage: headless-run-webhook sessions <resumeId>
        headless-run-webhook sessions retire <resumeId>`,
   schedules: `Usage: headless-run-webhook schedules
