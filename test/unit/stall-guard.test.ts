@@ -14,7 +14,13 @@ function fakeRun() {
     onEvent: () => undefined,
     onWaiting: (listener) => void waiting.push(listener),
   };
-  return { context, stops, line: () => lines.forEach((l) => l('x')), wait: (now: boolean) => waiting.forEach((w) => w(now)) };
+  const line = () => {
+    for (const listener of lines) listener('x');
+  };
+  const wait = (now: boolean) => {
+    for (const listener of waiting) listener(now);
+  };
+  return { context, stops, line, wait };
 }
 
 describe('the stall guard (docs/approvals.md: a question is not a stall)', () => {
