@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
@@ -27,6 +27,14 @@ beforeAll(async () => {
     workspaces: [
       { id: 'ws', path: '.', tag: 'main', agents: ['fake'] },
       { id: 'other', path: '.' },
+      // gemini over ACP is the fake replaying its recorded transcript: its file-writing turn asks.
+      {
+        id: 'ask',
+        path: '.',
+        agents: ['gemini-acp'],
+        permissions: 'ask',
+        env: { PATH: `${resolve(__dirname, '../fixtures/bin')}${delimiter}${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' },
+      },
     ],
   });
   daemon = await startDaemon(dir, ['--port', '0', '--demo']);
@@ -60,7 +68,7 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     page.on('pageerror', (e) => errors.push(e.message));
     const res = await page.goto(`${daemon.url}/`);
     expect(res!.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
-    await expect.poll(() => page.locator('#workspace option').allTextContents()).toEqual(['ws (main)', 'other']);
+    await expect.poll(() => page.locator('#workspace option').allTextContents()).toEqual(['ws (main)', 'other', 'ask']);
 
     // A run that runs a while: listed as running, then succeeded, without a reload.
     const run = await start('session page-1; echo working; sleep 5000; echo done');
@@ -199,6 +207,38 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     }
     expect(await page.locator('#runs th.wide').first().isVisible()).toBe(false);
     writeFileSync(gate, '');
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 600_000);
+
+  it('shows the questions agents wait on (docs/approvals.md), and Allow and Deny answer them', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${daemon.url}/`);
+    await page.locator('#workspace').selectOption('ask');
+    expect(await page.locator('#questions-section').isVisible()).toBe(false);
+    const ask = async (file: string) =>
+      ((await (await api(daemon, 'POST', '/api/workspaces/ask/headless', { agent: 'gemini-acp', prompt: `WRITE_FILE ${file}` })).json()) as { taskId: string })
+        .taskId;
+    const allowed = await ask('page-allowed.txt');
+    const question = page.locator('#questions li');
+    await expect.poll(() => question.count(), { timeout: 60_000 }).toBe(1);
+    expect(await question.locator('.what').textContent()).toBe('edit: Writing to page-allowed.txt');
+    expect(await question.locator('a').getAttribute('href')).toBe(`#${allowed}`);
+    await question.getByRole('button', { name: 'Allow' }).click();
+    expect(await waitRun(daemon, allowed)).toMatchObject({ status: 'succeeded', approvals: { allowed: 1 } });
+    await expect.poll(() => page.locator('#questions-section').isVisible(), { timeout: 10_000 }).toBe(false);
+
+    const denied = await ask('page-denied.txt');
+    await expect.poll(() => question.count(), { timeout: 60_000 }).toBe(1);
+    await question.getByRole('button', { name: 'Deny' }).click();
+    expect(await waitRun(daemon, denied)).toMatchObject({ status: 'succeeded', approvals: { denied: 1 } });
+    // The run's conversation shows the question and its answer.
+    await page.locator(`#runs a[href="#${denied}"]`).click();
+    await expect
+      .poll(() => page.locator('#timeline li.note').allTextContents(), { timeout: 10_000 })
+      .toEqual(expect.arrayContaining(['asks: edit: Writing to page-denied.txt', 'denied by a caller']));
     expect(errors).toEqual([]);
     await page.close();
   }, 600_000);

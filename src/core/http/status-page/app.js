@@ -1,8 +1,8 @@
 // The status page's script (served as /app.js; the page's CSP allows nothing else). Data is only ever set as text.
 
 const $ = (id) => document.getElementById(id);
-const api = async (path, method = 'GET') => {
-  const res = await fetch(path, method === 'POST' ? { method, headers: { 'content-type': 'application/json' }, body: '{}' } : {});
+const api = async (path, method = 'GET', sent = {}) => {
+  const res = await fetch(path, method === 'POST' ? { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(sent) } : {});
   const body = await res.json();
   if (!res.ok) throw new Error(body?.detail || res.status);
   return body;
@@ -146,6 +146,36 @@ async function refreshInbox() {
   );
 }
 
+/** The workspace's questions waiting for an answer (docs/approvals.md), each with its buttons. */
+async function refreshQuestions() {
+  if (!workspace) return;
+  const { approvals } = await api(`api/approvals?workspace=${encodeURIComponent(workspace)}&status=pending`);
+  $('questions-section').hidden = approvals.length === 0;
+  $('questions').replaceChildren(...approvals.map(question));
+}
+
+function question(a) {
+  const li = el('li');
+  li.dataset.approval = a.id;
+  const what = `${a.tool.kind ? `${a.tool.kind}: ` : ''}${a.tool.title}`;
+  li.append(el('div', what, 'what'));
+  if (a.tool.paths.length > 0) li.append(el('div', a.tool.paths.join(', '), 'muted'));
+  const run = el('a', `${a.agent} ${a.taskId.slice(-8)}`);
+  run.href = `#${a.taskId}`;
+  const until = el('span', ` · ${a.fallback} at ${new Date(a.expiresAt).toLocaleTimeString()} unless answered `, 'muted');
+  const answer = (decision) => () =>
+    api(`api/approvals/${encodeURIComponent(a.id)}`, 'POST', { decision }).then(() => {
+      showError(null);
+      refreshQuestions().catch(showError);
+    }, showError);
+  const allow = el('button', 'Allow');
+  allow.onclick = answer('allow');
+  const deny = el('button', 'Deny');
+  deny.onclick = answer('deny');
+  li.append(run, until, allow, deny);
+  return li;
+}
+
 /** One event of the timeline as part of the conversation: messages as text, tool calls by name, never raw JSON. */
 function render(e) {
   const d = e.data || {};
@@ -161,6 +191,9 @@ function render(e) {
   if (e.type === 'run.queued') return el('li', `${e.time.slice(11, 19)} queued`, 'note');
   if (e.type === 'run.ended') return el('li', `${e.time.slice(11, 19)} run.ended: ${d.status}`, 'note');
   if (e.type === 'agent.session') return el('li', 'agent.session: the session can be resumed', 'note');
+  if (e.type === 'permission.requested') return el('li', `asks: ${d.tool.kind ? `${d.tool.kind}: ` : ''}${d.tool.title}`, 'note ask');
+  if (e.type === 'permission.answered')
+    return el('li', `${d.decision === 'allow' ? 'allowed' : 'denied'} by ${d.by === 'caller' ? 'a caller' : 'its fallback'}`, 'note');
   return undefined;
 }
 
@@ -197,7 +230,8 @@ async function showRun(taskId, fresh) {
   $('timeline').replaceChildren();
   const source = new EventSource(`api/headless/${encodeURIComponent(taskId)}/events`);
   timelineSource = source;
-  for (const type of ['run.queued', 'run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'run.ended']) {
+  const types = ['run.queued', 'run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'permission.requested', 'permission.answered', 'run.ended'];
+  for (const type of types) {
     source.addEventListener(type, (m) => {
       const e = JSON.parse(m.data);
       append(e);
@@ -218,6 +252,7 @@ function cancel(r) {
 function reload() {
   refreshRuns().then(() => showError(null), showError);
   refreshInbox().catch(showError);
+  refreshQuestions().catch(showError);
 }
 
 async function start() {
@@ -243,7 +278,7 @@ async function start() {
   };
   $('newest').onclick = fromStart;
   window.onhashchange = () => location.hash.length > 1 && showRun(decodeURIComponent(location.hash.slice(1)), true).catch(showError);
-  await Promise.all([refreshRuns(), refreshInbox()]);
+  await Promise.all([refreshRuns(), refreshInbox(), refreshQuestions()]);
   window.onhashchange();
   setInterval(reload, 3000);
   setInterval(() => {
