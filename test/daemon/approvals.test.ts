@@ -95,16 +95,16 @@ describe('approvals through the daemon', () => {
     try {
       const taskId = await started(daemon, 'WRITE_FILE via-mcp.txt');
       await questionOf(daemon, taskId);
-      const listed = (await client.callTool({ name: 'list_approvals', arguments: {} })) as { structuredContent: { approvals: ApprovalRecord[] } };
+      const listed = (await client.callTool({ name: 'list_approvals', arguments: {} })) as unknown as { structuredContent: { approvals: ApprovalRecord[] } };
       const question = listed.structuredContent.approvals.find((a) => a.taskId === taskId)!;
       expect(question).toMatchObject({ status: 'pending', tool: { kind: 'edit' } });
-      const answered = (await client.callTool({ name: 'answer_approval', arguments: { approvalId: question.id, decision: 'allow' } })) as {
+      const answered = (await client.callTool({ name: 'answer_approval', arguments: { approvalId: question.id, decision: 'allow' } })) as unknown as {
         structuredContent: ApprovalRecord;
       };
       expect(answered.structuredContent).toMatchObject({ status: 'allowed', answer: { by: 'caller' } });
       expect(await waitRun(daemon, taskId)).toMatchObject({ status: 'succeeded' });
       expect(existsSync(join(ws, 'via-mcp.txt'))).toBe(true);
-      const twice = (await client.callTool({ name: 'answer_approval', arguments: { approvalId: question.id, decision: 'deny' } })) as {
+      const twice = (await client.callTool({ name: 'answer_approval', arguments: { approvalId: question.id, decision: 'deny' } })) as unknown as {
         isError: boolean;
         content: Array<{ text: string }>;
       };

@@ -32,9 +32,17 @@ const MODES = {
   flaky: 'mock-flaky',
   box: 'mock-ok',
   ro: 'mock-ok',
+  ask: 'mock-ok',
+  askfast: 'mock-ok',
 } as const;
 /** `box` runs each CLI in a bubblewrap sandbox (where bwrap is installed); `ro` with its read-only flags. */
-const POLICIES: Partial<Record<keyof typeof MODES, Record<string, unknown>>> = { box: { sandbox: true }, ro: { permissions: 'read-only' } };
+const POLICIES: Partial<Record<keyof typeof MODES, Record<string, unknown>>> = {
+  box: { sandbox: true },
+  ro: { permissions: 'read-only' },
+  // docs/approvals.md: every question waits for a caller; `askfast`'s get their fallback after a second.
+  ask: { permissions: 'ask' },
+  askfast: { permissions: 'ask', approvals: { timeoutMs: 1000 } },
+};
 // In CI the sandboxed runs must run (npm test installs bubblewrap); elsewhere they need it installed.
 const hasBwrap = spawnSync('bwrap', ['--version']).status === 0 || Boolean(process.env.CI);
 type Mode = keyof typeof MODES;
@@ -449,6 +457,44 @@ describe.each(ACP)('%s: the real CLI over the Agent Client Protocol', (agent) =>
     expect(again, JSON.stringify(again)).toMatchObject({ status: 'succeeded', resumeId: first.resumeId });
     const resumed = requestsSince(before).filter((body) => body.includes(`BETA-${agent}`));
     expect(resumed.some((body) => body.includes(`ALPHA-${agent}`))).toBe(true);
+  });
+});
+
+describe.each(['claude', 'gemini-acp'] as const)('%s asks before it writes (docs/approvals.md): the real CLI, answered through the API', (agent) => {
+  /** Starts a run that asks to write `file`, and waits for its question. */
+  async function asking(mode: 'ask' | 'askfast', file: string): Promise<{ taskId: string; question: Record<string, any> }> {
+    const res = await api(daemon, 'POST', `/api/workspaces/${mode}/headless`, { agent, prompt: `WRITE_FILE ${file}`, timeoutMs: 600_000 });
+    const { taskId } = (await res.json()) as { taskId: string };
+    let question: Record<string, any> | undefined;
+    await waitFor(
+      async () => {
+        const list = (await (await api(daemon, 'GET', `/api/approvals?taskId=${taskId}`)).json()) as { approvals: Array<Record<string, any>> };
+        question = list.approvals[0];
+        return question !== undefined;
+      },
+      { what: `${agent}'s question`, timeoutMs: 300_000 },
+    );
+    return { taskId, question: question! };
+  }
+
+  it('allowed: it writes its file; denied: it does not, and the run goes on to succeed', async () => {
+    const allowed = await asking('ask', `ask-${agent}.txt`);
+    expect(allowed.question).toMatchObject({ status: 'pending', tool: { kind: 'edit', paths: [expect.stringContaining(`ask-${agent}.txt`)] } });
+    expect(existsSync(join(paths.ask, `ask-${agent}.txt`))).toBe(false);
+    expect((await api(daemon, 'POST', `/api/approvals/${allowed.question.id}`, { decision: 'allow' })).status).toBe(200);
+    expect(await waitRun(daemon, allowed.taskId, 600_000)).toMatchObject({ status: 'succeeded', approvals: { asked: 1, allowed: 1 } });
+    expect(existsSync(join(paths.ask, `ask-${agent}.txt`))).toBe(true);
+
+    const denied = await asking('ask', `deny-${agent}.txt`);
+    expect((await api(daemon, 'POST', `/api/approvals/${denied.question.id}`, { decision: 'deny' })).status).toBe(200);
+    expect(await waitRun(daemon, denied.taskId, 600_000)).toMatchObject({ status: 'succeeded', approvals: { denied: 1 } });
+    expect(existsSync(join(paths.ask, `deny-${agent}.txt`))).toBe(false);
+  });
+
+  it('unanswered: its fallback (deny) answers it when its time runs out', async () => {
+    const { taskId } = await asking('askfast', `late-${agent}.txt`);
+    expect(await waitRun(daemon, taskId, 600_000)).toMatchObject({ status: 'succeeded', approvals: { denied: 1, timedOut: 1 } });
+    expect(existsSync(join(paths.askfast, `late-${agent}.txt`))).toBe(false);
   });
 });
 

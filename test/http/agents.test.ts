@@ -46,6 +46,24 @@ describe('built-in adapters build their CLI’s real headless command line', () 
     if (resumeTail) expect(adapter(name).invocation(input({ agentSessionId: 'S1' })).args).toEqual([...args, ...resumeTail]);
   });
 
+  it('claude under permissions "ask": its prompt and its answers go on stdin, as stream-json; its questions come on stdout', () => {
+    const inv = adapter('claude').invocation(input({ permissions: 'ask' }));
+    expect(inv.args).toEqual([
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--input-format',
+      'stream-json',
+      '--permission-prompt-tool',
+      'stdio',
+      '--permission-mode',
+      'default',
+    ]);
+    expect(inv.stdin).toBeUndefined();
+    expect(inv.env).toBeUndefined();
+  });
+
   it('codex resumes with every flag before `resume <thread_id>`', () => {
     expect(adapter('codex').invocation(input({ agentSessionId: 'T1' })).args).toEqual([
       'exec',

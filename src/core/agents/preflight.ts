@@ -143,11 +143,11 @@ export async function preflight(adapter: AgentAdapter, command: string, env: Rec
  * (which mounts the workspace read-only); `ask` needs an agent that asks (its protocol carries its questions).
  */
 export function policyRefusal(
-  agent: { name: string; readOnly?: boolean; protocol?: { asks: boolean } },
+  agent: { name: string; readOnly?: boolean; protocol?: { asks: boolean }; asking?: { asks: boolean } },
   policy: { permissions?: 'full' | 'read-only' | 'ask'; sandbox?: boolean } | undefined,
 ): string | undefined {
-  if (policy?.permissions === 'ask' && !agent.protocol?.asks) {
-    return `${agent.name} cannot ask for permissions (this workspace's permissions are "ask"): pick an agent that speaks ACP, such as gemini-acp (docs/approvals.md)`;
+  if (policy?.permissions === 'ask' && !(agent.asking?.asks || agent.protocol?.asks)) {
+    return `${agent.name} cannot ask for permissions (this workspace's permissions are "ask"): pick one that asks, such as claude or gemini-acp (docs/approvals.md)`;
   }
   if (policy?.permissions !== 'read-only' || agent.readOnly || policy.sandbox) return undefined;
   return `${agent.name} has no read-only mode of its own, and this workspace is read-only without a sandbox: set "sandbox": true, or pick another agent`;

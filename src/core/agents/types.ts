@@ -179,4 +179,6 @@ export interface AgentAdapter {
   parser(input: AgentRunInput): AgentOutputParser;
   /** How the service talks with it. @default `lines` over `parser` */
   protocol?: AgentProtocol;
+  /** How it is spoken to under `permissions: "ask"`, when its usual protocol cannot ask (claude's control messages). */
+  asking?: AgentProtocol;
 }

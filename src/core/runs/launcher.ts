@@ -147,7 +147,7 @@ export class RunLauncher {
     if (refusal) throw new SpawnFailure(refusal);
     const agentInput = this.agentInput(input, turn, cwd);
     const invocation = adapter.invocation(agentInput);
-    const protocol = protocolOf(adapter);
+    const protocol = protocolOf(adapter, agentInput.permissions);
     const { taskId, resumeId } = record;
     const token = this.$.tokens.issue({ taskId, workspaceId: workspace.id, resumeId });
     const traceparent = turn ? undefined : this.$.tracing?.begin(publicRecord(record), input.traceparent);

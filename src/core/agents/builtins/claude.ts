@@ -1,4 +1,5 @@
 import { claudeStyleParser } from '../parsing/claude-stream';
+import { claudeControlProtocol } from '../protocols/claude-control';
 import { agent, asRoot, byPermissions, resumeFlag } from './define';
 
 /** Claude Code's tools that edit files or run commands. */
@@ -29,17 +30,20 @@ export const claude = agent('claude', {
   run: (input) => ({
     // stream-json requires --verbose in print mode; the prompt comes on stdin. Read-only: the
     // tools that change anything are removed, and print mode denies whatever else would ask.
+    // Ask: the prompt and the answers to its questions come on stdin (protocols/claude-control.ts).
     args: [
       '-p',
       '--output-format',
       'stream-json',
       '--verbose',
       // Read-only: the workspace's own settings (their hooks run commands) are not loaded either.
-      ...byPermissions(
-        input,
-        ['--dangerously-skip-permissions'],
-        ['--permission-mode', 'default', `--disallowedTools=${CHANGING_TOOLS}`, '--setting-sources', 'user'],
-      ),
+      ...(input.permissions === 'ask'
+        ? ['--input-format', 'stream-json', '--permission-prompt-tool', 'stdio', '--permission-mode', 'default']
+        : byPermissions(
+            input,
+            ['--dangerously-skip-permissions'],
+            ['--permission-mode', 'default', `--disallowedTools=${CHANGING_TOOLS}`, '--setting-sources', 'user'],
+          )),
       ...resumeFlag('--resume', input),
       // The budget's limits Claude Code enforces itself (the service watches every limit too).
       ...(input.budget?.maxTurns === undefined ? [] : ['--max-turns', String(input.budget.maxTurns)]),
@@ -47,9 +51,10 @@ export const claude = agent('claude', {
       // Its answer comes back as the result's `structured_output`.
       ...(input.outputSchema === undefined ? [] : ['--json-schema', JSON.stringify(input.outputSchema.schema)]),
     ],
-    stdin: input.prompt,
+    ...(input.permissions === 'ask' ? {} : { stdin: input.prompt }),
     // As root, Claude Code refuses bypass mode unless it is told it runs in a sandbox.
     ...(asRoot && input.permissions === 'full' ? { env: { IS_SANDBOX: '1' } } : {}),
   }),
   parser: claudeStyleParser,
+  asking: claudeControlProtocol(claudeStyleParser),
 });

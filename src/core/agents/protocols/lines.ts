@@ -22,5 +22,6 @@ export function linesProtocol(parser: AgentAdapter['parser']): AgentProtocol {
   };
 }
 
-/** The protocol an adapter speaks. */
-export const protocolOf = (adapter: AgentAdapter): AgentProtocol => adapter.protocol ?? linesProtocol((input) => adapter.parser(input));
+/** The protocol an adapter speaks in a run: its `asking` one when the run must ask (docs/approvals.md). */
+export const protocolOf = (adapter: AgentAdapter, permissions?: AgentRunInput['permissions']): AgentProtocol =>
+  (permissions === 'ask' ? adapter.asking : undefined) ?? adapter.protocol ?? linesProtocol((input) => adapter.parser(input));
