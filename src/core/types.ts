@@ -1,6 +1,7 @@
 /** What the core stores and is configured with, beside the records the API shows. */
 import type { ApprovalRecord, RunPolicy, RunRecord, RunSource, WebhookEvent } from '../contract/records';
 import type { PolicySettings } from './sandbox/policy';
+import type { ApprovalSettings } from './approvals/approval-policy';
 
 /** What is stored for a run: the record plus what crash recovery needs to find its processes. */
 export interface StoredRun extends Omit<RunRecord, 'source'> {
@@ -153,7 +154,7 @@ export interface Workspace {
   /** What its runs' agents may do (docs/security.md: Confining agents); a schedule may set its own. @default "full" */
   permissions?: RunPolicy['permissions'];
   /** Under `permissions: "ask"`: its questions' timeout and fallback, and rules that answer without asking (docs/approvals.md). */
-  approvals?: PolicySettings['approvals'];
+  approvals?: ApprovalSettings;
   /** Run each agent in a bubblewrap sandbox that sees this workspace, its own state and nothing of the service. @default false */
   sandbox?: boolean;
   /** What its sandboxed agents may reach besides the service: `host:port` entries (its model API); `["*"]`: the host's network. @default [] */

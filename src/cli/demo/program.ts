@@ -1,11 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 
 /**
  * The demo agent (`serve --demo`): a stand-in for a coding agent that needs no model and no
  * credentials, so the Quick start ends in a succeeded run and an Inbox item on any machine. It
  * only reads: it lists the workspace, then pushes a report with `headless-inbox`, as a real
  * agent asked to report would. Its stdout is one JSON event per line (demo/agent.ts reads it).
+ * With `--ask` (a run under `permissions: "ask"`, docs/approvals.md) its prompt is the first line
+ * of stdin, and it asks before it writes its report to `demo-notes.md`, reading the answer from
+ * the next line.
  */
 
 const entries = (count: number) => `${count} ${count === 1 ? 'entry' : 'entries'}`;
@@ -27,11 +32,14 @@ function listWorkspace(): string[] {
   return names;
 }
 
-function report(prompt: string, names: string[]): boolean {
-  emit({ type: 'tool', name: 'headless-inbox', status: 'started', id: 'push' });
+function reportOf(prompt: string, names: string[]): string {
   const shown = names.slice(0, 20).map((name) => `- ${name}`);
   const more = names.length > shown.length ? [`- … and ${names.length - shown.length} more`] : [];
-  const body = [`You asked: ${prompt}`, '', `The workspace holds ${entries(names.length)}:`, ...shown, ...more].join('\n');
+  return [`You asked: ${prompt}`, '', `The workspace holds ${entries(names.length)}:`, ...shown, ...more].join('\n');
+}
+
+function report(body: string): boolean {
+  emit({ type: 'tool', name: 'headless-inbox', status: 'started', id: 'push' });
   const pushed = spawnSync('headless-inbox', ['push', '--title', 'Demo report'], { input: body, encoding: 'utf8' });
   const ok = pushed.status === 0;
   emit({ type: 'tool', name: 'headless-inbox', status: ok ? 'succeeded' : 'failed', id: 'push' });
@@ -39,11 +47,32 @@ function report(prompt: string, names: string[]): boolean {
   return ok;
 }
 
+/** Under `--ask`: the prompt, then the answer to its one question, each a line of stdin (`{}` once it is closed). */
+function stdinLines(): () => Promise<string> {
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  return async () => ((await lines.next()).value as string | undefined) ?? '{}';
+}
+
+/** Asks to write its notes; writes them if allowed. */
+async function writeNotes(next: () => Promise<string>, body: string): Promise<void> {
+  const file = join(process.cwd(), 'demo-notes.md');
+  emit({ type: 'permission', title: 'Write demo-notes.md', kind: 'edit', paths: [file] });
+  const answer = JSON.parse(await next()) as { allow?: boolean };
+  if (!answer.allow) return void emit({ type: 'message', text: 'Not allowed to write demo-notes.md: it stays unwritten.' });
+  emit({ type: 'tool', name: 'write_file', status: 'started', id: 'notes' });
+  writeFileSync(file, `${body}\n`);
+  emit({ type: 'tool', name: 'write_file', status: 'succeeded', id: 'notes' });
+}
+
 async function main(): Promise<number> {
-  const prompt = await readPrompt();
+  const asks = process.argv.includes('--ask');
+  const next = asks ? stdinLines() : undefined;
+  const prompt = next ? (JSON.parse(await next()) as { prompt: string }).prompt : await readPrompt();
   emit({ type: 'message', text: 'Demo agent: no model is called; looking at the workspace.' });
   const names = listWorkspace();
-  if (!report(prompt, names)) return 1;
+  const body = reportOf(prompt, names);
+  if (next) await writeNotes(next, body);
+  if (!report(body)) return 1;
   emit({ type: 'message', text: `Done: the workspace holds ${entries(names.length)}; the report is in the Inbox.` });
   return 0;
 }

@@ -2,7 +2,9 @@ import { Cron } from 'croner';
 import { SCHEDULE_NAME } from '../../contract/requests';
 import { checkDailyLimits } from '../runs/daily-limits';
 import { schemaProblem } from '../runs/structured-output';
-import { type PolicySettings, checkPolicy } from '../sandbox/policy';
+import { checkPolicy } from '../sandbox/policy';
+import type { ApprovalSettings } from '../approvals/approval-policy';
+import type { RunPolicy } from '../../contract/records';
 import type { DailyLimits } from '../types';
 
 /** A schedule (docs/queue-and-schedules.md): a cron expression that starts a run in a workspace. */
@@ -25,9 +27,9 @@ export interface ScheduleDefinition {
   /** After the service was down over an occurrence: `skip` it, or run it `once` at start-up. @default "skip" */
   missed?: 'skip' | 'once';
   /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
-  permissions?: PolicySettings['permissions'];
+  permissions?: RunPolicy['permissions'];
   /** Under `permissions: "ask"`, over the workspace's (docs/approvals.md). */
-  approvals?: PolicySettings['approvals'];
+  approvals?: ApprovalSettings;
   sandbox?: boolean;
   /** A JSON Schema its runs' answers must match: each run's `result` (docs/structured-output.md). */
   outputSchema?: Record<string, unknown>;

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { Liquid } from 'liquidjs';
 import { checkDailyLimits } from '../runs/daily-limits';
 import { schemaProblem } from '../runs/structured-output';
-import { type PolicySettings, checkPolicy } from '../sandbox/policy';
+import { checkPolicy } from '../sandbox/policy';
+import type { ApprovalSettings } from '../approvals/approval-policy';
+import type { RunPolicy } from '../../contract/records';
 import type { DailyLimits } from '../types';
 import { type SenderName, SENDER_NAMES, type Sender, senderOf } from './senders';
 import { type PromptTemplate, parseTemplate } from './template';
@@ -45,9 +47,9 @@ export interface TriggerDefinition {
   /** @default true */
   enabled?: boolean;
   /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
-  permissions?: PolicySettings['permissions'];
+  permissions?: RunPolicy['permissions'];
   /** Under `permissions: "ask"`, over the workspace's (docs/approvals.md). */
-  approvals?: PolicySettings['approvals'];
+  approvals?: ApprovalSettings;
   sandbox?: boolean;
   /** A JSON Schema its runs' answers must match: each run's `result` (docs/structured-output.md). */
   outputSchema?: Record<string, unknown>;
