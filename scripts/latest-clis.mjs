@@ -1,5 +1,5 @@
 // `npm run test:latest-clis`: the newest release of each agent CLI the test suite pins, against
-// the real-CLI tier (test/daemon/real-agents.test.ts), so a change in a CLI is seen before users
+// the real-CLI tier (test/daemon/real-agents*.test.ts), so a change in a CLI is seen before users
 // see it. It needs the npm registry. It prints what changed and how each CLI fared; with --write
 // it puts that table in docs/agents.md, between the latest-clis markers.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -34,11 +34,15 @@ try {
   npm(['install', '--no-audit', '--no-fund', ...Object.entries(PACKAGES).map(([cli, pkg]) => `${pkg}@${latest[cli]}`)], dir);
 
   const report = join(dir, 'report.json');
-  spawnSync(join(ROOT, 'node_modules/.bin/vitest'), ['run', 'test/daemon/real-agents.test.ts', '--reporter=json', `--outputFile=${report}`], {
-    cwd: ROOT,
-    env: { ...process.env, HEADLESS_REAL_CLI_BIN: join(dir, 'node_modules/.bin') },
-    stdio: 'inherit',
-  });
+  spawnSync(
+    join(ROOT, 'node_modules/.bin/vitest'),
+    ['run', 'test/daemon/real-agents.test.ts', 'test/daemon/real-agents-features.test.ts', '--reporter=json', `--outputFile=${report}`],
+    {
+      cwd: ROOT,
+      env: { ...process.env, HEADLESS_REAL_CLI_BIN: join(dir, 'node_modules/.bin') },
+      stdio: 'inherit',
+    },
+  );
   const results = JSON.parse(readFileSync(report, 'utf8')).testResults.flatMap((file) => file.assertionResults);
   const rows = Object.keys(PACKAGES).map((cli) => {
     const mine = results.filter((r) => r.ancestorTitles[0]?.startsWith(`${cli} (the real CLI)`));

@@ -11,7 +11,7 @@ import { waitFor } from '../helpers/wait';
  * The approval bridge through the built daemon (docs/approvals.md): answered with the caller
  * CLI and over MCP, and what a question waiting when the daemon is killed becomes. gemini over ACP
  * is the fake CLI replaying gemini's recorded ACP transcript; the real one is asked in
- * real-agents.test.ts.
+ * real-agents-features.test.ts.
  */
 const FAKE_BIN = resolve(__dirname, '../fixtures/bin');
 const dirs: string[] = [];
