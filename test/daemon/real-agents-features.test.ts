@@ -250,3 +250,12 @@ it.each(['gemini-acp', 'opencode-acp'] as const)('%s: a refused model call fails
   const done = await run('e500', { agent, prompt: 'hello', wait: true });
   expect(done.status, JSON.stringify(done)).toBe('failed');
 });
+
+// Why docs/agents.md says to keep their stdout twins where a failure must fail the run.
+it.each([
+  ['goose-acp', /^Ran into this error: Server error/],
+  ['copilot-acp', /^Error: 500 The server had an error/],
+] as const)('%s over ACP tells a refused model call only in its message, ending its turn as usual: the run is succeeded', async (agent, said) => {
+  const done = await run('e500', { agent, prompt: 'hello', wait: true });
+  expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', lastMessage: expect.stringMatching(said) });
+});

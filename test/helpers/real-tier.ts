@@ -20,7 +20,7 @@ import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver';
 export const BIN = process.env.HEADLESS_REAL_CLI_BIN || resolve(__dirname, '../../node_modules/.bin');
 export const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose'] as const;
 /** The built-ins that also speak ACP, each through it (docs/agents.md: ACP). */
-export const ACP = ['gemini-acp', 'qwen-acp', 'opencode-acp'] as const;
+export const ACP = ['gemini-acp', 'qwen-acp', 'opencode-acp', 'goose-acp', 'copilot-acp'] as const;
 export type Real = (typeof REAL)[number];
 
 /** Workspaces, one per behaviour of the mock; `wipe` has a HOME the tests can wipe; `flaky` drops every other stream. */

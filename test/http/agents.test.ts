@@ -106,6 +106,18 @@ describe('built-in adapters build their CLI’s real headless command line', () 
     expect(goose.parser(input()).finish(0).agentSessionId).toBe('headless-ses_1');
   });
 
+  it('the ACP twins: each in its ACP mode; under "ask" in the mode where it asks; copilot’s never asks, so it has no read-only or ask of its own', () => {
+    const twin = (name: string, permissions: AgentRunInput['permissions']) => adapter(name).invocation(input({ permissions }));
+    expect(twin('opencode-acp', 'ask')).toEqual({ command: 'opencode', args: ['acp'], env: { OPENCODE_PERMISSION: '{"*":"ask"}' } });
+    expect(twin('opencode-acp', 'full').env).toEqual({ OPENCODE_PERMISSION: '{"*":"allow"}' });
+    expect(twin('goose-acp', 'ask')).toEqual({ command: 'goose', args: ['acp'], env: { GOOSE_MODE: 'approve' } });
+    expect(twin('goose-acp', 'read-only').env).toEqual({ GOOSE_MODE: 'chat' });
+    expect(twin('gemini-acp', 'ask')).toEqual({ command: 'gemini', args: ['--acp'] });
+    expect(twin('copilot-acp', 'full')).toEqual({ command: 'copilot', args: ['--acp'] });
+    expect(adapter('copilot-acp')).toMatchObject({ readOnly: false, protocol: { asks: false } });
+    expect(adapter('gemini-acp')).toMatchObject({ readOnly: true, protocol: { asks: true } });
+  });
+
   it('every agent adapter supports resume but gemini over ACP; shell is never headless', () => {
     for (const a of BUILTIN_AGENTS.filter((b) => b.kind === 'agent')) expect(a.supportsResume, a.name).toBe(a.name !== 'gemini-acp');
     expect(adapter('shell').kind).toBe('shell');
@@ -123,6 +135,8 @@ describe('built-in adapters build their CLI’s real headless command line', () 
       'gemini-acp',
       'qwen-acp',
       'opencode-acp',
+      'goose-acp',
+      'copilot-acp',
     ]);
   });
 });

@@ -6,30 +6,49 @@
  */
 import { acpProtocol } from '../protocols/acp';
 import type { AgentAdapter } from '../types';
+import { copilot } from './copilot';
 import { gemini } from './gemini';
+import { goose } from './goose';
 import { opencode } from './opencode';
 import { qwen } from './qwen';
 
-/** `base`, started with `args` and spoken to over ACP; `resumes`: its `session/load` works (checked against the real CLI). */
-function acpTwin(base: AgentAdapter, args: string[], o: { resumes: boolean }): AgentAdapter {
+interface TwinOptions {
+  /** Its `session/load` works (checked against the real CLI). */
+  resumes: boolean;
+  /**
+   * It asks before its tools in its ACP mode (with `askEnv` under `permissions: "ask"`): its
+   * read-only and `ask` runs are then the run's policy answering its questions. One that does
+   * not ask runs read-only only as its base does, by its own settings, or in a sandbox.
+   */
+  asks: boolean;
+  /** Under `ask`, over its base's environment: the mode in which it asks. */
+  askEnv?: Record<string, string>;
+}
+
+/** `base`, started with `args` and spoken to over ACP. */
+function acpTwin(base: AgentAdapter, args: string[], o: TwinOptions): AgentAdapter {
   const { structuredOutput: _native, ...rest } = base;
   return {
     ...rest,
     name: `${base.name}-acp`,
     supportsResume: o.resumes,
-    // Its permissions are the run's policy, answered to its requests, not flags.
-    readOnly: true,
+    readOnly: o.asks,
     invocation: (input) => {
-      const { env } = base.invocation(input);
-      return { command: base.command, args, ...(env ? { env } : {}) };
+      const asked = input.permissions === 'ask';
+      const { env } = base.invocation(asked ? { ...input, permissions: 'full' } : input);
+      const all = { ...env, ...(asked ? o.askEnv : {}) };
+      return { command: base.command, args, ...(Object.keys(all).length > 0 ? { env: all } : {}) };
     },
-    protocol: acpProtocol,
+    protocol: acpProtocol({ asks: o.asks }),
   };
 }
 
 export const ACP_TWINS: readonly AgentAdapter[] = [
   // Gemini CLI 0.61.0 answers `session/load` of a session it just saved with "Invalid session identifier".
-  acpTwin(gemini, ['--acp'], { resumes: false }),
-  acpTwin(qwen, ['--acp'], { resumes: true }),
-  acpTwin(opencode, ['acp'], { resumes: true }),
+  acpTwin(gemini, ['--acp'], { resumes: false, asks: true }),
+  acpTwin(qwen, ['--acp'], { resumes: true, asks: true }),
+  acpTwin(opencode, ['acp'], { resumes: true, asks: true, askEnv: { OPENCODE_PERMISSION: '{"*":"ask"}' } }),
+  acpTwin(goose, ['acp'], { resumes: true, asks: true, askEnv: { GOOSE_MODE: 'approve' } }),
+  // Copilot's ACP mode approves its tools itself: it never asks.
+  acpTwin(copilot, ['--acp'], { resumes: true, asks: false }),
 ];

@@ -23,12 +23,13 @@ const loadSdk = (): Promise<Sdk> => {
   return sdk;
 };
 
-export const acpProtocol: AgentProtocol = {
+/** The ACP protocol; `asks`: the agent asks before its tools in the mode it is started in, so `permissions: "ask"` can be answered. */
+export const acpProtocol = (o: { asks: boolean }): AgentProtocol => ({
   name: 'acp',
   talksBack: true,
-  asks: true,
+  asks: o.asks,
   open: (io, input) => new AcpConversation(io, input),
-};
+});
 
 const FINISHED = new Set(['completed', 'failed']);
 
@@ -94,7 +95,7 @@ class AcpConversation implements AgentConversation {
       }
       const answer = await ctx.request('session/prompt', { sessionId: this.session, prompt: [{ type: 'text', text: this.input.prompt }] });
       this.stop = answer.stopReason;
-      this.noteUsage(answer._meta);
+      this.noteUsage(answer);
     });
   }
 
@@ -116,13 +117,14 @@ class AcpConversation implements AgentConversation {
   }
 
   /**
-   * ACP v1 reports no tokens; gemini and qwen put the turn's in the prompt answer's
-   * `_meta.quota.token_count`, which is read where it is there.
+   * The turn's tokens, from the prompt answer: its `usage` (ACP's draft field: opencode, goose,
+   * copilot), else gemini's and qwen's `_meta.quota.token_count`.
    */
-  private noteUsage(meta: Record<string, unknown> | null | undefined): void {
-    const quota = meta?.quota as { token_count?: { input_tokens?: unknown; output_tokens?: unknown } } | undefined;
-    const input = quota?.token_count?.input_tokens;
-    const output = quota?.token_count?.output_tokens;
+  private noteUsage(answer: { usage?: unknown; _meta?: Record<string, unknown> | null }): void {
+    const usage = answer.usage as { inputTokens?: unknown; outputTokens?: unknown } | undefined;
+    const quota = answer._meta?.quota as { token_count?: { input_tokens?: unknown; output_tokens?: unknown } } | undefined;
+    const input = usage?.inputTokens ?? quota?.token_count?.input_tokens;
+    const output = usage?.outputTokens ?? quota?.token_count?.output_tokens;
     if (typeof input !== 'number' || typeof output !== 'number') return;
     this.usage = { inputTokens: input, outputTokens: output };
     this.emit({ type: 'usage', usage: this.usage });
