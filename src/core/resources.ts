@@ -94,7 +94,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
   const scheduler = buildScheduler($, runs, idempotency);
   const deliveries = new DeliveryLog(store);
   const triggers = buildTriggers($, runs, idempotency, deliveries);
-  const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, deliveries, log, logger });
+  const retention = new Retention({ days: retentionDays, records, events, inbox, sessions, idempotency, deliveries, approvals: $.approvals, log, logger });
   const recovery = recoveryOf($, runs);
   // Closed in reverse: retention, then runs (recorded while the lease still holds), webhooks, the lease, the store.
   const stages: Stage[] = [

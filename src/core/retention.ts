@@ -4,6 +4,7 @@ import type { HeadlessLogger, Log } from './logger';
 import type { IdempotencyKeys } from './idempotency';
 import { sortableIdBound } from './util/ids';
 import type { Inbox } from './inbox';
+import type { Approvals } from './approvals/approvals';
 import type { DeliveryLog } from './triggers/deliveries';
 import type { RunEvents } from './events/run-events';
 import type { RunRecords } from './runs/records';
@@ -11,7 +12,7 @@ import type { SessionBook } from './sessions';
 
 /**
  * Retention (docs/configuration.md: Retention): ended runs (record with its outbox, output, events), Sessions
- * unused since, and Inbox items older than the configured age are deleted, and expired idempotency keys, in small
+ * unused since, questions, and Inbox items older than the configured age are deleted, and expired idempotency keys, in small
  * batches that give way to requests between them. Candidates come from the list indexes,
  * whose ids sort by creation time, so a pass never scans what it keeps.
  */
@@ -29,6 +30,7 @@ export interface RetentionOptions {
   sessions: SessionBook;
   idempotency: IdempotencyKeys;
   deliveries: DeliveryLog;
+  approvals: Approvals;
   log: Log;
   logger: HeadlessLogger;
 }
@@ -39,6 +41,8 @@ export interface Pruned {
   sessions: number;
   idempotencyKeys: number;
   triggerDeliveries: number;
+  /** Questions of runs under `permissions: "ask"` (docs/approvals.md). */
+  approvals: number;
 }
 
 export class Retention {
@@ -68,7 +72,7 @@ export class Retention {
   /** One pass: everything created before `now - days`. */
   async prune(now = Date.now()): Promise<Pruned> {
     const cutoff = now - this.o.days * DAY_MS;
-    const pruned: Pruned = { runs: 0, inboxItems: 0, sessions: 0, idempotencyKeys: 0, triggerDeliveries: 0 };
+    const pruned: Pruned = { runs: 0, inboxItems: 0, sessions: 0, idempotencyKeys: 0, triggerDeliveries: 0, approvals: 0 };
     const { records, events } = this.o;
     for (;;) {
       const batch = await records.oldest(sortableIdBound('run_', cutoff), BATCH);
@@ -94,6 +98,11 @@ export class Retention {
     for (let n = BATCH; n === BATCH && !this.closed; ) {
       n = await this.o.deliveries.prune(sortableIdBound('dlv_', cutoff), BATCH);
       pruned.triggerDeliveries += n;
+      await yieldToRequests();
+    }
+    for (let n = BATCH; n === BATCH && !this.closed; ) {
+      n = await this.o.approvals.prune(sortableIdBound('apr_', cutoff), BATCH);
+      pruned.approvals += n;
       await yieldToRequests();
     }
     // A Session whose last run is older than the runs kept goes with them (and one a crash left with no run at all).

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../src/core/index';
+import { faultyKeyv } from '../helpers/faulty-store';
 import { type TestHost, closeAllHosts, createTestHost, fakeAgent, problem } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
 import { startReceiver } from '../helpers/receiver';
@@ -200,6 +201,22 @@ describe('a run under permissions "ask" (docs/approvals.md)', () => {
     const after = (await (await h.request('GET', `/api/approvals/${question.id}`)).json()) as ApprovalRecord;
     expect(after).toMatchObject({ status: 'abandoned', answer: null });
     expect(await problem(await answer(h, question.id, { decision: 'allow' }))).toMatchObject({ status: 409, code: 'approval_answered' });
+  });
+});
+
+describe('when the store fails', () => {
+  it('a question the store refuses is never left waiting: the agent is refused (the safe answer), the run goes on, the timeline says why', async () => {
+    const store = faultyKeyv();
+    store.state.refuse = (write) => write.key.startsWith('approvals:');
+    const h = await host({}, { store: store.keyv() });
+    const taskId = await start(h, 'WRITE_FILE refused-store.txt');
+    const done = (await h.waitEnded(taskId)) as Record<string, any>;
+    expect(done.status).toBe('succeeded');
+    expect(done).not.toHaveProperty('approvals');
+    expect(existsSync(join(h.ws, 'refused-store.txt'))).toBe(false);
+    expect(store.state.refused.length).toBe(1);
+    const errors = (await events(h, taskId)).filter((e) => e.type === 'error').map((e) => e.data.message);
+    expect(errors).toContain('A permission the agent asked for was refused: the question could not be stored.');
   });
 });
 

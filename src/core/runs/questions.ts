@@ -54,7 +54,15 @@ export class RunQuestions {
     const policy = record.policy?.approvals;
     if (!policy) return { allow: false, always: false };
     const { taskId, resumeId, workspaceId, agent } = record;
-    const approval = await this.$.approvals.open({ taskId, resumeId, workspaceId, agent }, question, policy);
+    let approval: StoredApproval;
+    try {
+      approval = await this.$.approvals.open({ taskId, resumeId, workspaceId, agent }, question, policy);
+    } catch (error) {
+      // A question nobody could see would wait for nothing: refused, as the safe answer.
+      this.$.log(`could not store a question of ${taskId}; the agent is refused`, error);
+      this.$.events.append(taskId, 'error', { message: 'A permission the agent asked for was refused: the question could not be stored.' });
+      return { allow: false, always: false };
+    }
     this.open.set(approval.id, approval);
     this.pause(1);
     try {

@@ -151,12 +151,14 @@ class AcpConversation implements AgentConversation {
   private async permission(params: PermissionRequest): Promise<PermissionResponse> {
     const { toolCall, options } = params;
     const paths = (toolCall.locations ?? []).map((l) => l.path).slice(0, 20);
-    const decision = await this.io.ask({
+    const asked = this.io.ask({
       title: toolCall.title ?? toolCall.kind ?? 'a tool call',
       ...(toolCall.kind ? { kind: toolCall.kind } : {}),
       paths,
       canAlways: options.some((o) => o.kind === 'allow_always'),
     });
+    // A question that cannot be asked is refused.
+    const decision = await asked.catch(() => ({ allow: false, always: false }));
     const kinds = decision.allow ? (decision.always ? ['allow_always', 'allow_once'] : ['allow_once', 'allow_always']) : ['reject_once', 'reject_always'];
     const option = kinds.map((kind) => options.find((o) => o.kind === kind)).find((o) => o !== undefined);
     return option ? { outcome: { outcome: 'selected', optionId: option.optionId } } : { outcome: { outcome: 'cancelled' } };

@@ -49,7 +49,8 @@ export function claudeControlProtocol(parser: AgentAdapter['parser']): AgentProt
       };
 
       async function answer({ request_id, request }: CanUseTool): Promise<void> {
-        const decision = await io.ask(question(request));
+        // A question that cannot be asked is refused: Claude Code waits for every answer.
+        const decision = await io.ask(question(request)).catch(() => ({ allow: false, always: false }));
         const response = decision.allow
           ? { behavior: 'allow', updatedInput: request.input ?? {} }
           : { behavior: 'deny', message: 'The service refused this (docs/approvals.md).' };
