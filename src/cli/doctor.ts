@@ -9,8 +9,8 @@ import { fail } from './fail';
 export const DOCTOR_USAGE = `Usage: headless-run-webhook doctor [--config FILE] [--json]
 
 For every agent enabled on each workspace: found on the PATH or not, its version, whether it
-is really that agent, whether this version takes the flags the adapter passes, and which
-credentials it has (names only); a custom agent's placeholders; a workspace's headless or
+is really that agent, whether this version takes the flags the adapter passes, which
+credentials it has (names only), and for an ACP agent what it answers to initialize; a custom agent's placeholders; a workspace's headless or
 default agent that is not enabled there. Exits 1 when an agent the config names cannot run, a
 workspace has none that can, or its settings are wrong. Progress goes to stderr.
 
@@ -22,6 +22,9 @@ function line(check: AgentCheck): string {
   const details = [
     check.path ? `at ${check.path}` : undefined,
     check.credentials.length > 0 ? `credentials: ${check.credentials.join(', ')}` : undefined,
+    check.protocol?.version === undefined
+      ? undefined
+      : `${check.protocol.protocol} v${check.protocol.version}${check.protocol.loadSession ? ', loads sessions' : ''}`,
     ...check.problems,
   ].filter(Boolean);
   return [head, ...details.map((d) => `      ${d}`)].join('\n');

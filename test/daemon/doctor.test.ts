@@ -80,6 +80,32 @@ describe('headless-run-webhook doctor', () => {
     expect(checks.gemini!.problems.join()).toMatch(/no credentials found: set GEMINI_API_KEY.*unless it is configured another way/);
   });
 
+  it('the ACP twins: each answers initialize, saying its protocol version and whether it loads sessions; one that does not answer is said', async () => {
+    const ws = dir();
+    const links = dir();
+    symlinkSync(join(REAL_BIN, 'goose-binary-linux-x64'), join(links, 'goose'));
+    // A qwen that is no ACP agent: it exits at once, whatever it is asked.
+    const mute = dir();
+    writeFileSync(join(mute, 'qwen'), '#!/bin/sh\necho "qwen 9.9.9"\n', { mode: 0o755 });
+    const twins = ['gemini-acp', 'opencode-acp', 'goose-acp', 'copilot-acp'];
+    const r = await doctor(
+      {
+        workspaces: [
+          { id: 'ws', path: ws, agents: twins, env: { PATH: [links, REAL_BIN, process.env.PATH].join(delimiter), HOME: ws } },
+          { id: 'mute', path: ws, agents: ['qwen-acp'], env: { PATH: [mute, process.env.PATH].join(delimiter), HOME: ws } },
+        ],
+      },
+      ['--json'],
+    );
+    const report = JSON.parse(r.stdout) as { workspaces: Array<{ workspaceId: string; agents: Array<Record<string, any>> }> };
+    const checks: Record<string, Record<string, any>> = Object.fromEntries(report.workspaces[0]!.agents.map((a) => [a.agent, a]));
+    for (const twin of twins) expect(checks[twin]!.protocol, twin).toEqual({ protocol: 'acp', version: 1, loadSession: true });
+    expect(checks['gemini-acp']!.problems.join()).not.toMatch(/initialize|load a session/);
+    const mutes = report.workspaces[1]!.agents[0]!;
+    expect(mutes).toMatchObject({ agent: 'qwen-acp', canRun: false, protocol: { protocol: 'acp', error: expect.any(String) } });
+    expect(mutes.problems.join('\n')).toMatch(/qwen-acp did not answer acp's initialize: /);
+  });
+
   it('an impostor, an old version and a missing agent: each said, with what to do; exit 1', async () => {
     const ws = dir();
     const r = await doctor({

@@ -1,7 +1,7 @@
 import type { Workspace } from '../types';
-import { credentialSources, findExecutable, isTheAgent, policyRefusal, presentCredentials, probe } from './preflight';
+import { credentialSources, findExecutable, isTheAgent, policyRefusal, presentCredentials, probe, probeEnv } from './preflight';
 import type { AgentRegistry } from './registry';
-import type { AgentAdapter } from './types';
+import type { AgentAdapter, ProtocolFacts } from './types';
 
 /** What `doctor` and `GET /api/agents` say about one agent on one workspace. */
 export interface AgentCheck {
@@ -23,6 +23,8 @@ export interface AgentCheck {
   credentialSources: string[];
   /** Whether a run of it can start: found, the right program, its flags known, credentials if it needs them. */
   canRun: boolean;
+  /** What it said of itself over its protocol, for an agent whose protocol can be asked (ACP's `initialize`); null otherwise. */
+  protocol: ProtocolFacts | null;
   /** What is wrong, each saying what to do. */
   problems: string[];
 }
@@ -64,6 +66,7 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     credentials: presentCredentials(adapter, env),
     credentialSources: sources,
     canRun: false,
+    protocol: null,
     problems: [...(adapter.setupProblems ?? []), ...(refusal ? [refusal] : [])],
   };
   if (!check.path) {
@@ -90,6 +93,13 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
       }
     }
   }
+  const first = invocations[0];
+  if (adapter.protocol?.handshake && first) {
+    // PATH and HOME, its credentials and its own variables: what it needs to answer, and nothing of the service's.
+    const credentials = Object.fromEntries((adapter.credentials?.env ?? []).flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]]])));
+    const start = { file: check.path, args: first.args, cwd: workspace.path, env: { ...probeEnv(env), ...credentials, ...first.env } };
+    await checkProtocol(check, adapter, start);
+  }
   if (adapter.credentials && check.credentials.length === 0) {
     const hint = `no credentials found: set ${sources.join(' or ')}`;
     check.problems.push(adapter.credentials.required ? hint : `${hint} (unless it is configured another way)`);
@@ -99,8 +109,25 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     refusal === undefined &&
     check.isAgent !== false &&
     (check.unknownFlags ?? []).length === 0 &&
+    check.protocol?.error === undefined &&
     !(adapter.credentials?.required && check.credentials.length === 0);
   return check;
+}
+
+/** Asks the agent of itself over its protocol (ACP's `initialize`): it must answer, and load sessions if it is to resume. */
+async function checkProtocol(
+  check: AgentCheck,
+  adapter: AgentAdapter,
+  start: { file: string; args: string[]; env: Record<string, string>; cwd: string },
+): Promise<void> {
+  const handshake = adapter.protocol?.handshake;
+  if (!handshake) return;
+  const facts = await handshake(start);
+  check.protocol = facts;
+  if (facts.error !== undefined) check.problems.push(`${adapter.name} did not answer ${facts.protocol}'s initialize: ${facts.error}`);
+  else if (adapter.supportsResume && facts.loadSession !== true) {
+    check.problems.push(`${adapter.name} says it cannot load a session over ${facts.protocol}: its Sessions will not resume (use its stdout twin to resume)`);
+  }
 }
 
 /**

@@ -120,6 +120,19 @@ export interface AgentProtocol {
   /** The agent asks for its permissions through it (`io.ask`), so a run's `permissions: "ask"` can be answered. */
   readonly asks: boolean;
   open(io: AgentIO, input: AgentRunInput): AgentConversation;
+  /** What the agent says of itself over this protocol, asked without a prompt (`doctor`): ACP's `initialize`. */
+  handshake?(start: { file: string; args: string[]; env: Record<string, string>; cwd: string }): Promise<ProtocolFacts>;
+}
+
+/** What an agent said of itself over its protocol. */
+export interface ProtocolFacts {
+  protocol: string;
+  /** Its protocol version. */
+  version?: number;
+  /** It can load an earlier session, so its Sessions can be resumed. */
+  loadSession?: boolean;
+  /** Why it could not be asked (it did not answer, or answered with an error). */
+  error?: string;
 }
 
 /** What a protocol can do to its run. */

@@ -8,7 +8,7 @@
  * caller (docs/approvals.md).
  */
 import type { RunUsage } from '../../../contract/records';
-import type { AgentConversation, AgentEvent, AgentIO, AgentProtocol, AgentRunInput, AgentVerdict } from '../types';
+import type { AgentConversation, AgentEvent, AgentIO, AgentProtocol, AgentRunInput, AgentVerdict, ProtocolFacts } from '../types';
 
 type Sdk = typeof import('@agentclientprotocol/sdk');
 type SessionUpdate = import('@agentclientprotocol/sdk').SessionNotification['update'];
@@ -29,6 +29,7 @@ export const acpProtocol = (o: { asks: boolean }): AgentProtocol => ({
   talksBack: true,
   asks: o.asks,
   open: (io, input) => new AcpConversation(io, input),
+  handshake,
 });
 
 const FINISHED = new Set(['completed', 'failed']);
@@ -184,4 +185,40 @@ function stopError(stop: StopReason | undefined): string | undefined {
   if (stop === 'cancelled') return 'the turn was cancelled';
   if (stop === 'max_turn_requests') return 'the agent stopped at its own limit of model requests';
   return undefined;
+}
+
+/** How long `doctor` waits for an agent's `initialize` answer: long, for a busy machine. */
+const HANDSHAKE_MS = 60_000;
+
+/**
+ * Starts the agent in its ACP mode, asks `initialize` and stops it: its protocol version and
+ * whether it can load a session (`doctor`). Nothing is prompted, no session is made.
+ */
+async function handshake(start: { file: string; args: string[]; env: Record<string, string>; cwd: string }): Promise<ProtocolFacts> {
+  const [acp, { spawn }, { Readable, Writable }] = await Promise.all([loadSdk(), import('node:child_process'), import('node:stream')]);
+  const child = spawn(start.file, start.args, { cwd: start.cwd, env: start.env, stdio: ['pipe', 'pipe', 'ignore'], detached: true });
+  child.on('error', () => undefined);
+  child.stdin.on('error', () => undefined);
+  const stop = () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  };
+  const timer = setTimeout(stop, HANDSHAKE_MS);
+  try {
+    const stream = acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>);
+    let facts: ProtocolFacts = { protocol: 'acp' };
+    await acp.client({ name: 'headless-run-webhook doctor' }).connectWith(stream, async (ctx) => {
+      const init = await ctx.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} });
+      facts = { protocol: 'acp', version: init.protocolVersion, loadSession: init.agentCapabilities?.loadSession === true };
+    });
+    return facts;
+  } catch (error) {
+    return { protocol: 'acp', error: error instanceof Error ? error.message : String(error) };
+  } finally {
+    clearTimeout(timer);
+    stop();
+  }
 }
