@@ -178,6 +178,11 @@ describe('structured output (docs/structured-output.md), the real CLIs against t
     expect(events.events.some((e) => e.type === 'message' && /the service asks again: the agent gave no structured answer/.test(e.data.text))).toBe(true);
   });
 
+  it('gemini over ACP: answers through headless-inbox result, its shell call allowed by the run’s policy', async () => {
+    const done = await run('ok', { agent: 'gemini-acp', prompt: 'STRUCTURED {"answer":"forty-two"}', outputSchema: schema });
+    expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', result: { answer: 'forty-two' } });
+  });
+
   it('an answer that still does not match after its repair turn: failed, output_invalid, naming what does not match', async () => {
     const done = await run('ok', { agent: 'codex', prompt: 'STRUCTURED {"answer":42}', outputSchema: schema });
     expect(done).toMatchObject({ status: 'failed', error: { code: 'output_invalid', message: expect.stringContaining('/answer must be string') } });
