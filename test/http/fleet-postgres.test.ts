@@ -175,6 +175,36 @@ describe('a fleet on PostgreSQL', () => {
     expect(await a.waitEnded(taskId, 60_000)).toMatchObject({ status: 'interrupted' });
   });
 
+  it('a question answered on another instance reaches its run at once (docs/approvals.md); answered twice across instances, one answer counts', async () => {
+    const url = await postgres.database();
+    const ws = mkdtempSync(join(tmpdir(), 'hrw-fleet-ask-'));
+    const env = { PATH: `${join(__dirname, '../fixtures/bin')}:${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' };
+    // A question that waits a day for its answer: only the answer on B can end it in time.
+    const asking = { id: 'ws', path: ws, agents: ['gemini-acp'], permissions: 'ask' as const, approvals: { timeoutMs: 86_400_000 }, env };
+    try {
+      const a = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking] });
+      const b = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking] });
+      const res = await a.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'gemini-acp', prompt: 'WRITE_FILE fleet.txt' } });
+      const { taskId } = (await res.json()) as { taskId: string };
+      let id = '';
+      await waitFor(async () => {
+        const list = (await (await b.request('GET', '/api/approvals')).json()) as { approvals: Array<{ id: string; taskId: string }> };
+        id = list.approvals.find((q) => q.taskId === taskId)?.id ?? '';
+        return id !== '';
+      });
+      const [first, second] = await Promise.all([
+        b.request('POST', `/api/approvals/${id}`, { json: { decision: 'allow' } }),
+        a.request('POST', `/api/approvals/${id}`, { json: { decision: 'deny' } }),
+      ]);
+      expect([first.status, second.status].sort()).toEqual([200, 409]);
+      const counted = first.status === 200 ? 'allowed' : 'denied';
+      expect(await a.waitEnded(taskId)).toMatchObject({ status: 'succeeded', approvals: { [counted]: 1 } });
+      expect(await (await b.request('GET', `/api/approvals/${id}`)).json()).toMatchObject({ status: counted, answer: { by: 'caller' } });
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+    }
+  });
+
   it('a cancel its owner does not hear is 503 run_owner_unreachable; once it listens again, the cancel works', async () => {
     const url = await postgres.database();
     const a = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 10_000 });
