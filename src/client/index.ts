@@ -3,7 +3,7 @@ import { ANSWERS } from '../contract/answers';
 import type { RunEvent } from '../contract/events';
 import { HeadlessError, RETRIED_STATUS, answer, pages, query, sleep } from './http';
 import { sseData } from './sse';
-import { unixSocketFetch } from './unix';
+import { nodeFetch } from './node-fetch';
 
 export { HeadlessError, type ClientErrorCode } from './http';
 import type { StartBody } from '../contract/requests';
@@ -114,7 +114,7 @@ const enc = encodeURIComponent;
 function transport(options: ClientOptions): Transport {
   const socket = /^unix:(\/.+)$/.exec(options.url)?.[1];
   const base = socket ? 'http://localhost' : options.url.replace(/\/+$/, '');
-  const doFetch = options.fetch ?? (socket ? unixSocketFetch(socket) : globalThis.fetch);
+  const doFetch = options.fetch ?? (socket ? nodeFetch({ socketPath: socket }) : globalThis.fetch);
   const headers = (extra: Record<string, string> = {}) => ({ ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...extra });
   const send: Transport['send'] = async (method, path, body, extra = {}, signal) => {
     try {

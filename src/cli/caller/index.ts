@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { HeadlessError, createClient } from '../../client/index';
+import { nodeFetch } from '../../client/node-fetch';
 import { callerUrl } from '../data-dir';
 import { visible } from '../describe';
 import { fail } from '../fail';
@@ -51,7 +52,13 @@ export async function caller(name: string, argv: string[]): Promise<void> {
   const { command, takes } = known;
   const extra = Object.keys(v).find((k) => !['url', 'json', 'help', 'version', ...takes].includes(k));
   if (extra) usage(name, `${name} does not take --${extra}`);
-  const client = createClient({ url: v.url ?? callerUrl(process.env), token: process.env.HEADLESS_ADMIN_TOKEN || undefined });
+  const url = v.url ?? callerUrl(process.env);
+  // Node's own http for the one request: not Node's fetch, whose loading costs more than the command.
+  const client = createClient({
+    url,
+    token: process.env.HEADLESS_ADMIN_TOKEN || undefined,
+    fetch: nodeFetch(url.startsWith('unix:') ? { socketPath: url.slice(5) } : {}),
+  });
   try {
     process.exitCode = await command(client, parsed.positionals, v);
   } catch (error) {
