@@ -134,4 +134,18 @@ describe('approvals through the daemon', () => {
       await again.stop();
     }
   });
+
+  it('SIGTERM while a question waits: the service stops its run, which ends interrupted, and the question with it', async () => {
+    const { daemon, dir } = await askingDaemon();
+    const taskId = await started(daemon, 'WRITE_FILE stopped.txt');
+    const question = await questionOf(daemon, taskId);
+    expect(await daemon.stop('SIGTERM')).toBe(0);
+    const again = await startDaemon(dir);
+    try {
+      expect(await waitRun(again, taskId)).toMatchObject({ status: 'interrupted', approvals: { asked: 1, pending: [] } });
+      expect(await (await api(again, 'GET', `/api/approvals/${question.id}`)).json()).toMatchObject({ status: 'interrupted', answer: null });
+    } finally {
+      await again.stop();
+    }
+  });
 });

@@ -142,12 +142,12 @@ export class Approvals {
     if (stored?.answer) waiter.settle(stored.answer);
   }
 
-  /** Its run ended while it waited: the question is `abandoned`, and nobody waits any more. */
-  async abandon(approval: StoredApproval): Promise<void> {
+  /** Its run ended while it waited (`interrupted`: with the service): nobody waits any more. */
+  async abandon(approval: StoredApproval, status: 'abandoned' | 'interrupted'): Promise<void> {
     this.waiters.get(approval.id)?.settle(undefined);
     const current = await this.table.get(approval.id);
     if (current?.status !== 'pending') return;
-    await this.table.putIf(approval.id, { ...current, status: 'abandoned' }, { bucket: 'pending', owner: current.bootId });
+    await this.table.putIf(approval.id, { ...current, status }, { bucket: 'pending', owner: current.bootId });
   }
 
   /** Questions whose instance is gone (a crash, a lost lease) are `interrupted`: their runs were. */

@@ -86,7 +86,8 @@ export class RunEnding {
     const price = this.$.prices[live.reservation.adapter.name];
     const verdict = reported.usage ? { ...reported, usage: priced(reported.usage, price) } : reported;
     const judged = structuredFields(record, live, finalFields(live, end, verdict), verdict);
-    await live.questions?.abandon();
+    // A question still waiting ends with its run: `interrupted` with the service, else `abandoned`.
+    await live.questions?.abandon(judged.status === 'interrupted' ? 'interrupted' : 'abandoned');
     const approvals = live.questions?.final();
     const fields = { ...judged, ...(approvals ? { approvals } : {}), ...(await this.placementFields(live, record)) };
     // The agent failed before its model ever answered: its session may not exist.

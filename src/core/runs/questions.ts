@@ -115,10 +115,10 @@ export class RunQuestions {
     return this.summary.asked === 0 ? undefined : { ...this.summary, pending: [] };
   }
 
-  /** The run ended: the questions it still waits on are abandoned. */
-  async abandon(): Promise<void> {
+  /** The run ended: the questions it still waits on end with it. */
+  async abandon(status: 'abandoned' | 'interrupted'): Promise<void> {
     for (const approval of this.open.values()) {
-      await this.$.approvals.abandon(approval).catch((error: unknown) => this.$.log(`could not abandon ${approval.id}`, error));
+      await this.$.approvals.abandon(approval, status).catch((error: unknown) => this.$.log(`could not abandon ${approval.id}`, error));
     }
   }
 }
