@@ -16,6 +16,7 @@ const PACKAGES = {
   opencode: 'opencode-ai',
   copilot: '@github/copilot',
   goose: '@aaif/goose-binary-linux-x64',
+  pi: '@mariozechner/pi-coding-agent',
   // Its successor @ampcode/cli ships no working Linux x64 build yet (docs/agents.md).
   amp: '@sourcegraph/amp',
 };

@@ -34,6 +34,12 @@ const REASONS: Record<Real, { e401: RegExp; e500: RegExp; nocreds: RegExp; unkno
     nocreds: /Authentication failed with provider|No authentication information found/,
     unknownResume: /No session, task, or name matched/,
   },
+  pi: {
+    e401: /^401 Incorrect API key provided: mock-401$/,
+    e500: /^500 The server had an error/,
+    nocreds: /401 Incorrect API key/,
+    unknownResume: /No session found matching/,
+  },
   goose: {
     e401: /Authentication failed for .*401 Unauthorized/,
     e500: /Ran into this error: Server error.*500 Internal Server Error/,
@@ -53,8 +59,9 @@ const TOOL_EVENTS: Record<Exclude<Real, 'codex'>, { name: string; status: string
   opencode: { name: 'write', status: 'succeeded' },
   qwen: { name: 'write', status: 'failed' },
   copilot: { name: 'write', status: 'failed' },
-  // goose's own `write` takes `path`, not opencode's `filePath`.
+  // goose's and pi's own `write` take `path`, not opencode's `filePath`.
   goose: { name: 'write', status: 'failed' },
+  pi: { name: 'write', status: 'failed' },
 };
 
 /** The CLIs whose file-writing call the mock names in their own vocabulary, so the file is really written. */

@@ -32,7 +32,7 @@ interface Transcript {
   noProvider?: Recorded;
 }
 
-const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose'];
+const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose', 'pi'];
 const DIR = resolve(__dirname, '../fixtures/transcripts');
 const transcript = (cli: string): Transcript => JSON.parse(readFileSync(join(DIR, `${cli}.json`), 'utf8')) as Transcript;
 
@@ -55,6 +55,7 @@ const REFUSED: Record<string, RegExp> = {
   opencode: /APIError: Incorrect API key/,
   copilot: /Authentication failed with provider/,
   goose: /Authentication failed for .*401 Unauthorized/,
+  pi: /^401 Incorrect API key provided: mock-401$/,
 };
 const UNKNOWN_RESUME: Record<string, RegExp> = {
   claude: /No conversation found with session ID/,
@@ -64,6 +65,7 @@ const UNKNOWN_RESUME: Record<string, RegExp> = {
   opencode: /Session not found/,
   copilot: /No session, task, or name matched/,
   goose: /^The agent exited with code 1: Error: No session found with name 'headless-ses_unknown'$/,
+  pi: /No session found matching '00000000-0000-7000-8000-000000000000'/,
 };
 
 describe.each(REAL)('%s: the parser on the real CLI’s recorded output', (cli) => {
@@ -178,6 +180,16 @@ describe('tool calls in each agent’s documented shape become tool events, with
         },
       ],
       [tool('shell', 'started', 'c1'), tool('shell', 'failed', 'c1')],
+    ],
+    [
+      'pi',
+      [
+        { type: 'tool_execution_start', toolCallId: 't1', toolName: 'bash', args: { command: 'ls' } },
+        { type: 'tool_execution_end', toolCallId: 't1', toolName: 'bash', result: { content: [] }, isError: false },
+        { type: 'tool_execution_start', toolCallId: 't2', toolName: 'write', args: { path: 'secret', content: 'passwd' } },
+        { type: 'tool_execution_end', toolCallId: 't2', toolName: 'write', result: { content: [] }, isError: true },
+      ],
+      [tool('bash', 'started', 't1'), tool('bash', 'succeeded', 't1'), tool('write', 'started', 't2'), tool('write', 'failed', 't2')],
     ],
     [
       'cursor',

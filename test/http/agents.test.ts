@@ -33,6 +33,7 @@ describe('built-in adapters build their CLI’s real headless command line', () 
     ['cursor', 'cursor-agent', ['-p', '--output-format', 'stream-json', '--force', '--trust'], ['--resume', 'S1']],
     ['amp', 'amp', ['--execute', '--stream-json', '--dangerously-allow-all'], undefined],
     ['copilot', 'copilot', ['--allow-all', '--no-ask-user', '--output-format', 'json'], ['--resume=S1']],
+    ['pi', 'pi', ['-p', '--mode', 'json'], ['--session', 'S1']],
   ];
 
   it.each(cases)('%s', (name, command, args, resumeTail) => {
@@ -131,6 +132,7 @@ describe('built-in adapters build their CLI’s real headless command line', () 
       'amp',
       'copilot',
       'goose',
+      'pi',
       'shell',
       'gemini-acp',
       'qwen-acp',
