@@ -31,6 +31,7 @@ export type {
   AgentVerdict,
   PermissionDecision,
   PermissionQuestion,
+  ProtocolFacts,
 } from './agents/types';
 export type { ApprovalSettings } from './approvals/approval-policy';
 export type {
