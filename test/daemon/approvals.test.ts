@@ -6,34 +6,32 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../src/core/index';
 import { CLI, type Daemon, api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
+import { mockEnv, writeHome } from '../fixtures/mock-model/homes.mjs';
+import { type MockModel, startMockModel } from '../fixtures/mock-model/server.mjs';
 
 /**
  * The approval bridge through the built daemon (docs/approvals.md): answered with the caller
- * CLI and over MCP, and what a question waiting when the daemon is killed becomes. gemini over ACP
- * is the fake CLI replaying gemini's recorded ACP transcript; the real one is asked in
- * real-agents-features.test.ts.
+ * CLI and over MCP, and what a question waiting when the daemon is stopped becomes. Over MCP the
+ * real gemini asks against the mock model; elsewhere gemini over ACP is the fake replaying the
+ * real one's recorded ACP transcript (the real one is also asked in real-agents-features.test.ts).
  */
 const FAKE_BIN = resolve(__dirname, '../fixtures/bin');
+const REAL_BIN = resolve(__dirname, '../../node_modules/.bin');
 const dirs: string[] = [];
 afterAll(() => cleanupDaemons(dirs));
 
-/** A daemon whose workspace `ask` asks, in its own folder. */
-async function askingDaemon(): Promise<{ daemon: Daemon; dir: string; ws: string }> {
+/** A daemon whose workspace `ask` asks, in its own folder: gemini over ACP, its fake, or with `mock` the real one against the mock model. */
+async function askingDaemon(mock?: MockModel): Promise<{ daemon: Daemon; dir: string; ws: string }> {
   const dir = tempDir();
   dirs.push(dir);
   const ws = join(dir, 'ws');
   mkdirSync(ws);
-  writeConfig(dir, {
-    workspaces: [
-      {
-        id: 'ask',
-        path: ws,
-        agents: ['gemini-acp'],
-        permissions: 'ask',
-        env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' },
-      },
-    ],
-  });
+  const home = join(dir, 'home');
+  if (mock) writeHome(home, mock.url);
+  const env = mock
+    ? { ...mockEnv(home, mock.url, 'mock-ok'), PATH: [REAL_BIN, process.env.PATH].join(delimiter) }
+    : { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' };
+  writeConfig(dir, { workspaces: [{ id: 'ask', path: ws, agents: ['gemini-acp'], permissions: 'ask', env }] });
   return { daemon: await startDaemon(dir), dir, ws };
 }
 
@@ -86,8 +84,9 @@ describe('approvals through the daemon', () => {
     await daemon.stop();
   });
 
-  it('an AI caller answers over MCP: list_approvals, then answer_approval', async () => {
-    const { daemon, ws } = await askingDaemon();
+  it('an AI caller answers the real gemini over MCP: list_approvals, then answer_approval', async () => {
+    const mock = await startMockModel();
+    const { daemon, ws } = await askingDaemon(mock);
     const client = new Client({ name: 'test', version: '1.0.0' });
     await client.connect(
       new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp', '--url', daemon.url], env: { PATH: process.env.PATH! }, stderr: 'pipe' }),
@@ -112,6 +111,7 @@ describe('approvals through the daemon', () => {
     } finally {
       await client.close();
       await daemon.stop();
+      await mock.close();
     }
   });
 

@@ -4,6 +4,8 @@ import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
+import { mockEnv, writeHome } from '../fixtures/mock-model/homes.mjs';
+import { type MockModel, startMockModel } from '../fixtures/mock-model/server.mjs';
 
 /**
  * The status page in a real headless Chromium (Debian's, driven by playwright-core). `npm test`
@@ -18,22 +20,26 @@ if (!present && !process.env.CI) console.warn(`status-page tests skipped: ${CHRO
 const dirs: string[] = [];
 let daemon: Daemon;
 let browser: Browser;
+let mock: MockModel;
 
 beforeAll(async () => {
   if (!present && !process.env.CI) return;
   const dir = tempDir();
   dirs.push(dir);
+  mock = await startMockModel();
+  const home = join(dir, 'gemini-home');
+  writeHome(home, mock.url);
   writeConfig(dir, {
     workspaces: [
       { id: 'ws', path: '.', tag: 'main', agents: ['fake'] },
       { id: 'other', path: '.' },
-      // gemini over ACP is the fake replaying its recorded transcript: its file-writing turn asks.
+      // The real gemini over ACP, against the mock model: its file-writing turn asks.
       {
         id: 'ask',
         path: '.',
         agents: ['gemini-acp'],
         permissions: 'ask',
-        env: { PATH: `${resolve(__dirname, '../fixtures/bin')}${delimiter}${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' },
+        env: { ...mockEnv(home, mock.url, 'mock-ok'), PATH: [resolve(__dirname, '../../node_modules/.bin'), process.env.PATH].join(delimiter) },
       },
     ],
   });
@@ -55,6 +61,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await daemon?.stop();
+  await mock?.close();
   cleanupDaemons(dirs);
 });
 
