@@ -80,26 +80,9 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
     check.isAgent = await isTheAgent(adapter, check.path, env);
     if (!check.isAgent) check.problems.push(`${check.path} is not the ${adapter.name} agent CLI: put the real one first on the PATH`);
   }
-  if (adapter.help) {
-    const usage = await probe(check.path, adapter.help, env);
-    if (usage.timedOut) {
-      check.problems.push(`"${command} ${adapter.help.join(' ')}" did not answer within 60 s (a busy machine?): its flags could not be checked`);
-    } else {
-      check.unknownFlags = [...new Set(invocations.flatMap((i) => flagsOf(i.args)))].filter(
-        (flag) => !listed(usage.output, flag) && !adapter.unlistedFlags?.includes(flag),
-      );
-      if (check.unknownFlags.length > 0) {
-        check.problems.push(`this version (${check.version ?? 'unknown'}) does not list ${check.unknownFlags.join(', ')}: upgrade ${adapter.name}`);
-      }
-    }
-  }
+  await checkFlags(check, adapter, invocations, env);
   const first = invocations[0];
-  if (adapter.protocol?.handshake && first) {
-    // PATH and HOME, its credentials and its own variables: what it needs to answer, and nothing of the service's.
-    const credentials = Object.fromEntries((adapter.credentials?.env ?? []).flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]]])));
-    const start = { file: check.path, args: first.args, cwd: workspace.path, env: { ...probeEnv(env), ...credentials, ...first.env } };
-    await checkProtocol(check, adapter, start);
-  }
+  if (first) await checkProtocol(check, adapter, { file: check.path, invocation: first, cwd: workspace.path, env });
   if (adapter.credentials && check.credentials.length === 0) {
     const hint = `no credentials found: set ${sources.join(' or ')}`;
     check.problems.push(adapter.credentials.required ? hint : `${hint} (unless it is configured another way)`);
@@ -114,15 +97,33 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
   return check;
 }
 
+/** Whether this version's usage lists every flag the adapter passes. */
+async function checkFlags(check: AgentCheck, adapter: AgentAdapter, invocations: Array<{ args: string[] }>, env: Record<string, string>): Promise<void> {
+  if (!adapter.help || !check.path) return;
+  const usage = await probe(check.path, adapter.help, env);
+  if (usage.timedOut) {
+    check.problems.push(`"${check.command} ${adapter.help.join(' ')}" did not answer within 60 s (a busy machine?): its flags could not be checked`);
+    return;
+  }
+  check.unknownFlags = [...new Set(invocations.flatMap((i) => flagsOf(i.args)))].filter(
+    (flag) => !listed(usage.output, flag) && !adapter.unlistedFlags?.includes(flag),
+  );
+  if (check.unknownFlags.length > 0) {
+    check.problems.push(`this version (${check.version ?? 'unknown'}) does not list ${check.unknownFlags.join(', ')}: upgrade ${adapter.name}`);
+  }
+}
+
 /** Asks the agent of itself over its protocol (ACP's `initialize`): it must answer, and load sessions if it is to resume. */
 async function checkProtocol(
   check: AgentCheck,
   adapter: AgentAdapter,
-  start: { file: string; args: string[]; env: Record<string, string>; cwd: string },
+  o: { file: string; invocation: { args: string[]; env?: Record<string, string> }; cwd: string; env: Record<string, string> },
 ): Promise<void> {
   const handshake = adapter.protocol?.handshake;
   if (!handshake) return;
-  const facts = await handshake(start);
+  // PATH and HOME, its credentials and its own variables: what it needs to answer, and nothing of the service's.
+  const credentials = Object.fromEntries((adapter.credentials?.env ?? []).flatMap((name) => (o.env[name] === undefined ? [] : [[name, o.env[name]]])));
+  const facts = await handshake({ file: o.file, args: o.invocation.args, cwd: o.cwd, env: { ...probeEnv(o.env), ...credentials, ...o.invocation.env } });
   check.protocol = facts;
   if (facts.error !== undefined) check.problems.push(`${adapter.name} did not answer ${facts.protocol}'s initialize: ${facts.error}`);
   else if (adapter.supportsResume && facts.loadSession !== true) {
