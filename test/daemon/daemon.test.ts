@@ -181,8 +181,10 @@ describe('the daemon', () => {
       ids.push(started.taskId);
       sessions.push(started.resumeId);
     }
-    // Each agent and its grandchild are up, however busy the machine is.
+    // Each agent and its grandchild are up, and each agent's session id is stored, however busy the machine is.
     await waitFor(() => markedCount(ids) === 6, { what: 'three agents and their grandchildren' });
+    const resumable = async (resumeId: string) => ((await (await api(daemon, 'GET', `/api/sessions/${resumeId}`)).json()) as { resumable?: boolean }).resumable;
+    await waitFor(async () => (await Promise.all(sessions.map(resumable))).every(Boolean), { what: 'the agents’ session ids to be stored' });
     expect(await daemon.stop('SIGKILL')).toBeNull();
     // Detached agents outlive a kill -9 of the daemon: recovery must find them.
     expect(markedCount(ids)).toBe(6);
@@ -196,7 +198,7 @@ describe('the daemon', () => {
     }
     expect(await noneMarked(ids)).toBe(true);
     expect(await (await api(again, 'GET', `/api/headless/${done}`)).text()).toBe(earlier);
-    // The agents' session ids were stored as soon as they were printed: the Sessions are free and resumable.
+    // The agents' session ids stored while they ran are kept: the Sessions are free and resumable.
     for (const resumeId of sessions) {
       expect(await (await api(again, 'GET', `/api/sessions/${resumeId}`)).json()).toMatchObject({ status: 'idle', resumable: true });
     }
