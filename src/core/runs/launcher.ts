@@ -166,7 +166,7 @@ export class RunLauncher {
     const watchers: Array<(event: AgentEvent) => void> = [];
     live.questions ??= new RunQuestions({ ...this.$, noteApprovals: (...a) => this.$.lifecycle.noteApprovals(...a) }, { record, cwd });
     const questions = live.questions;
-    const io = this.io(live, watchers, this.$.prices[adapter.name]);
+    const io = this.io(live, watchers, this.$.prices[adapter.name], questions);
     const conversation = protocol.open(io, agentInput);
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
@@ -208,7 +208,12 @@ export class RunLauncher {
   }
 
   /** What the agent's protocol can do to the run: write to the agent, add to its timeline (which its guards watch). */
-  private io(live: LiveRun, watchers: Array<(event: AgentEvent) => void>, price: TokenPrice | undefined): AgentIO & { attach(proc: SupervisedProcess): void } {
+  private io(
+    live: LiveRun,
+    watchers: Array<(event: AgentEvent) => void>,
+    price: TokenPrice | undefined,
+    questions: RunQuestions,
+  ): AgentIO & { attach(proc: SupervisedProcess): void } {
     // What the protocol writes before its process exists (ACP's `initialize`) waits for it.
     let target: SupervisedProcess | undefined;
     const queued: string[] = [];
@@ -240,7 +245,7 @@ export class RunLauncher {
         this.$.events.append(live.taskId, type, data);
         for (const watch of watchers) watch(event);
       },
-      ask: (question) => (live.questions ? live.questions.ask(question) : Promise.resolve({ allow: false, always: false })),
+      ask: (question) => questions.ask(question),
     };
   }
 
