@@ -249,10 +249,16 @@ describe('worktree pitfalls (docs/worktrees.md)', () => {
   });
 
   it('a worktree whose folder was deleted (its branch still checked out there) is pruned, and the Session goes on', async () => {
-    const { dir } = setUp({ worktree: { cleanup: 'never' } });
+    const { dir, repo } = setUp({ worktree: { cleanup: 'never' } });
     const daemon = await startDaemon(dir);
     const first = await start(daemon, { prompt: 'session o1; sh echo one > one.txt' });
     const one = (await waitRun(daemon, first.taskId)) as RunRecord;
+    // Removed while still locked, as when it goes before the run has released it (the worse order, made certain).
+    try {
+      git(repo, 'worktree', 'lock', one.changes?.worktree ?? '');
+    } catch {
+      // Not yet released: still locked.
+    }
     rmSync(one.changes?.worktree ?? '', { recursive: true, force: true });
     const second = await start(daemon, { prompt: 'sh cat one.txt', resumeId: first.resumeId });
     expect(await waitRun(daemon, second.taskId)).toMatchObject({ status: 'succeeded' });

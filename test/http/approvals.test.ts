@@ -238,7 +238,10 @@ describe('permission.requested webhooks', () => {
       const done = (await h.waitEnded(taskId)) as Record<string, any>;
       await waitFor(() => receiver.received.length >= 2, { what: 'the run.ended webhook' });
       expect(receiver.received.map((r) => JSON.parse(r.body).type)).toEqual(['permission.requested', 'run.ended']);
-      const final = (await (await h.request('GET', `/api/headless/${taskId}`)).json()) as Record<string, any>;
+      // The receiver has the body before the service has written down its answer.
+      const record = async () => (await (await h.request('GET', `/api/headless/${taskId}`)).json()) as Record<string, any>;
+      await waitFor(async () => (await record()).webhooks.every((w: { state: string }) => w.state === 'delivered'), { what: 'both deliveries recorded' });
+      const final = await record();
       expect(final.webhooks).toEqual([
         expect.objectContaining({ event: 'permission.requested', state: 'delivered' }),
         expect.objectContaining({ event: 'run.ended', state: 'delivered' }),

@@ -113,8 +113,15 @@ export class WorktreePlacement implements RunPlacement {
   private async checkOut(a: { repo: string; path: string; branch: string; ref: string; taskId: string }): Promise<{ created: boolean; added: boolean }> {
     // A worktree whose folder a crash or a person removed still holds its branch: pruned first.
     await git(['worktree', 'prune'], { cwd: a.repo });
-    const listed = (await listWorktrees(a.repo)).find((w) => w.path === a.path);
-    if (listed?.locked !== undefined) await git(['worktree', 'unlock', a.path], { cwd: a.repo });
+    let listed = (await listWorktrees(a.repo)).find((w) => w.path === a.path);
+    if (listed?.locked !== undefined) {
+      await git(['worktree', 'unlock', a.path], { cwd: a.repo });
+      // Removed while the run before was still releasing it: the prune left it for its lock.
+      if (!existsSync(a.path)) {
+        await git(['worktree', 'prune'], { cwd: a.repo });
+        listed = undefined;
+      }
+    }
     let created = false;
     if (!listed) {
       // A folder git does not know is what a crash left midway: it goes.
