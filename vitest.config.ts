@@ -1,12 +1,11 @@
-import { delimiter } from 'node:path';
+import { delimiter, dirname } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // npm puts node_modules/.bin on the PATH, and the real agent CLIs (dev dependencies) live there:
 // tests see only the agents they put on a PATH themselves.
-const PATH = (process.env.PATH ?? '')
-  .split(delimiter)
-  .filter((dir) => !dir.endsWith('node_modules/.bin'))
-  .join(delimiter);
+// The Node running the suite comes first, so what a test starts with `node` runs on the version
+// under test (npm test runs tiers on several: scripts/test.mjs).
+const PATH = [dirname(process.execPath), ...(process.env.PATH ?? '').split(delimiter).filter((dir) => !dir.endsWith('node_modules/.bin'))].join(delimiter);
 
 export default defineConfig({
   test: {

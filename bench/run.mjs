@@ -14,6 +14,8 @@ import { createSqliteKeyv } from '../dist/index.js';
 import { startPostgres } from '../test/fixtures/postgres.mjs';
 import { eventLatency } from './event-latency.mjs';
 import { queueKill, queueMemory, queuePickup, queuePickupFleet } from './queue.mjs';
+import { ensureNodes } from '../scripts/node-versions.mjs';
+import { installSize } from './install-size.mjs';
 import { triggerBurst } from './triggers.mjs';
 import { spawnDaemon, spawnServer } from './spawn-daemon.mjs';
 
@@ -54,11 +56,11 @@ function tracked(child) {
 }
 
 /** Starts the daemon in `dir` with `config`; resolves with its base URL and process. */
-async function daemon(config, dir = tempDir(), env = process.env) {
+async function daemon(config, dir = tempDir(), env = process.env, node = process.execPath) {
   writeFileSync(join(dir, 'headless.config.json'), JSON.stringify(config));
   const flags = PROFILE ? [`--cpu-prof`, `--cpu-prof-dir=${RESULTS}`] : [];
   if (PROFILE) mkdirSync(RESULTS, { recursive: true });
-  const { child, url } = await spawnDaemon(dir, flags, env);
+  const { child, url } = await spawnDaemon(dir, flags, env, node);
   return { url, pid: child.pid, dir, stop: tracked(child) };
 }
 
@@ -530,6 +532,7 @@ async function cliStartup() {
 const started = Date.now();
 for (const [name, fn] of [
   ['cli start-up', cliStartup],
+  ['install size', () => installSize({ root: ROOT, row, tempDir })],
   ['GET throughput', getThroughput],
   ['start latency', startLatency],
   ['500 concurrent runs', manyRuns],
@@ -548,6 +551,8 @@ for (const [name, fn] of [
     () =>
       triggerBurst({
         daemon,
+        // The daemon on this Node and on each the tests installed: the SQLite driver differs (sqlite3 on 20, node:sqlite after).
+        nodes: [[process.versions.node, process.execPath], ...Object.entries(ensureNodes(ROOT)).filter(([v]) => v !== process.versions.node)],
         row,
         rssMb,
         tempDir,

@@ -6,8 +6,8 @@ import { join, resolve } from 'node:path';
 const ROOT = resolve(import.meta.dirname, '..');
 
 /** Resolves with the child and its base URL once it prints its `listening on` line. */
-export async function spawnServer(args, options) {
-  const child = spawn(process.execPath, args, { ...options, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function spawnServer(args, options, node = process.execPath) {
+  const child = spawn(node, args, { ...options, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise((done, fail) => {
     let out = '';
     child.stdout.on('data', (c) => {
@@ -20,5 +20,5 @@ export async function spawnServer(args, options) {
   return { child, url };
 }
 
-export const spawnDaemon = (dir, nodeFlags = [], env = process.env) =>
-  spawnServer([...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0', '--data-dir', join(dir, '.headless')], { cwd: dir, env });
+export const spawnDaemon = (dir, nodeFlags = [], env = process.env, node = process.execPath) =>
+  spawnServer([...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0', '--data-dir', join(dir, '.headless')], { cwd: dir, env }, node);

@@ -55,8 +55,7 @@ async function burst(url, bodies) {
   return { answers, seconds: (performance.now() - started) / 1000 };
 }
 
-export async function triggerBurst({ daemon, row, rssMb, tempDir, spawnServer, baselineServer }) {
-  const gate = join(tempDir(), 'go');
+export async function triggerBurst({ daemon, nodes, row, rssMb, tempDir, spawnServer, baselineServer }) {
   // Each group's first delivery, then its repeat, interleaved: the repeats arrive while the first ones are handled.
   const bodies = [];
   for (let g = 0; g < GROUPS; g += 10) for (const round of [0, 1]) for (let i = g; i < g + 10; i++) bodies.push(alert(i) + ' '.repeat(round));
@@ -64,23 +63,45 @@ export async function triggerBurst({ daemon, row, rssMb, tempDir, spawnServer, b
   await burst(`${base.url}/api/triggers/alerts`, bodies.slice(0, 100));
   const baseline = await burst(`${base.url}/api/triggers/alerts`, bodies);
   await base.stop();
+  for (const [version, node] of nodes)
+    await burstOn({ daemon, node, label: `Node ${version}, ${sqliteDriver(version)}`, bodies, baseline, row, rssMb, tempDir });
+}
+
+/** The SQLite driver the daemon uses on Node `version` (src/core/store/sql-database.ts). */
+function sqliteDriver(version) {
+  const [major, minor] = version.split('.').map(Number);
+  return major > 22 || (major === 22 && minor >= 13) ? 'node:sqlite' : 'sqlite3';
+}
+
+async function burstOn({ daemon, node, label, bodies, baseline, row, rssMb, tempDir }) {
+  const gate = join(tempDir(), 'go');
   // Its runs wait on a file, so the burst measures the deliveries, not 500 agents starting.
   const hold = { command: '/bin/sh', args: ['-c', `while [ ! -f '${gate}' ]; do sleep 0.05; done`], stdin: '{prompt}' };
-  const d = await daemon({
-    agents: { hold },
-    workspaces: [{ id: 'ops', path: '.', agents: ['hold'] }],
-    queue: { max: 1000 },
-    triggers: [
-      {
-        name: 'alerts',
-        workspace: 'ops',
-        sender: 'alertmanager',
-        agent: 'hold',
-        secret: TOKEN,
-        prompt: 'Investigate {{ payload.commonLabels.alertname }}: {{ payload.commonAnnotations.summary }}',
-      },
-    ],
-  });
+  const d = await daemon(
+    {
+      agents: { hold },
+      workspaces: [{ id: 'ops', path: '.', agents: ['hold'] }],
+      queue: { max: 2000 },
+      triggers: [
+        {
+          name: 'alerts',
+          workspace: 'ops',
+          sender: 'alertmanager',
+          agent: 'hold',
+          secret: TOKEN,
+          prompt: 'Investigate {{ payload.commonLabels.alertname }}: {{ payload.commonAnnotations.summary }}',
+        },
+      ],
+    },
+    tempDir(),
+    process.env,
+    node,
+  );
+  // Warmed as the receiver is, with groups of their own (their runs are not counted below).
+  await burst(
+    `${d.url}/api/triggers/alerts`,
+    Array.from({ length: 100 }, (_, i) => alert(GROUPS + i)),
+  );
   const idle = rssMb(d.pid);
   const ours = await burst(`${d.url}/api/triggers/alerts`, bodies);
   const grown = rssMb(d.pid) - idle;
@@ -92,7 +113,7 @@ export async function triggerBurst({ daemon, row, rssMb, tempDir, spawnServer, b
   const rate = bodies.length / ours.seconds;
   const baseRate = bodies.length / baseline.seconds;
   row(
-    'trigger burst: verified deliveries/s (1000 Alertmanager deliveries, 20 at a time)',
+    `trigger burst (${label}): verified deliveries/s (1000 Alertmanager deliveries, 20 at a time)`,
     `${rate.toFixed(0)}/s`,
     `${baseRate.toFixed(0)}/s Hono receiver (bearer + JSON)`,
     `${(rate / baseRate).toFixed(2)}×`,
@@ -104,7 +125,7 @@ export async function triggerBurst({ daemon, row, rssMb, tempDir, spawnServer, b
     99,
   );
   row(
-    'trigger burst: answer p99',
+    `trigger burst (${label}): answer p99`,
     `${p99.toFixed(1)} ms`,
     `${pct(
       baseline.answers.map((a) => a.ms),
@@ -118,12 +139,19 @@ export async function triggerBurst({ daemon, row, rssMb, tempDir, spawnServer, b
     p99 <= 100,
   );
   row(
-    'trigger burst: runs started or queued, repeats',
+    `trigger burst (${label}): runs started or queued, repeats`,
     `${runs.size} runs, ${deduplicated} repeats, ${refused} refused`,
     `${GROUPS} groups`,
     runs.size === GROUPS && deduplicated === GROUPS ? 'none doubled' : 'WRONG',
     `exactly ${GROUPS}`,
     runs.size === GROUPS && refused === 0,
   );
-  row('trigger burst: daemon RSS growth', `+${grown.toFixed(1)} MB`, `${idle.toFixed(1)} MB before`, `+${grown.toFixed(1)} MB`, '≤ 30 MB', grown <= 30);
+  row(
+    `trigger burst (${label}): daemon RSS growth`,
+    `+${grown.toFixed(1)} MB`,
+    `${idle.toFixed(1)} MB before`,
+    `+${grown.toFixed(1)} MB`,
+    '≤ 30 MB',
+    grown <= 30,
+  );
 }

@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { NODE_VERSIONS, ensureNodes } from './node-versions.mjs';
 
 const bin = (name) => join('node_modules', '.bin', name);
 const checks = [
@@ -42,24 +43,50 @@ if (missing.length > 0 && process.getuid?.() === 0 && existsSync('/usr/bin/apt-g
   }
 }
 
+// The suite on each supported Node.js (docs/testing.md: Node versions): all of it but the real-CLI
+// tier on the Node that runs this (the lowest supported, in CI); the unit and HTTP tiers and the
+// real-CLI tier on the newest; the unit tier on the others.
+const nodes = ensureNodes(process.cwd());
+if (process.env.CI && Object.keys(nodes).length < NODE_VERSIONS.length) {
+  console.log(`0 passed, 1 failed (Node.js ${NODE_VERSIONS.join(' and ')} could not be installed from the registry)`);
+  process.exit(1);
+}
+const REAL_CLI = 'test/daemon/real-agents';
+const [newest, ...others] = Object.entries(nodes).sort(([a], [b]) => b.localeCompare(a, undefined, { numeric: true }));
+const runs = [
+  { node: process.execPath, version: process.versions.node, args: newest ? ['--exclude', `${REAL_CLI}*.test.ts`] : [] },
+  ...(newest ? [{ node: newest[1], version: newest[0], args: ['test/unit', 'test/http', REAL_CLI] }] : []),
+  ...others.map(([version, node]) => ({ node, version, args: ['test/unit'] })),
+];
+
 const dir = mkdtempSync(join(tmpdir(), 'hrw-test-'));
-const report = join(dir, 'report.json');
-const run = spawnSync(bin('vitest'), ['run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)], {
-  stdio: 'inherit',
-});
 let passed = 0;
 let failed = 0;
 let skipped = 0;
-try {
-  const result = JSON.parse(readFileSync(report, 'utf8'));
-  passed = result.numPassedTests;
-  failed = result.numFailedTests + (result.numRuntimeErrors ?? 0);
-  skipped = result.numPendingTests + result.numTodoTests;
-  // A file that failed to load counts as a failure even though none of its tests ran.
-  failed += result.testResults.filter((f) => f.status === 'failed' && f.assertionResults.length === 0).length;
-} catch {
-  failed += 1;
+let exited = 0;
+for (const [i, { node, version, args }] of runs.entries()) {
+  const report = join(dir, `report-${i}.json`);
+  console.log(`\n— vitest on Node.js ${version}${args.length ? ` (${args.join(' ')})` : ''}`);
+  const run = spawnSync(
+    node,
+    [bin('vitest'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args, ...process.argv.slice(2)],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, HEADLESS_TEST_NODES: JSON.stringify(Object.fromEntries(Object.entries(nodes).map(([v, b]) => [v, b]))) },
+    },
+  );
+  exited ||= run.status ?? 1;
+  try {
+    const result = JSON.parse(readFileSync(report, 'utf8'));
+    passed += result.numPassedTests;
+    failed += result.numFailedTests + (result.numRuntimeErrors ?? 0);
+    skipped += result.numPendingTests + result.numTodoTests;
+    // A file that failed to load counts as a failure even though none of its tests ran.
+    failed += result.testResults.filter((f) => f.status === 'failed' && f.assertionResults.length === 0).length;
+  } catch {
+    failed += 1;
+  }
 }
 rmSync(dir, { recursive: true, force: true });
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
-process.exit(run.status !== 0 || failed > 0 || passed === 0 ? 1 : 0);
+process.exit(exited !== 0 || failed > 0 || passed === 0 ? 1 : 0);

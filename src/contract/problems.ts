@@ -46,6 +46,7 @@ const STATUS = {
   daily_limit_reached: 429,
   spawn_failed: 500,
   internal: 500,
+  not_installed: 501,
   storage_unavailable: 503,
   shutting_down: 503,
   run_owner_unreachable: 503,

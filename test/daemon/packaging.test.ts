@@ -1,5 +1,5 @@
-import { execFile, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeServer } from '../../src/adapters/node';
 import { closeAllHosts, createTestHost } from '../helpers/harness';
+import { builtInSqlite, testNodes } from '../helpers/node-versions';
 
 /** The published package: packed, installed into a fresh project, loaded both ways; linted. */
 
@@ -17,9 +18,24 @@ const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 let consumer: string;
 let tarball: string;
 
-function sh(command: string, args: string[], cwd: string) {
-  const r = spawnSync(command, args, { cwd, encoding: 'utf8', timeout: 180_000 });
+function sh(command: string, args: string[], cwd: string, env = process.env) {
+  const r = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout: 180_000 });
   return { code: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+/** What a command prints until it says it listens (then it is stopped) or exits. */
+function firstWords(command: string, args: string[], cwd: string): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const read = (chunk: Buffer) => {
+      out += chunk;
+      if (/listening on/.test(out)) child.kill('SIGTERM');
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    child.once('exit', () => resolve(out));
+  });
 }
 
 beforeAll(() => {
@@ -67,6 +83,17 @@ describe('packaging', () => {
     const inbox = sh(join(consumer, 'node_modules', '.bin', 'headless-inbox'), ['push', '--title', 't'], consumer);
     expect(inbox.code).not.toBe(0);
     expect(inbox.out).toContain('not inside a headless run');
+  });
+
+  it('the daemon serves with SQLite on Node 22.13 and later as installed; on Node 20 it says to install sqlite3', async () => {
+    const cli = join(consumer, 'node_modules', 'headless-run-webhook', 'dist', 'cli.js');
+    for (const [version, binary] of testNodes()) {
+      const dataDir = mkdtempSync(join(tmpdir(), 'hrw-serve-'));
+      const said = await firstWords(binary, [cli, 'serve', '--port', '0', '--data-dir', dataDir], consumer);
+      rmSync(dataDir, { recursive: true, force: true });
+      if (builtInSqlite(version)) expect(said, version).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/);
+      else expect(said, version).toContain('needs the sqlite3 package, which is not installed: npm install sqlite3');
+    }
   });
 
   it('its types check clean in a fresh TypeScript project, without skipLibCheck', () => {
@@ -171,6 +198,128 @@ describe('the client alone (headless-run-webhook-client)', () => {
 
   it('publint and @arethetypeswrong/cli report nothing', () => {
     const lint = sh(bin('publint'), ['--strict'], CLIENT);
+    expect(lint.out).toContain('All good!');
+    const types = sh(bin('attw'), [join(project, packed)], ROOT);
+    expect(types.code, types.out).toBe(0);
+  }, 600_000);
+});
+
+describe('the lean library alone (headless-run-webhook-core)', () => {
+  const CORE = join(ROOT, 'packages', 'core');
+  let project: string;
+  let packed: string;
+  const node = (args: string[], env: NodeJS.ProcessEnv = {}, binary = process.execPath) => sh(binary, args, project, { ...process.env, ...env });
+
+  beforeAll(() => {
+    project = mkdtempSync(join(tmpdir(), 'hrw-core-consumer-'));
+    const pack = sh('npm', ['pack', '--ignore-scripts', '--pack-destination', project], CORE);
+    expect(pack.code, pack.out).toBe(0);
+    packed = readdirSync(project).find((f) => f.endsWith('.tgz'))!;
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
+    // Install scripts run: a native build would show here as a compiled addon.
+    const install = sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', `./${packed}`], project);
+    expect(install.code, install.out).toBe(0);
+  }, 240_000);
+
+  afterAll(() => rmSync(project, { recursive: true, force: true }));
+
+  it('installs no native build, no database driver, no OpenTelemetry SDK, no MCP or ACP SDK, and at most 25 MB', () => {
+    const modules = join(project, 'node_modules');
+    const installed = readdirSync(modules).flatMap((name) => (name.startsWith('@') ? readdirSync(join(modules, name)).map((n) => `${name}/${n}`) : [name]));
+    expect(installed).toContain('headless-run-webhook-core');
+    for (const heavy of [
+      'sqlite3',
+      'pg',
+      '@opentelemetry/sdk-trace-base',
+      '@opentelemetry/exporter-trace-otlp-http',
+      '@modelcontextprotocol/sdk',
+      '@agentclientprotocol/sdk',
+      'pino',
+      'pino-pretty',
+    ])
+      expect(installed).not.toContain(heavy);
+    expect(sh('find', [modules, '-name', '*.node'], project).out.trim()).toBe('');
+    const kilobytes = Number(sh('du', ['-sk', modules], project).out.split('\t')[0]);
+    expect(kilobytes).toBeGreaterThan(1000);
+    expect(kilobytes).toBeLessThanOrEqual(25 * 1024);
+  });
+
+  it('embeds the handler with the memory store, from ESM and CommonJS, and runs an agent', () => {
+    const body = `
+      const handler = m.createHeadlessHandler({
+        workspaces: [{ id: 'w', path: process.cwd(), agents: ['echo'] }],
+        agents: { echo: { command: process.execPath, args: ['-e', 'console.log(process.argv[1])', '{prompt}'] } },
+      });
+      await handler.ready;
+      const res = await handler.fetch('http://localhost/api/workspaces/w/headless', { method: 'POST', headers: { host: 'localhost', 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'hello from the host', wait: true }) }, { remoteAddress: '127.0.0.1' });
+      const record = await res.json();
+      const output = await (await handler.fetch('http://localhost/api/headless/' + record.taskId + '/output', { headers: { host: 'localhost' } }, { remoteAddress: '127.0.0.1' })).json();
+      console.log(res.status, record.status, output.stdout.trim());
+      await handler.close();`;
+    const expected = '200 succeeded hello from the host';
+    expect(node(['--input-type=module', '-e', `const m = await import('headless-run-webhook-core'); ${body}`]).out.trim()).toBe(expected);
+    expect(node(['-e', `const m = require('headless-run-webhook-core'); (async () => { ${body} })();`]).out.trim()).toBe(expected);
+  });
+
+  it('a feature whose package is left out says which one to install: MCP over HTTP is 501 not_installed', () => {
+    const script = `
+      const m = await import('headless-run-webhook-core');
+      const handler = m.createHeadlessHandler({ workspaces: [{ id: 'w', path: process.cwd() }] });
+      const res = await handler.fetch('http://localhost/mcp', { method: 'POST', headers: { host: 'localhost', 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) }, { remoteAddress: '127.0.0.1' });
+      console.log(JSON.stringify({ status: res.status, problem: await res.json() }));
+      await handler.close();`;
+    const { status, problem } = JSON.parse(node(['--input-type=module', '-e', script]).out.trim());
+    expect(status).toBe(501);
+    expect(problem).toMatchObject({ code: 'not_installed', status: 501 });
+    expect(problem.detail).toContain('npm install @modelcontextprotocol/sdk');
+  });
+
+  it('an agent over ACP without its SDK fails its run saying which package to install', () => {
+    // A stand-in for gemini that ends when its stdin closes, as ACP agents do.
+    const binDir = join(project, 'bin');
+    mkdirSync(binDir, { recursive: true });
+    writeFileSync(join(binDir, 'gemini'), '#!/bin/sh\ncat > /dev/null\n', { mode: 0o755 });
+    const script = `
+      const m = await import('headless-run-webhook-core');
+      const handler = m.createHeadlessHandler({ workspaces: [{ id: 'w', path: process.cwd(), agents: ['gemini-acp'] }] });
+      await handler.ready;
+      const res = await handler.fetch('http://localhost/api/workspaces/w/headless', { method: 'POST', headers: { host: 'localhost', 'content-type': 'application/json' }, body: JSON.stringify({ prompt: 'hi', wait: true }) }, { remoteAddress: '127.0.0.1' });
+      console.log(JSON.stringify(await res.json()));
+      await handler.close();`;
+    const record = JSON.parse(node(['--input-type=module', '-e', script], { PATH: `${binDir}:${process.env.PATH}`, GEMINI_API_KEY: 'not-used' }).out.trim());
+    expect(record).toMatchObject({ agent: 'gemini-acp', status: 'failed', error: { code: 'agent_error' } });
+    expect(record.error.message).toContain('npm install @agentclientprotocol/sdk');
+  });
+
+  it('its SQLite store runs on Node’s own node:sqlite from 22.13 on; on Node 20 it names the package to install', () => {
+    const script = `
+      const m = await import('headless-run-webhook-core');
+      const dir = (await import('node:fs')).mkdtempSync((await import('node:os')).tmpdir() + '/hrw-lean-sqlite-');
+      try {
+        const keyv = await m.createSqliteKeyv(dir);
+        await keyv.set('k', { v: 1 });
+        console.log('stored', JSON.stringify(await keyv.get('k')));
+        await keyv.disconnect();
+      } catch (error) { console.log('refused', error.message); }`;
+    for (const [version, binary] of testNodes()) {
+      const out = node(['--input-type=module', '-e', script], {}, binary).out.trim();
+      if (builtInSqlite(version)) expect(out, version).toBe('stored {"v":1}');
+      else
+        expect(out, version).toMatch(
+          /^refused The SQLite store on Node\.js 20\.\S+ \(22\.13 and later have SQLite built in\) needs the sqlite3 package, which is not installed: npm install sqlite3$/,
+        );
+    }
+  });
+
+  it('has the version of the package it comes from, and the same versions of what both depend on', () => {
+    const own = JSON.parse(readFileSync(join(CORE, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
+    const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string> };
+    expect(own.version).toBe(root.version);
+    for (const [name, range] of Object.entries(own.dependencies)) expect(root.dependencies[name], name).toBe(range);
+  });
+
+  it('publint and @arethetypeswrong/cli report nothing', () => {
+    const lint = sh(bin('publint'), ['--strict'], CORE);
     expect(lint.out).toContain('All good!');
     const types = sh(bin('attw'), [join(project, packed)], ROOT);
     expect(types.code, types.out).toBe(0);

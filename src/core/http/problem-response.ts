@@ -4,6 +4,7 @@
 import { Response } from '@whatwg-node/fetch';
 import { HttpProblem, StorageError, problemBody, problemHeaders } from '../../contract/problems';
 import { StillPending } from '../runs/lifecycle';
+import { MissingPackage } from '../util/optional-package';
 
 export function problemResponse(problem: HttpProblem): Response {
   return new Response(JSON.stringify(problemBody(problem)), { status: problem.status, headers: problemHeaders(problem) });
@@ -20,6 +21,7 @@ export function errorToResponse(error: unknown, log: (message: string, error: un
     const { taskId, status } = error.record;
     return problemResponse(new HttpProblem('shutting_down', error.message, { extra: { taskId, status }, headers: { 'retry-after': '5' } }));
   }
+  if (error instanceof MissingPackage) return problemResponse(new HttpProblem('not_installed', error.message));
   if (error instanceof StorageError) {
     log('storage failure', error);
     return problemResponse(new HttpProblem('storage_unavailable', 'The store refused the operation; retry later.'));

@@ -5,6 +5,8 @@
  */
 import { chmodSync, closeSync, mkdirSync, openSync, readdirSync } from 'node:fs';
 import { StorageError } from '../../contract/problems';
+import { loadOptional } from '../util/optional-package';
+import { loadNodeSqlite, openNodeSqlite } from './node-sqlite';
 
 export interface SqlDatabase {
   readonly dialect: 'sqlite' | 'postgres';
@@ -23,36 +25,49 @@ function fail(operation: string, error: unknown): never {
 /**
  * A SQLite file, durable across a crash (WAL journal, `synchronous=FULL`: every commit is
  * fsynced), its journal kept small, waiting up to 5 s on a lock before failing. Its files are
- * private (0600), also in a folder that already existed.
+ * private (0600), also in a folder that already existed. The driver is Node's own `node:sqlite`
+ * where the runtime has it (22.13 and later: no native build, and a statement costs microseconds
+ * rather than a thread-pool round trip), else the `sqlite3` package (Node 20), which is then
+ * needed beside this one.
  */
 export async function openSqlite(dataDir: string, file: string): Promise<SqlDatabase> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   makePrivate(dataDir, file);
-  const { default: sqlite3 } = await import('sqlite3');
+  const builtIn = loadNodeSqlite();
+  return builtIn ? { dialect: 'sqlite', ...openNodeSqlite(builtIn, file, PRAGMAS) } : await openSqlite3(file);
+}
+
+const PRAGMAS = [
+  'PRAGMA busy_timeout=5000',
+  'PRAGMA journal_mode=WAL',
+  'PRAGMA synchronous=FULL',
+  // The WAL is checkpointed every 100 pages (not 1000) and cut back to 1 MiB after, so a small
+  // disk is not filled by the journal alone.
+  'PRAGMA wal_autocheckpoint=100',
+  'PRAGMA journal_size_limit=1048576',
+];
+
+async function openSqlite3(file: string): Promise<SqlDatabase> {
+  const { default: sqlite3 } = await loadOptional(
+    () => import('sqlite3'),
+    'sqlite3',
+    `The SQLite store on Node.js ${process.versions.node} (22.13 and later have SQLite built in)`,
+  );
   const db = await new Promise<InstanceType<typeof sqlite3.Database>>((resolve, reject) => {
     const opened = new sqlite3.Database(file, (error) => (error ? reject(error) : resolve(opened)));
   }).catch((error: unknown) => fail(`open of ${file}`, error));
-  db.configure('busyTimeout', 5000);
   const query = <T>(text: string, params: unknown[] = []) =>
     new Promise<T[]>((resolve, reject) => db.all(text, params, (error, rows) => (error ? reject(error) : resolve(rows as T[])))).catch((error: unknown) =>
       fail('query', error),
     );
+  const close = () => new Promise<void>((resolve) => db.close(() => resolve()));
   try {
-    await query('PRAGMA journal_mode=WAL');
-    await query('PRAGMA synchronous=FULL');
-    // The WAL is checkpointed every 100 pages (not 1000) and cut back to 1 MiB after, so a small
-    // disk is not filled by the journal alone.
-    await query('PRAGMA wal_autocheckpoint=100');
-    await query('PRAGMA journal_size_limit=1048576');
+    for (const pragma of PRAGMAS) await query(pragma);
   } catch (error) {
-    db.close();
+    await close();
     throw new StorageError(`cannot open ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
-  return {
-    dialect: 'sqlite',
-    query,
-    close: () => new Promise<void>((resolve) => db.close(() => resolve())),
-  };
+  return { dialect: 'sqlite', query, close };
 }
 
 /**
@@ -81,7 +96,7 @@ const CREATE_RACES = ['23505', '42P07', '42710'];
 
 /** A PostgreSQL database, which several instances may share. Connects once, so a wrong URL fails here, saying which. */
 export async function openPostgres(url: string): Promise<SqlDatabase> {
-  const { default: pg } = await import('pg');
+  const { default: pg } = await loadOptional(() => import('pg'), 'pg', 'A PostgreSQL store');
   const pool = new pg.Pool({ connectionString: url });
   // An idle connection the server drops must not crash the service; the next query reports it.
   pool.on('error', () => undefined);

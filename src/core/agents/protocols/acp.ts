@@ -8,6 +8,7 @@
  * caller (docs/approvals.md).
  */
 import type { RunUsage } from '../../../contract/records';
+import { loadOptional } from '../../util/optional-package';
 import type { AgentConversation, AgentEvent, AgentIO, AgentProtocol, AgentRunInput, AgentVerdict, ProtocolFacts } from '../types';
 
 type Sdk = typeof import('@agentclientprotocol/sdk');
@@ -19,7 +20,7 @@ type StopReason = import('@agentclientprotocol/sdk').StopReason;
 /** Loaded at the first ACP run: the SDK is ESM only, and most runs never need it. */
 let sdk: Promise<Sdk> | undefined;
 const loadSdk = (): Promise<Sdk> => {
-  sdk ??= import('@agentclientprotocol/sdk');
+  sdk ??= loadOptional(() => import('@agentclientprotocol/sdk'), '@agentclientprotocol/sdk', 'An agent over the Agent Client Protocol');
   return sdk;
 };
 

@@ -2,6 +2,7 @@ import { ANSWERS } from '../../../contract/answers';
 import { AgentsQuery, parseAgentsQuery } from '../../../contract/requests';
 import { createClient } from '../../../client/index';
 import { HttpProblem } from '../../../contract/problems';
+import { loadOptional } from '../../util/optional-package';
 import { readJsonText } from '../body';
 import { type Route, json, route } from '../router';
 
@@ -95,7 +96,7 @@ export const SERVICE_ROUTES: Route[] = [
       doc: {
         summary: 'The API as MCP tools (Streamable HTTP, stateless, JSON answers)',
         responses: { 200: { description: 'A JSON-RPC answer.' }, 202: { description: 'A notification, taken.' } },
-        problems: [],
+        problems: ['not_installed'],
       },
     },
     async ({ request, apiUrl, dispatch }) => {
@@ -114,7 +115,11 @@ export const SERVICE_ROUTES: Route[] = [
       if (batch > MCP_BATCH) throw new HttpProblem('invalid_body', `A JSON-RPC batch takes at most ${MCP_BATCH} calls.`);
       const { answerMcp } = await import('../../../mcp/server');
       const checked = new Request(request.url, { method: 'POST', headers: request.headers, body: text });
-      return answerMcp(checked, createClient({ url: apiUrl, fetch: forward as typeof fetch }));
+      return loadOptional(
+        () => answerMcp(checked, createClient({ url: apiUrl, fetch: forward as typeof fetch })),
+        '@modelcontextprotocol/sdk',
+        'MCP over HTTP',
+      );
     },
   ),
 ];

@@ -1,0 +1,101 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { StorageError } from '../../src/contract/problems';
+import { type NodeSqlite, loadNodeSqlite, openNodeSqlite } from '../../src/core/store/node-sqlite';
+
+/** A stand-in for node:sqlite that records what it is asked, and fails what `failing` names. */
+function recorder() {
+  const calls: string[] = [];
+  const failing = new Set<string>();
+  const sqlite: NodeSqlite = {
+    DatabaseSync: class {
+      exec(text: string) {
+        calls.push(text);
+        if (failing.has(text)) throw new Error(`${text} failed`);
+      }
+      prepare(text: string) {
+        return {
+          all: (...params: unknown[]) => {
+            calls.push(`${text} ${JSON.stringify(params)}`);
+            if (failing.has(text)) throw new Error(`${text} failed`);
+            return [{ text }];
+          },
+        };
+      }
+      close() {
+        calls.push('close');
+      }
+    },
+  };
+  return { calls, failing, db: openNodeSqlite(sqlite, ':memory:', ['PRAGMA x=1']) };
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('node:sqlite connection: statements committed in groups', () => {
+  it('the statements of one turn share one transaction, answered once it is committed; the next turn opens another', async () => {
+    const { calls, db } = recorder();
+    const answered: string[] = [];
+    const first = Promise.all([db.query('INSERT a', [1, undefined, true]), db.query('SELECT b')]).then(() => answered.push('first'));
+    expect(answered).toEqual([]);
+    await first;
+    await db.query('INSERT c');
+    expect(calls).toEqual(['PRAGMA x=1', 'BEGIN', 'INSERT a [1,null,1]', 'SELECT b []', 'COMMIT', 'BEGIN', 'INSERT c []', 'COMMIT']);
+    expect(answered).toEqual(['first']);
+  });
+
+  it('a commit that fails fails every statement of its group, and rolls back', async () => {
+    const { calls, failing, db } = recorder();
+    failing.add('COMMIT');
+    const results = await Promise.allSettled([db.query('INSERT a'), db.query('INSERT b')]);
+    for (const result of results) {
+      expect(result.status).toBe('rejected');
+      expect((result as PromiseRejectedResult).reason).toBeInstanceOf(StorageError);
+      expect(String((result as PromiseRejectedResult).reason.message)).toContain('COMMIT failed');
+    }
+    expect(calls.slice(-2)).toEqual(['COMMIT', 'ROLLBACK']);
+    failing.clear();
+    await expect(db.query('INSERT c')).resolves.toEqual([{ text: 'INSERT c' }]);
+  });
+
+  it('a statement that fails fails alone: what its group wrote before it is committed and answered', async () => {
+    const { calls, failing, db } = recorder();
+    failing.add('INSERT bad');
+    const before = db.query('INSERT good');
+    const bad = db.query('INSERT bad');
+    await expect(bad).rejects.toBeInstanceOf(StorageError);
+    await expect(before).resolves.toEqual([{ text: 'INSERT good' }]);
+    await turn();
+    expect(calls.filter((c) => c === 'COMMIT')).toHaveLength(1);
+  });
+
+  it('close commits what is open first', async () => {
+    const { calls, db } = recorder();
+    const pending = db.query('INSERT a');
+    await db.close();
+    await expect(pending).resolves.toBeDefined();
+    expect(calls.slice(-3)).toEqual(['INSERT a []', 'COMMIT', 'close']);
+  });
+
+  const builtIn = loadNodeSqlite();
+  const dirs: string[] = [];
+  afterAll(() => {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.runIf(builtIn)(`on Node's own node:sqlite (${process.versions.node}): 200 writes at once are all durable, and a reopen reads them`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-node-sqlite-'));
+    dirs.push(dir);
+    const file = join(dir, 'db.sqlite');
+    const db = openNodeSqlite(builtIn as NodeSqlite, file, ['PRAGMA journal_mode=WAL', 'PRAGMA synchronous=FULL']);
+    await db.query('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)');
+    await Promise.all(Array.from({ length: 200 }, (_, i) => db.query('INSERT INTO t VALUES (?, ?)', [`k${i}`, `v${i}`])));
+    await expect(db.query('INSERT INTO t VALUES (?, ?)', ['k0', 'again'])).rejects.toBeInstanceOf(StorageError);
+    await db.close();
+    const again = openNodeSqlite(builtIn as NodeSqlite, file, []);
+    expect(await again.query('SELECT count(*) AS n FROM t')).toEqual([{ n: 200 }]);
+    await again.close();
+  });
+});
