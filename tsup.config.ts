@@ -30,23 +30,6 @@ export default defineConfig([
     esbuildPlugins: [raw],
   },
   {
-    // The handler and adapters alone, as the lean headless-run-webhook-core package (packages/core),
-    // with the programs the handler runs beside them.
-    entry: { index: 'src/core/index.ts', node: 'src/adapters/node.ts', express: 'src/adapters/express.ts', deno: 'src/adapters/deno.ts' },
-    outDir: 'packages/core/dist',
-    ...LIBRARY,
-    shims: true,
-    esbuildPlugins: [raw],
-  },
-  {
-    entry: { 'inbox-cli': 'src/cli/inbox.ts', 'sandbox-bridge': 'src/core/sandbox/bridge-program.ts' },
-    outDir: 'packages/core/dist',
-    format: ['esm'],
-    target: 'node20',
-    sourcemap: true,
-    banner: { js: '#!/usr/bin/env node' },
-  },
-  {
     // The client alone, as the headless-run-webhook-client package (packages/client): no server code.
     entry: { index: 'src/client/index.ts' },
     outDir: 'packages/client/dist',

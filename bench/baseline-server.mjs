@@ -3,7 +3,9 @@
 // process a server would share its thread and look slower than it is). BODY (env) is answered
 // as JSON: by node:http alone (MODE=bare), through @whatwg-node/server with a handler that only
 // returns it (MODE=whatwg-node, the layer the handler is built on), or by a Hono route
-// `GET /api/headless/:taskId` on @hono/node-server (MODE=hono, the peer a user might pick).
+// `GET /api/headless/:taskId` on @hono/node-server (MODE=hono, the peer a user might pick), or that
+// route doing the daemon's work (MODE=hono-store: the fair peer).
+import { timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import { serve } from '@hono/node-server';
 import { Response, createServerAdapter } from '@whatwg-node/server';
@@ -21,6 +23,19 @@ if (process.env.MODE === 'hono-receiver') {
     return c.body('{"outcome":"started"}', 202, headers);
   });
   serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => announce(info.port));
+} else if (process.env.MODE === 'hono-store') {
+  // The fair peer: the same route checking the same bearer token and reading the same record from
+  // the daemon's SQLite file (DB), through the driver the daemon uses on this Node, each request.
+  const read = await recordReader(process.env.DB);
+  const expected = Buffer.from(`Bearer ${process.env.TOKEN}`);
+  const app = new Hono();
+  app.get('/api/headless/:taskId', async (c) => {
+    const given = Buffer.from(c.req.header('authorization') ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return c.json({ code: 'unauthorized' }, 401);
+    const record = await read(c.req.param('taskId'));
+    return record === undefined ? c.json({ code: 'run_not_found' }, 404) : c.json(JSON.parse(record));
+  });
+  serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => announce(info.port));
 } else if (process.env.MODE === 'hono') {
   const app = new Hono();
   app.get('/api/headless/:taskId', (c) => c.body(body, 200, headers));
@@ -36,3 +51,16 @@ if (process.env.MODE === 'hono-receiver') {
   server.listen(0, '127.0.0.1', () => announce(server.address().port));
 }
 process.on('SIGTERM', () => process.exit(0));
+
+/** A run's stored record by id: node:sqlite where Node has it (as the daemon), else sqlite3. */
+async function recordReader(file) {
+  const sql = 'SELECT record FROM headless_run WHERE id = ?';
+  const builtIn = process.getBuiltinModule('node:sqlite');
+  if (builtIn) {
+    const statement = new builtIn.DatabaseSync(file).prepare(sql);
+    return async (id) => statement.get(id)?.record;
+  }
+  const { default: sqlite3 } = await import('sqlite3');
+  const db = new sqlite3.Database(file);
+  return (id) => new Promise((resolve, reject) => db.get(sql, [id], (error, row) => (error ? reject(error) : resolve(row?.record))));
+}

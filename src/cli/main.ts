@@ -1,6 +1,7 @@
 import { version } from '../../package.json';
 import { CALLER_COMMANDS } from './caller/names';
 import { fail } from './fail';
+import { dropOwnDevTools } from './own-dev-tools';
 
 /** `headless-run-webhook <command>`: the daemon, the agent check, and the caller commands. */
 
@@ -46,8 +47,14 @@ ${MCP_USAGE}
  * and agents call in loops) never loads the server, the traces' SDK or the store.
  */
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
-  serve: async (argv) => (await import('./serve')).serve(argv),
-  doctor: async (argv) => (await import('./doctor')).doctor(argv),
+  serve: async (argv) => {
+    dropOwnDevTools();
+    return (await import('./serve')).serve(argv);
+  },
+  doctor: async (argv) => {
+    dropOwnDevTools();
+    return (await import('./doctor')).doctor(argv);
+  },
   ...Object.fromEntries(CALLER_COMMANDS.map((name) => [name, async (argv: string[]) => (await import('./caller/index')).caller(name, argv)])),
   mcp: async (argv) => (await import('./mcp')).mcp(argv),
 };

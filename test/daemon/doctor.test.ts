@@ -199,3 +199,19 @@ describe('GET /api/agents', () => {
     expect(await problem(await host.request('GET', '/api/agents', { remote: '203.0.113.9' }))).toMatchObject({ status: 401, code: 'unauthorized' });
   });
 });
+
+describe('run by npx in a clone', () => {
+  it('the agent CLIs this repository installs for its tests are not taken for the user’s: doctor does not find them', async () => {
+    const cwd = dir();
+    writeFileSync(join(cwd, 'headless.config.json'), JSON.stringify({ workspaces: [{ id: 'ws', path: cwd, agents: ['claude'] }] }));
+    // What npx gives the command: its project's node_modules/.bin first on the PATH.
+    const PATH = [REAL_BIN, process.env.PATH].join(delimiter);
+    const found = async (env: NodeJS.ProcessEnv) => {
+      const r = await runCli(['doctor', '--json'], { cwd, env: { PATH, ...env }, timeoutMs: 480_000 });
+      return (JSON.parse(r.stdout) as { workspaces: Array<{ agents: Array<{ path: string | null }> }> }).workspaces[0]!.agents[0]!.path;
+    };
+    expect(await found({ npm_command: 'exec' })).toBeNull();
+    // Started otherwise (a service manager, a test pointing it there on purpose), that PATH is used as given.
+    expect(await found({ npm_command: '' })).toBe(join(REAL_BIN, 'claude'));
+  });
+});

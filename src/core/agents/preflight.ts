@@ -39,7 +39,7 @@ export interface Probe {
  * once with a longer one when it runs out); cached. It sees only `PATH` and `HOME` from `env`:
  * never a secret of the service.
  */
-export function probe(file: string, args: string[], env: Record<string, string | undefined>): Promise<Probe> {
+export function probe(file: string, args: string[], env: Record<string, string | undefined>, limits: readonly number[] = PROBE_LIMITS_MS): Promise<Probe> {
   let mtime = 0;
   try {
     mtime = statSync(file).mtimeMs;
@@ -51,7 +51,7 @@ export function probe(file: string, args: string[], env: Record<string, string |
   if (!running) {
     running = (async () => {
       let last: Probe & { remember: boolean } = { output: '', timedOut: false, remember: false };
-      for (const limit of PROBE_LIMITS_MS) {
+      for (const limit of limits) {
         last = await probeOnce(file, args, env, limit);
         if (!last.timedOut) break;
       }
