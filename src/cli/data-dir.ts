@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -43,7 +42,10 @@ function projectFolder(state: string, project: string): string {
     basename(project)
       .replace(/[^A-Za-z0-9._-]/g, '_')
       .slice(0, 40) || 'root';
-  return join(state, NAME, 'projects', `${name}-${createHash('sha256').update(project).digest('hex').slice(0, 12)}`);
+  // Node's own crypto object: an ESM import of node:crypto reads every export, lazy ones included,
+  // a seventh of a caller command's CPU (the caller finds its daemon here).
+  const { hash } = process.getBuiltinModule('node:crypto');
+  return join(state, NAME, 'projects', `${name}-${hash('sha256', project, 'hex').slice(0, 12)}`);
 }
 
 const realPathOf = (path: string) => {

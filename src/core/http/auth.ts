@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { secretsEqual } from '../util/ids';
+import { secretMatcher } from '../util/ids';
 import { FailedAttempts } from './failed-attempts';
 import { HttpProblem } from '../../contract/problems';
 import type { RunTokenGrant, RunTokens } from '../runs/tokens';
@@ -188,7 +188,7 @@ export function unauthorized(): HttpProblem {
 export function createDefaultGate(options: GateOptions): Authorize {
   checkAdminToken(options.adminToken);
   const publicHosts = new Set((options.publicHosts ?? []).map((h) => h.toLowerCase()));
-  const adminToken = options.adminToken;
+  const isAdminToken = options.adminToken === undefined ? () => false : secretMatcher(options.adminToken);
   const trustLocal = (options.localCallers ?? 'trusted') === 'trusted';
   const failures = new FailedAttempts();
 
@@ -221,7 +221,7 @@ export function createDefaultGate(options: GateOptions): Authorize {
       // guesses by one (an agent) would lock out the operator, and a 32-character token cannot
       // be guessed faster by a local caller than by a remote one.
       if (!local) failures.check(context.remoteAddress);
-      if (credential.kind === 'bearer' && adminToken !== undefined && secretsEqual(credential.token, adminToken)) return true;
+      if (credential.kind === 'bearer' && isAdminToken(credential.token)) return true;
       if (!local) failures.record(context.remoteAddress);
     }
     if (credential.kind !== 'none') throw unauthorized();

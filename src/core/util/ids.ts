@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 let lastTime = 0;
 let counter = 0;
@@ -28,12 +28,14 @@ export function newSecret(): string {
 }
 
 export function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
-/** Constant-time comparison that does not leak the length: both sides are hashed first. */
-export function secretsEqual(presented: string, expected: string): boolean {
-  const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(expected).digest();
-  return timingSafeEqual(a, b);
+/**
+ * A constant-time check against `expected` that does not leak its length: both sides are hashed
+ * (the expected one once), then compared.
+ */
+export function secretMatcher(expected: string): (presented: string) => boolean {
+  const digest = hash('sha256', expected, 'buffer');
+  return (presented) => timingSafeEqual(hash('sha256', presented, 'buffer'), digest);
 }
