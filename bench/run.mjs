@@ -566,6 +566,15 @@ async function cliStartup() {
     '≤ 1.5×',
     status / bare <= 1.5,
   );
+  // The floor of any command that asks the daemon: Node sending one request, nothing else.
+  const request = measure(['-e', "require('http').get('http://127.0.0.1:9').on('error', () => {})"]);
+  row(
+    'bare Node sending one request (the floor of a caller command), CPU',
+    `${request.toFixed(0)} ms`,
+    `${bare.toFixed(0)} ms bare node -e ''`,
+    `${(request / bare).toFixed(2)}×`,
+    '—',
+  );
 }
 
 const started = Date.now();
