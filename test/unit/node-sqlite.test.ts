@@ -6,12 +6,14 @@ import { StorageError } from '../../src/contract/problems';
 import { type NodeSqlite, loadNodeSqlite, openNodeSqlite } from '../../src/core/store/node-sqlite';
 
 /** A stand-in for node:sqlite that records what it is asked, and fails what `failing` names. */
-function recorder() {
+function recorder(busyMs = 5000) {
   const calls: string[] = [];
   const failing = new Set<string>();
+  const lock = { busy: false };
   const sqlite: NodeSqlite = {
     DatabaseSync: class {
       exec(text: string) {
+        if (text === 'BEGIN IMMEDIATE' && lock.busy) throw Object.assign(new Error('database is locked'), { errcode: 5 });
         calls.push(text);
         if (failing.has(text)) throw new Error(`${text} failed`);
       }
@@ -29,7 +31,7 @@ function recorder() {
       }
     },
   };
-  return { calls, failing, db: openNodeSqlite(sqlite, ':memory:', ['PRAGMA x=1']) };
+  return { calls, failing, lock, db: openNodeSqlite(sqlite, ':memory:', ['PRAGMA x=1'], busyMs) };
 }
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
@@ -42,7 +44,17 @@ describe('node:sqlite connection: statements committed in groups', () => {
     expect(answered).toEqual([]);
     await first;
     await db.query('INSERT c');
-    expect(calls).toEqual(['PRAGMA x=1', 'BEGIN', 'INSERT a [1,null,1]', 'SELECT b []', 'COMMIT', 'BEGIN', 'INSERT c []', 'COMMIT']);
+    expect(calls).toEqual([
+      'PRAGMA x=1',
+      'PRAGMA busy_timeout=0',
+      'BEGIN IMMEDIATE',
+      'INSERT a [1,null,1]',
+      'SELECT b []',
+      'COMMIT',
+      'BEGIN IMMEDIATE',
+      'INSERT c []',
+      'COMMIT',
+    ]);
     expect(answered).toEqual(['first']);
   });
 
@@ -79,6 +91,30 @@ describe('node:sqlite connection: statements committed in groups', () => {
     expect(calls.slice(-3)).toEqual(['INSERT a []', 'COMMIT', 'close']);
   });
 
+  it('while another process holds the write lock, writes wait without holding the event loop and reads are answered', async () => {
+    const { calls, lock, db } = recorder();
+    lock.busy = true;
+    const write = db.query('INSERT a');
+    let written = false;
+    void write.then(() => {
+      written = true;
+    });
+    await expect(db.query('SELECT b')).resolves.toEqual([{ text: 'SELECT b' }]);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(written).toBe(false);
+    lock.busy = false;
+    await expect(write).resolves.toEqual([{ text: 'INSERT a' }]);
+    expect(calls.slice(-4)).toEqual(['SELECT b []', 'BEGIN IMMEDIATE', 'INSERT a []', 'COMMIT']);
+  });
+
+  it('a write still locked out after its wait fails as the store refusing it', async () => {
+    const { lock, db } = recorder(100);
+    lock.busy = true;
+    await expect(db.query('INSERT a')).rejects.toThrow(/database is locked/);
+    lock.busy = false;
+    await expect(db.query('INSERT b')).resolves.toBeDefined();
+  });
+
   const builtIn = loadNodeSqlite();
   const dirs: string[] = [];
   afterAll(() => {
@@ -89,13 +125,31 @@ describe('node:sqlite connection: statements committed in groups', () => {
     const dir = mkdtempSync(join(tmpdir(), 'hrw-node-sqlite-'));
     dirs.push(dir);
     const file = join(dir, 'db.sqlite');
-    const db = openNodeSqlite(builtIn as NodeSqlite, file, ['PRAGMA journal_mode=WAL', 'PRAGMA synchronous=FULL']);
+    const db = openNodeSqlite(builtIn as NodeSqlite, file, ['PRAGMA journal_mode=WAL', 'PRAGMA synchronous=FULL'], 5000);
     await db.query('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)');
     await Promise.all(Array.from({ length: 200 }, (_, i) => db.query('INSERT INTO t VALUES (?, ?)', [`k${i}`, `v${i}`])));
     await expect(db.query('INSERT INTO t VALUES (?, ?)', ['k0', 'again'])).rejects.toBeInstanceOf(StorageError);
     await db.close();
-    const again = openNodeSqlite(builtIn as NodeSqlite, file, []);
+    const again = openNodeSqlite(builtIn as NodeSqlite, file, [], 5000);
     expect(await again.query('SELECT count(*) AS n FROM t')).toEqual([{ n: 200 }]);
     await again.close();
+  });
+
+  it.runIf(builtIn)(`on node:sqlite (${process.versions.node}): a write lock held by another connection is waited out, reads answered meanwhile`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-node-sqlite-'));
+    dirs.push(dir);
+    const file = join(dir, 'db.sqlite');
+    const sqlite = builtIn as NodeSqlite;
+    const db = openNodeSqlite(sqlite, file, ['PRAGMA journal_mode=WAL'], 5000);
+    await db.query('CREATE TABLE t (k TEXT PRIMARY KEY)');
+    const other = new sqlite.DatabaseSync(file);
+    other.exec('BEGIN IMMEDIATE');
+    const write = db.query('INSERT INTO t VALUES (?)', ['mine']);
+    expect(await db.query('SELECT count(*) AS n FROM t')).toEqual([{ n: 0 }]);
+    other.exec('COMMIT');
+    await write;
+    expect(await db.query('SELECT k FROM t')).toEqual([{ k: 'mine' }]);
+    other.close();
+    await db.close();
   });
 });

@@ -4,7 +4,9 @@
  * writes are committed in groups: the first statement while none is open begins a transaction,
  * every statement of the same turn of the event loop joins it, and one COMMIT (one fsync) ends it
  * before the next turn. Each statement's promise settles only once its group is durable, reads
- * included, so nothing is answered from a write that a failed commit takes back.
+ * included, so nothing is answered from a write that a failed commit takes back. A lock held by
+ * another process is waited for with timers, not with SQLite's busy wait, which would hold the
+ * event loop.
  */
 import { StorageError } from '../../contract/problems';
 
@@ -44,9 +46,18 @@ export function loadNodeSqlite(): NodeSqlite | undefined {
 
 /** The most statements kept prepared; the service's are a few dozen texts, reused. */
 const PREPARED_LIMIT = 500;
+/** How often a write waiting for another process's write lock tries again (off the event loop). */
+const BUSY_RETRY_MS = 20;
 
 interface Waiting {
   settle(error?: unknown): void;
+}
+
+interface Queued {
+  text: string;
+  params: unknown[];
+  resolve(rows: unknown[]): void;
+  reject(error: unknown): void;
 }
 
 function storageError(operation: string, error: unknown): StorageError {
@@ -54,74 +65,145 @@ function storageError(operation: string, error: unknown): StorageError {
   return new StorageError(`store ${operation} failed: ${reason}`, { cause: error });
 }
 
-/** Opens `file`, sets `pragmas` outside any transaction, and answers statements in committed groups. */
-export function openNodeSqlite(sqlite: NodeSqlite, file: string, pragmas: readonly string[]): GroupedConnection {
+/** SQLITE_BUSY: another connection holds the write lock. */
+const isBusy = (error: unknown) => (error as { errcode?: number }).errcode === 5;
+
+/**
+ * Opens `file`, sets `pragmas` outside any transaction, and answers statements in committed groups.
+ * A group takes the write lock as it begins; while another process holds it, writes wait (retried
+ * every BUSY_RETRY_MS, never blocking the event loop), reads are answered at once, and after
+ * `busyMs` the waiting writes fail.
+ */
+export function openNodeSqlite(sqlite: NodeSqlite, file: string, pragmas: readonly string[], busyMs: number): GroupedConnection {
   let db: Connection;
   try {
     db = new sqlite.DatabaseSync(file);
     for (const pragma of pragmas) db.exec(pragma);
+    // Waits for a lock are ours (below), not SQLite's, which would hold the event loop.
+    db.exec('PRAGMA busy_timeout=0');
   } catch (error) {
     throw storageError(`open of ${file}`, error);
   }
-  const prepared = new Map<string, ReturnType<Connection['prepare']>>();
-  const statement = (text: string) => {
-    let found = prepared.get(text);
-    if (!found) {
-      if (prepared.size >= PREPARED_LIMIT) prepared.clear();
-      found = db.prepare(text);
-      prepared.set(text, found);
+  return new GroupedSqlite(db, busyMs);
+}
+
+class GroupedSqlite implements GroupedConnection {
+  private readonly prepared = new Map<string, ReturnType<Connection['prepare']>>();
+  /** The open transaction's statements, settled at its COMMIT. */
+  private group: Waiting[] | undefined;
+  /** Writes waiting for the write lock, and since when. */
+  private queue: { statements: Queued[]; since: number } | undefined;
+
+  constructor(
+    private readonly db: Connection,
+    private readonly busyMs: number,
+  ) {}
+
+  query<T>(text: string, params: unknown[] = []): Promise<T[]> {
+    if (this.queue) {
+      // Another process holds the write lock: a read is answered from what is committed.
+      if (/^\s*SELECT\b/i.test(text)) return this.now<T>(text, params);
+      return new Promise<T[]>((resolve, reject) => this.queue?.statements.push({ text, params, resolve: resolve as Queued['resolve'], reject }));
     }
-    return found;
-  };
-  let group: Waiting[] | undefined;
+    if (!this.group) {
+      try {
+        this.begin();
+      } catch (error) {
+        if (!isBusy(error)) return Promise.reject(storageError('query', error));
+        this.queue = { statements: [], since: Date.now() };
+        setTimeout(() => this.retry(), BUSY_RETRY_MS);
+        return this.query<T>(text, params);
+      }
+    }
+    return this.inGroup<T>(text, params);
+  }
+
+  async close(): Promise<void> {
+    for (const queued of this.queue?.statements ?? []) queued.reject(storageError('query', new Error('the store is closing')));
+    this.queue = undefined;
+    if (this.group) this.commit();
+    this.prepared.clear();
+    this.db.close();
+  }
+
+  private begin(): void {
+    this.db.exec('BEGIN IMMEDIATE');
+    const opened: Waiting[] = [];
+    this.group = opened;
+    setImmediate(() => this.group === opened && this.commit());
+  }
+
+  /** Tries the waiting writes again: in one group once the lock is free, failed once `busyMs` is over. */
+  private retry(): void {
+    const queue = this.queue;
+    if (!queue) return;
+    try {
+      this.begin();
+    } catch (error) {
+      if (isBusy(error) && Date.now() - queue.since < this.busyMs) {
+        setTimeout(() => this.retry(), BUSY_RETRY_MS);
+        return;
+      }
+      this.queue = undefined;
+      for (const queued of queue.statements) queued.reject(storageError('query', error));
+      return;
+    }
+    this.queue = undefined;
+    for (const queued of queue.statements) this.query(queued.text, queued.params).then(queued.resolve, queued.reject);
+  }
+
+  /** Runs a statement in the open group; it answers once the group is committed. */
+  private inGroup<T>(text: string, params: unknown[]): Promise<T[]> {
+    const waiting = this.group;
+    if (!waiting) return this.query<T>(text, params);
+    let rows: T[];
+    try {
+      rows = this.statement(text).all(...params.map(bindable)) as T[];
+    } catch (error) {
+      // The statement alone failed; what the group wrote before it is committed now, or, if SQLite
+      // took the whole transaction back, fails with it.
+      if (this.group === waiting) this.commit();
+      return Promise.reject(storageError('query', error));
+    }
+    return new Promise<T[]>((resolve, reject) => waiting.push({ settle: (error) => (error ? reject(error) : resolve(rows)) }));
+  }
+
+  /** A statement outside any transaction, answered at once. */
+  private now<T>(text: string, params: unknown[]): Promise<T[]> {
+    try {
+      return Promise.resolve(this.statement(text).all(...params.map(bindable)) as T[]);
+    } catch (error) {
+      return Promise.reject(storageError('query', error));
+    }
+  }
+
   /** Ends the open group: COMMIT, then each waiting statement settles; a failed commit fails them all. */
-  const commit = () => {
-    const waiting = group ?? [];
-    group = undefined;
+  private commit(): void {
+    const waiting = this.group ?? [];
+    this.group = undefined;
     let error: unknown;
     try {
-      db.exec('COMMIT');
+      this.db.exec('COMMIT');
     } catch (commitError) {
       error = commitError;
       try {
-        db.exec('ROLLBACK');
+        this.db.exec('ROLLBACK');
       } catch {
         // SQLite already rolled it back (a full disk, an I/O error).
       }
     }
     for (const one of waiting) one.settle(error === undefined ? undefined : storageError('commit', error));
-  };
-  return {
-    query<T>(text: string, params: unknown[] = []) {
-      if (!group) {
-        try {
-          db.exec('BEGIN');
-        } catch (error) {
-          return Promise.reject(storageError('query', error));
-        }
-        const opened: Waiting[] = [];
-        group = opened;
-        setImmediate(() => group === opened && commit());
-      }
-      const waiting = group;
-      let rows: T[];
-      try {
-        rows = statement(text).all(...params.map(bindable)) as T[];
-      } catch (error) {
-        // The statement alone failed; what the group wrote before it is committed now, or, if SQLite
-        // took the whole transaction back, fails with it.
-        const failed = storageError('query', error);
-        if (group === waiting) commit();
-        return Promise.reject(failed);
-      }
-      return new Promise<T[]>((resolve, reject) => waiting.push({ settle: (error) => (error ? reject(error) : resolve(rows)) }));
-    },
-    async close() {
-      if (group) commit();
-      prepared.clear();
-      db.close();
-    },
-  };
+  }
+
+  private statement(text: string) {
+    let found = this.prepared.get(text);
+    if (!found) {
+      if (this.prepared.size >= PREPARED_LIMIT) this.prepared.clear();
+      found = this.db.prepare(text);
+      this.prepared.set(text, found);
+    }
+    return found;
+  }
 }
 
 /** What `sqlite3` binds by itself and `node:sqlite` refuses: `undefined` as NULL, booleans as 0 and 1. */

@@ -34,11 +34,16 @@ export async function openSqlite(dataDir: string, file: string): Promise<SqlData
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   makePrivate(dataDir, file);
   const builtIn = loadNodeSqlite();
-  return builtIn ? { dialect: 'sqlite', ...openNodeSqlite(builtIn, file, PRAGMAS) } : await openSqlite3(file);
+  if (!builtIn) return openSqlite3(file);
+  const connection = openNodeSqlite(builtIn, file, PRAGMAS, BUSY_MS);
+  return { dialect: 'sqlite', query: (text, params) => connection.query(text, params), close: () => connection.close() };
 }
 
+/** How long a write waits for another process's write lock before it fails. */
+const BUSY_MS = 5000;
+
 const PRAGMAS = [
-  'PRAGMA busy_timeout=5000',
+  `PRAGMA busy_timeout=${BUSY_MS}`,
   'PRAGMA journal_mode=WAL',
   'PRAGMA synchronous=FULL',
   // The WAL is checkpointed every 100 pages (not 1000) and cut back to 1 MiB after, so a small

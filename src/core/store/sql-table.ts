@@ -25,20 +25,15 @@ export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec
   const ids = async (sql: string, params: unknown[] = []) => (await db.query<{ id: string }>(sql, params)).map((row) => row.id);
   const records = async (sql: string, params: unknown[]) => new Map((await db.query<{ id: string; record: string }>(sql, params)).map((r) => [r.id, r.record]));
   const set = columns.map((c) => `${c} = ?`).join(', ');
+  const parsed = (record: string | undefined) => (record === undefined ? undefined : (JSON.parse(record) as T));
 
   return {
     load: () => createTable(db, table, flags),
-    async get(id) {
-      const record = (await records(`SELECT id, record FROM ${table} WHERE id = ?`, [id])).get(id);
-      return record === undefined ? undefined : (JSON.parse(record) as T);
-    },
+    get: async (id) => parsed((await records(`SELECT id, record FROM ${table} WHERE id = ?`, [id])).get(id)),
     async getMany(wanted) {
       if (wanted.length === 0) return [];
       const found = await records(`SELECT id, record FROM ${table} WHERE id IN (${wanted.map(() => '?').join(', ')})`, wanted);
-      return wanted.map((id) => {
-        const record = found.get(id);
-        return record === undefined ? undefined : (JSON.parse(record) as T);
-      });
+      return wanted.map((id) => parsed(found.get(id)));
     },
     async put(id, record) {
       const names = ['id', ...columns];
@@ -61,14 +56,7 @@ export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec
     },
     page: (group, bucket, limit, cursor) => pageOf(ids, table, { group, bucket, limit, cursor }),
     inBucket: (bucket) => ids(`SELECT id FROM ${table} WHERE bucket = ? ORDER BY id`, [bucket]),
-    async count(bucket, before) {
-      const where = before === undefined ? 'bucket = ?' : 'bucket = ? AND id < ?';
-      const [row] = await db.query<{ n: number | string }>(
-        `SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`,
-        before === undefined ? [bucket] : [bucket, before],
-      );
-      return Number(row?.n ?? 0);
-    },
+    count: (bucket, before) => countIn(db, table, bucket, before),
     flagged(flag) {
       const f = flags.find((x) => x.flag === flag);
       if (!f) throw new Error(`${table} has no lookup by ${flag}`);
@@ -76,6 +64,13 @@ export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec
     },
     oldest: (bound, limit) => ids(`SELECT id FROM ${table} WHERE id < ? ORDER BY id LIMIT ?`, [bound, limit]),
   };
+}
+
+/** How many records are in `bucket`, of those made before the id `before` where it is given. */
+async function countIn(db: SqlDatabase, table: string, bucket: string, before: string | undefined): Promise<number> {
+  const where = before === undefined ? 'bucket = ?' : 'bucket = ? AND id < ?';
+  const [row] = await db.query<{ n: number | string }>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, before === undefined ? [bucket] : [bucket, before]);
+  return Number(row?.n ?? 0);
 }
 
 /** Newest first, ids strictly older than `cursor`; one more is read to know whether a page follows. */
