@@ -93,7 +93,7 @@ for (const [i, { node, version, args }] of runs.entries()) {
     [bin('vitest'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args, ...process.argv.slice(2)],
     {
       stdio: 'inherit',
-      env: { ...process.env, HEADLESS_TEST_NODES: JSON.stringify(Object.fromEntries(Object.entries(nodes).map(([v, b]) => [v, b]))) },
+      env: { ...process.env, HEADLESS_TEST_NODES: JSON.stringify(nodes) },
     },
   );
   exited ||= run.status ?? 1;

@@ -104,6 +104,12 @@ export class StorageError extends Error {
     super(message, options);
     this.name = 'StorageError';
   }
+
+  /** The store's `operation` failed with `error`, whose message it carries. */
+  static of(operation: string, error: unknown): StorageError {
+    const reason = error instanceof Error ? error.message : String(error);
+    return new StorageError(`store ${operation} failed: ${reason}`, { cause: error });
+  }
 }
 
 function title(code: ProblemCode): string {

@@ -38,16 +38,24 @@ function firstWords(command: string, args: string[], cwd: string): Promise<strin
   });
 }
 
-beforeAll(() => {
-  consumer = mkdtempSync(join(tmpdir(), 'hrw-consumer-'));
-  // npm test has just built dist/; `prepare` must not rebuild it under the other test files.
-  const pack = sh('npm', ['pack', '--ignore-scripts', '--pack-destination', consumer], ROOT);
+/**
+ * Packs `packageDir` (its `prepare` skipped: npm test has just built dist/, which must not be
+ * rebuilt under the other test files) and installs it into a fresh project; the project and the tarball.
+ */
+function packAndInstall(packageDir: string, prefix: string, installFlags: string[] = []): { project: string; tarball: string } {
+  const project = mkdtempSync(join(tmpdir(), prefix));
+  const pack = sh('npm', ['pack', '--ignore-scripts', '--pack-destination', project], packageDir);
   expect(pack.code, pack.out).toBe(0);
-  tarball = readdirSync(consumer).find((f) => f.endsWith('.tgz'))!;
-  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-  // Scripts are skipped: loading the library never needs sqlite3, which the daemon loads lazily.
-  const install = sh('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', `./${tarball}`], consumer);
+  const tarball = readdirSync(project).find((f) => f.endsWith('.tgz'))!;
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
+  const install = sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...installFlags, `./${tarball}`], project);
   expect(install.code, install.out).toBe(0);
+  return { project, tarball };
+}
+
+beforeAll(() => {
+  // Scripts are skipped: loading the library never needs sqlite3, which the daemon loads lazily.
+  ({ project: consumer, tarball } = packAndInstall(ROOT, 'hrw-consumer-', ['--ignore-scripts']));
 }, 240_000);
 
 afterAll(() => rmSync(consumer, { recursive: true, force: true }));
@@ -152,13 +160,7 @@ describe('the client alone (headless-run-webhook-client)', () => {
   let url: string;
 
   beforeAll(async () => {
-    project = mkdtempSync(join(tmpdir(), 'hrw-client-consumer-'));
-    const pack = sh('npm', ['pack', '--ignore-scripts', '--pack-destination', project], CLIENT);
-    expect(pack.code, pack.out).toBe(0);
-    packed = readdirSync(project).find((f) => f.endsWith('.tgz'))!;
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
-    const install = sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', `./${packed}`], project);
-    expect(install.code, install.out).toBe(0);
+    ({ project, tarball: packed } = packAndInstall(CLIENT, 'hrw-client-consumer-'));
     const host = await createTestHost();
     server = createNodeServer(host.handler);
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
@@ -211,14 +213,8 @@ describe('the lean library alone (headless-run-webhook-core)', () => {
   const node = (args: string[], env: NodeJS.ProcessEnv = {}, binary = process.execPath) => sh(binary, args, project, { ...process.env, ...env });
 
   beforeAll(() => {
-    project = mkdtempSync(join(tmpdir(), 'hrw-core-consumer-'));
-    const pack = sh('npm', ['pack', '--ignore-scripts', '--pack-destination', project], CORE);
-    expect(pack.code, pack.out).toBe(0);
-    packed = readdirSync(project).find((f) => f.endsWith('.tgz'))!;
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true }));
     // Install scripts run: a native build would show here as a compiled addon.
-    const install = sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', `./${packed}`], project);
-    expect(install.code, install.out).toBe(0);
+    ({ project, tarball: packed } = packAndInstall(CORE, 'hrw-core-consumer-'));
   }, 240_000);
 
   afterAll(() => rmSync(project, { recursive: true, force: true }));
@@ -300,7 +296,8 @@ describe('the lean library alone (headless-run-webhook-core)', () => {
         await keyv.set('k', { v: 1 });
         console.log('stored', JSON.stringify(await keyv.get('k')));
         await keyv.disconnect();
-      } catch (error) { console.log('refused', error.message); }`;
+      } catch (error) { console.log('refused', error.message); }
+      (await import('node:fs')).rmSync(dir, { recursive: true, force: true });`;
     for (const [version, binary] of testNodes()) {
       const out = node(['--input-type=module', '-e', script], {}, binary).out.trim();
       if (builtInSqlite(version)) expect(out, version).toBe('stored {"v":1}');

@@ -60,11 +60,6 @@ interface Queued {
   reject(error: unknown): void;
 }
 
-function storageError(operation: string, error: unknown): StorageError {
-  const reason = error instanceof Error ? error.message : String(error);
-  return new StorageError(`store ${operation} failed: ${reason}`, { cause: error });
-}
-
 /** SQLITE_BUSY: another connection holds the write lock. */
 const isBusy = (error: unknown) => (error as { errcode?: number }).errcode === 5;
 
@@ -82,7 +77,7 @@ export function openNodeSqlite(sqlite: NodeSqlite, file: string, pragmas: readon
     // Waits for a lock are ours (below), not SQLite's, which would hold the event loop.
     db.exec('PRAGMA busy_timeout=0');
   } catch (error) {
-    throw storageError(`open of ${file}`, error);
+    throw StorageError.of(`open of ${file}`, error);
   }
   return new GroupedSqlite(db, busyMs);
 }
@@ -109,7 +104,7 @@ class GroupedSqlite implements GroupedConnection {
       try {
         this.begin();
       } catch (error) {
-        if (!isBusy(error)) return Promise.reject(storageError('query', error));
+        if (!isBusy(error)) return Promise.reject(StorageError.of('query', error));
         this.queue = { statements: [], since: Date.now() };
         setTimeout(() => this.retry(), BUSY_RETRY_MS);
         return this.query<T>(text, params);
@@ -119,7 +114,7 @@ class GroupedSqlite implements GroupedConnection {
   }
 
   async close(): Promise<void> {
-    for (const queued of this.queue?.statements ?? []) queued.reject(storageError('query', new Error('the store is closing')));
+    for (const queued of this.queue?.statements ?? []) queued.reject(StorageError.of('query', new Error('the store is closing')));
     this.queue = undefined;
     if (this.group) this.commit();
     this.prepared.clear();
@@ -145,7 +140,7 @@ class GroupedSqlite implements GroupedConnection {
         return;
       }
       this.queue = undefined;
-      for (const queued of queue.statements) queued.reject(storageError('query', error));
+      for (const queued of queue.statements) queued.reject(StorageError.of('query', error));
       return;
     }
     this.queue = undefined;
@@ -163,7 +158,7 @@ class GroupedSqlite implements GroupedConnection {
       // The statement alone failed; what the group wrote before it is committed now, or, if SQLite
       // took the whole transaction back, fails with it.
       if (this.group === waiting) this.commit();
-      return Promise.reject(storageError('query', error));
+      return Promise.reject(StorageError.of('query', error));
     }
     return new Promise<T[]>((resolve, reject) => waiting.push({ settle: (error) => (error ? reject(error) : resolve(rows)) }));
   }
@@ -173,7 +168,7 @@ class GroupedSqlite implements GroupedConnection {
     try {
       return Promise.resolve(this.statement(text).all(...params.map(bindable)) as T[]);
     } catch (error) {
-      return Promise.reject(storageError('query', error));
+      return Promise.reject(StorageError.of('query', error));
     }
   }
 
@@ -192,7 +187,7 @@ class GroupedSqlite implements GroupedConnection {
         // SQLite already rolled it back (a full disk, an I/O error).
       }
     }
-    for (const one of waiting) one.settle(error === undefined ? undefined : storageError('commit', error));
+    for (const one of waiting) one.settle(error === undefined ? undefined : StorageError.of('commit', error));
   }
 
   private statement(text: string) {

@@ -18,8 +18,7 @@ export interface SqlDatabase {
 }
 
 function fail(operation: string, error: unknown): never {
-  const reason = error instanceof Error ? error.message : String(error);
-  throw new StorageError(`store ${operation} failed: ${reason}`, { cause: error });
+  throw StorageError.of(operation, error);
 }
 
 /**
