@@ -17,6 +17,8 @@ const PACKAGES = {
   copilot: '@github/copilot',
   goose: '@aaif/goose-binary-linux-x64',
   pi: '@mariozechner/pi-coding-agent',
+  // The platform package holds the binary itself (docs/agents.md: cline).
+  cline: '@cline/cli-linux-x64',
   // Its successor @ampcode/cli ships no working Linux x64 build yet (docs/agents.md).
   amp: '@sourcegraph/amp',
 };

@@ -55,7 +55,7 @@ describe('headless-run-webhook doctor', () => {
           {
             id: 'ws',
             path: ws,
-            agents: ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose', 'amp'],
+            agents: ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose', 'pi', 'cline', 'amp'],
             env: { PATH: [links, REAL_BIN, process.env.PATH].join(delimiter), HOME: ws, AMP_API_KEY: 'set' },
           },
         ],
@@ -65,7 +65,7 @@ describe('headless-run-webhook doctor', () => {
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout) as { workspaces: Array<{ workspaceId: string; agents: Array<Record<string, any>> }> };
     const checks: Record<string, Record<string, any>> = Object.fromEntries(report.workspaces[0]!.agents.map((a) => [a.agent, a]));
-    expect(Object.keys(checks).sort()).toEqual(['amp', 'claude', 'codex', 'copilot', 'gemini', 'goose', 'opencode', 'qwen']);
+    expect(Object.keys(checks).sort()).toEqual(['amp', 'claude', 'cline', 'codex', 'copilot', 'gemini', 'goose', 'opencode', 'pi', 'qwen']);
     for (const check of Object.values(checks)) {
       expect(check, check.agent).toMatchObject({ configured: true, canRun: true, unknownFlags: [] });
       expect(check.path).toContain(check.agent === 'goose' ? links : REAL_BIN);
@@ -76,6 +76,8 @@ describe('headless-run-webhook doctor', () => {
     // amp accepts --dangerously-allow-all without listing it in --help (the real-CLI tier proves it).
     expect(checks.amp).toMatchObject({ credentials: ['AMP_API_KEY'], problems: [] });
     expect(checks.goose).toMatchObject({ version: '1.52.0', isAgent: true });
+    expect(checks.cline).toMatchObject({ version: '3.0.65', isAgent: true });
+    expect(checks.pi).toMatchObject({ isAgent: true });
     expect(checks.gemini).toMatchObject({ credentials: [] });
     expect(checks.gemini!.problems.join()).toMatch(/no credentials found: set GEMINI_API_KEY.*unless it is configured another way/);
   });
@@ -87,7 +89,7 @@ describe('headless-run-webhook doctor', () => {
     // A qwen that is no ACP agent: it exits at once, whatever it is asked.
     const mute = dir();
     writeFileSync(join(mute, 'qwen'), '#!/bin/sh\necho "qwen 9.9.9"\n', { mode: 0o755 });
-    const twins = ['gemini-acp', 'opencode-acp', 'goose-acp', 'copilot-acp'];
+    const twins = ['gemini-acp', 'opencode-acp', 'goose-acp', 'copilot-acp', 'cline-acp'];
     const r = await doctor(
       {
         workspaces: [

@@ -212,46 +212,60 @@ describe.each(ACP)('%s: the real CLI over the Agent Client Protocol', (agent) =>
   });
 });
 
-describe.each(['claude', 'gemini-acp'] as const)('%s asks before it writes (docs/approvals.md): the real CLI, answered through the API', (agent) => {
-  /** Starts a run that asks to write `file`, and waits for its question. */
-  async function asking(mode: 'ask' | 'askfast', file: string): Promise<{ taskId: string; question: Record<string, any> }> {
-    const res = await api(tier.daemon, 'POST', `/api/workspaces/${mode}/headless`, { agent, prompt: `WRITE_FILE ${file}`, timeoutMs: 600_000 });
-    const { taskId } = (await res.json()) as { taskId: string };
-    let question: Record<string, any> | undefined;
-    await waitFor(
-      async () => {
-        const list = (await (await api(tier.daemon, 'GET', `/api/approvals?taskId=${taskId}`)).json()) as { approvals: Array<Record<string, any>> };
-        question = list.approvals[0];
-        return question !== undefined;
-      },
-      { what: `${agent}'s question`, timeoutMs: 300_000 },
-    );
-    return { taskId, question: question! };
-  }
+/** How each agent names its file write when it asks: cline names no kind or path, only the start of its patch in its title. */
+const WRITE_QUESTION = {
+  claude: (file: string) => ({ kind: 'edit', paths: [expect.stringContaining(file)] }),
+  'gemini-acp': (file: string) => ({ kind: 'edit', paths: [expect.stringContaining(file)] }),
+  'cline-acp': (_file: string) => ({
+    kind: 'other',
+    paths: [],
+    title: expect.stringMatching(/^apply_patch: \{"input":"\*\*\* Begin Patch\\n\*\*\* Add File: ask-/),
+  }),
+};
 
-  it('allowed: it writes its file; denied: it does not, and the run goes on to succeed', async () => {
-    const allowed = await asking('ask', `ask-${agent}.txt`);
-    expect(allowed.question).toMatchObject({ status: 'pending', tool: { kind: 'edit', paths: [expect.stringContaining(`ask-${agent}.txt`)] } });
-    expect(existsSync(join(paths.ask, `ask-${agent}.txt`))).toBe(false);
-    expect((await api(tier.daemon, 'POST', `/api/approvals/${allowed.question.id}`, { decision: 'allow' })).status).toBe(200);
-    expect(await waitRun(tier.daemon, allowed.taskId, 600_000)).toMatchObject({ status: 'succeeded', approvals: { asked: 1, allowed: 1 } });
-    expect(existsSync(join(paths.ask, `ask-${agent}.txt`))).toBe(true);
+describe.each(['claude', 'gemini-acp', 'cline-acp'] as const)(
+  '%s asks before it writes (docs/approvals.md): the real CLI, answered through the API',
+  (agent) => {
+    /** Starts a run that asks to write `file`, and waits for its question. */
+    async function asking(mode: 'ask' | 'askfast', file: string): Promise<{ taskId: string; question: Record<string, any> }> {
+      const res = await api(tier.daemon, 'POST', `/api/workspaces/${mode}/headless`, { agent, prompt: `WRITE_FILE ${file}`, timeoutMs: 600_000 });
+      const { taskId } = (await res.json()) as { taskId: string };
+      let question: Record<string, any> | undefined;
+      await waitFor(
+        async () => {
+          const list = (await (await api(tier.daemon, 'GET', `/api/approvals?taskId=${taskId}`)).json()) as { approvals: Array<Record<string, any>> };
+          question = list.approvals[0];
+          return question !== undefined;
+        },
+        { what: `${agent}'s question`, timeoutMs: 300_000 },
+      );
+      return { taskId, question: question! };
+    }
 
-    const denied = await asking('ask', `deny-${agent}.txt`);
-    expect((await api(tier.daemon, 'POST', `/api/approvals/${denied.question.id}`, { decision: 'deny' })).status).toBe(200);
-    expect(await waitRun(tier.daemon, denied.taskId, 600_000)).toMatchObject({ status: 'succeeded', approvals: { denied: 1 } });
-    expect(existsSync(join(paths.ask, `deny-${agent}.txt`))).toBe(false);
-  });
+    it('allowed: it writes its file; denied: it does not, and the run goes on to succeed', async () => {
+      const allowed = await asking('ask', `ask-${agent}.txt`);
+      expect(allowed.question).toMatchObject({ status: 'pending', tool: WRITE_QUESTION[agent](`ask-${agent}.txt`) });
+      expect(existsSync(join(paths.ask, `ask-${agent}.txt`))).toBe(false);
+      expect((await api(tier.daemon, 'POST', `/api/approvals/${allowed.question.id}`, { decision: 'allow' })).status).toBe(200);
+      expect(await waitRun(tier.daemon, allowed.taskId, 600_000)).toMatchObject({ status: 'succeeded', approvals: { asked: 1, allowed: 1 } });
+      expect(existsSync(join(paths.ask, `ask-${agent}.txt`))).toBe(true);
 
-  it('unanswered: its fallback (deny) answers it when its time runs out', async () => {
-    const { taskId } = await asking('askfast', `late-${agent}.txt`);
-    expect(await waitRun(tier.daemon, taskId, 600_000)).toMatchObject({ status: 'succeeded', approvals: { denied: 1, timedOut: 1 } });
-    expect(existsSync(join(paths.askfast, `late-${agent}.txt`))).toBe(false);
-  });
-});
+      const denied = await asking('ask', `deny-${agent}.txt`);
+      expect((await api(tier.daemon, 'POST', `/api/approvals/${denied.question.id}`, { decision: 'deny' })).status).toBe(200);
+      expect(await waitRun(tier.daemon, denied.taskId, 600_000)).toMatchObject({ status: 'succeeded', approvals: { denied: 1 } });
+      expect(existsSync(join(paths.ask, `deny-${agent}.txt`))).toBe(false);
+    });
+
+    it('unanswered: its fallback (deny) answers it when its time runs out', async () => {
+      const { taskId } = await asking('askfast', `late-${agent}.txt`);
+      expect(await waitRun(tier.daemon, taskId, 600_000)).toMatchObject({ status: 'succeeded', approvals: { denied: 1, timedOut: 1 } });
+      expect(existsSync(join(paths.askfast, `late-${agent}.txt`))).toBe(false);
+    });
+  },
+);
 
 // qwen retries a 500 for about a minute before it gives up, in either mode: its refusal is checked over stdout only.
-it.each(['gemini-acp', 'opencode-acp'] as const)('%s: a refused model call fails the run over ACP', async (agent) => {
+it.each(['gemini-acp', 'opencode-acp', 'cline-acp'] as const)('%s: a refused model call fails the run over ACP', async (agent) => {
   const done = await run('e500', { agent, prompt: 'hello', wait: true });
   expect(done.status, JSON.stringify(done)).toBe('failed');
 });

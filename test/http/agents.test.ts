@@ -117,10 +117,27 @@ describe('built-in adapters build their CLI’s real headless command line', () 
     expect(twin('copilot-acp', 'full')).toEqual({ command: 'copilot', args: ['--acp'] });
     expect(adapter('copilot-acp')).toMatchObject({ readOnly: false, protocol: { asks: false } });
     expect(adapter('gemini-acp')).toMatchObject({ readOnly: true, protocol: { asks: true } });
+    const local = { CLINE_SESSION_BACKEND_MODE: 'local' };
+    expect(twin('cline-acp', 'full')).toEqual({ command: 'cline', args: ['--acp'], env: local });
+    for (const permissions of ['ask', 'read-only'] as const)
+      expect(twin('cline-acp', permissions)).toEqual({ command: 'cline', args: ['--acp', '--auto-approve', 'false'], env: local });
   });
 
-  it('every agent adapter supports resume but gemini over ACP; shell is never headless', () => {
-    for (const a of BUILTIN_AGENTS.filter((b) => b.kind === 'agent')) expect(a.supportsResume, a.name).toBe(a.name !== 'gemini-acp');
+  it('cline: its prompt is the one argument after `--`, ending in whitespace so that one word is neither refused nor run as its subcommand', () => {
+    const cline = adapter('cline');
+    expect(cline.invocation(input())).toEqual({
+      command: 'cline',
+      args: ['--json', '--auto-approve', 'true', '--', `${PROMPT}\n`],
+      env: { CLINE_SESSION_BACKEND_MODE: 'local' },
+    });
+    expect(cline.invocation(input({ prompt: 'auth' })).args.slice(-2)).toEqual(['--', 'auth\n']);
+    expect(cline.invocation(input({ prompt: 'fix it\n' })).args.at(-1)).toBe('fix it\n');
+    expect(cline.invocation(input({ permissions: 'read-only' })).args.slice(0, 3)).toEqual(['--json', '--auto-approve', 'false']);
+    expect(cline.supportsResume).toBe(false);
+  });
+
+  it('every agent adapter supports resume but gemini over ACP and cline headless; shell is never headless', () => {
+    for (const a of BUILTIN_AGENTS.filter((b) => b.kind === 'agent')) expect(a.supportsResume, a.name).toBe(a.name !== 'gemini-acp' && a.name !== 'cline');
     expect(adapter('shell').kind).toBe('shell');
     expect(BUILTIN_AGENTS.map((a) => a.name)).toEqual([
       'claude',
@@ -133,18 +150,20 @@ describe('built-in adapters build their CLI’s real headless command line', () 
       'copilot',
       'goose',
       'pi',
+      'cline',
       'shell',
       'gemini-acp',
       'qwen-acp',
       'opencode-acp',
       'goose-acp',
       'copilot-acp',
+      'cline-acp',
     ]);
   });
 });
 
 describe('fake CLIs check their flags as the real ones do', () => {
-  it.each(['claude', 'codex', 'gemini', 'qwen', 'opencode', 'cursor-agent', 'amp', 'copilot', 'goose'])('%s rejects an unknown flag', async (cli) => {
+  it.each(['claude', 'codex', 'gemini', 'qwen', 'opencode', 'cursor-agent', 'amp', 'copilot', 'goose', 'cline'])('%s rejects an unknown flag', async (cli) => {
     const { spawnSync } = await import('node:child_process');
     const sub = cli === 'codex' ? ['exec'] : cli === 'opencode' || cli === 'goose' ? ['run'] : [];
     const r = spawnSync(join(FAKE_BIN, cli), [...sub, '--no-such-flag'], { encoding: 'utf8', input: '' });

@@ -6,6 +6,7 @@
  */
 import { acpProtocol } from '../protocols/acp';
 import type { AgentAdapter } from '../types';
+import { cline } from './cline';
 import { copilot } from './copilot';
 import { gemini } from './gemini';
 import { goose } from './goose';
@@ -23,6 +24,8 @@ interface TwinOptions {
   asks: boolean;
   /** Under `ask`, over its base's environment: the mode in which it asks. */
   askEnv?: Record<string, string>;
+  /** Under `ask` and `read-only`, after `args`: the flags that make it ask (its base's read-only flags are not passed). */
+  askArgs?: string[];
 }
 
 /** `base`, started with `args` and spoken to over ACP. */
@@ -37,7 +40,8 @@ function acpTwin(base: AgentAdapter, args: string[], o: TwinOptions): AgentAdapt
       const asked = input.permissions === 'ask';
       const { env } = base.invocation(asked ? { ...input, permissions: 'full' } : input);
       const all = { ...env, ...(asked ? o.askEnv : {}) };
-      return { command: base.command, args, ...(Object.keys(all).length > 0 ? { env: all } : {}) };
+      const asking = input.permissions !== 'full' ? (o.askArgs ?? []) : [];
+      return { command: base.command, args: [...args, ...asking], ...(Object.keys(all).length > 0 ? { env: all } : {}) };
     },
     protocol: acpProtocol({ asks: o.asks }),
   };
@@ -51,4 +55,6 @@ export const ACP_TWINS: readonly AgentAdapter[] = [
   acpTwin(goose, ['acp'], { resumes: true, asks: true, askEnv: { GOOSE_MODE: 'approve' } }),
   // Copilot's ACP mode approves its tools itself: it never asks.
   acpTwin(copilot, ['--acp'], { resumes: true, asks: false }),
+  // It approves its own tools unless told not to; then it asks for each, reading included.
+  acpTwin(cline, ['--acp'], { resumes: true, asks: true, askArgs: ['--auto-approve', 'false'] }),
 ];

@@ -16,13 +16,15 @@ export const asRoot = typeof process.getuid === 'function' && process.getuid() =
 export const byPermissions = <T>(input: AgentRunInput, full: T, readOnly: T): T => (input.permissions === 'read-only' ? readOnly : full);
 
 export type AdapterSpec = Omit<AgentAdapter, 'name' | 'kind' | 'supportsResume' | 'invocation' | 'command'> & {
+  /** @default true */
+  supportsResume?: boolean;
   /** @default the agent's name */
   command?: string;
   /** The invocation without its command, which is always the adapter's. */
   run(input: AgentRunInput): Omit<AgentInvocation, 'command'>;
 };
 
-/** A headless-capable agent that can resume; its usage is `--help` unless said otherwise. */
+/** A headless-capable agent, which can resume unless said otherwise; its usage is `--help` unless said otherwise. */
 export function agent(name: string, { run, command = name, ...spec }: AdapterSpec): AgentAdapter {
   return { name, command, kind: 'agent', supportsResume: true, help: ['--help'], ...spec, invocation: (input) => ({ command, ...run(input) }) };
 }

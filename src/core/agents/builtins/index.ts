@@ -9,6 +9,7 @@ import { amp } from './amp';
 import { copilot } from './copilot';
 import { goose } from './goose';
 import { pi } from './pi';
+import { cline } from './cline';
 import { shell } from './shell';
 import { ACP_TWINS } from './acp-twins';
 
@@ -17,4 +18,4 @@ import { ACP_TWINS } from './acp-twins';
  * request, Session, workspace or default names an agent, the first one here that is enabled and
  * installed runs (agents/registry.ts).
  */
-export const BUILTIN_AGENTS: readonly AgentAdapter[] = [claude, codex, gemini, qwen, opencode, cursor, amp, copilot, goose, pi, shell, ...ACP_TWINS];
+export const BUILTIN_AGENTS: readonly AgentAdapter[] = [claude, codex, gemini, qwen, opencode, cursor, amp, copilot, goose, pi, cline, shell, ...ACP_TWINS];
