@@ -1,7 +1,10 @@
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
 import { processAlive } from '../core/process/alive';
+
+// Built-ins by getBuiltinModule: an ESM import reads every export of one, loading what they load,
+// which a caller command pays at each start (docs/performance.md: the caller CLI).
+const { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync } = process.getBuiltinModule('node:fs');
+const { homedir } = process.getBuiltinModule('node:os');
+const { basename, dirname, join, resolve } = process.getBuiltinModule('node:path');
 
 /**
  * Where the daemon keeps its SQLite store (docs/configuration.md: Data directory): outside any

@@ -59,6 +59,11 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   mcp: async (argv) => (await import('./mcp')).mcp(argv),
 };
 
+// Node 22.1+ keeps the compiled code of every module loaded from here on (in the system's temporary
+// folder; NODE_DISABLE_COMPILE_CACHE=1 turns it off): a command called again, as scripts and
+// agents do in loops, starts without compiling them again. Node 20 has none.
+(process.getBuiltinModule('node:module') as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+
 const [command, ...rest] = process.argv.slice(2);
 const run = command === undefined ? undefined : commands[command];
 if (command === '--version' || (run && rest.includes('--version'))) process.stdout.write(`${version}\n`);

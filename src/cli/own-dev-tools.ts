@@ -1,5 +1,7 @@
-import { delimiter, dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// Built-ins by getBuiltinModule: an ESM import reads every export of one, loading what they load,
+// which a caller command pays at each start (docs/performance.md: the caller CLI).
+const { delimiter, dirname, join, resolve } = process.getBuiltinModule('node:path');
+const { fileURLToPath } = process.getBuiltinModule('node:url');
 
 /**
  * `npx` puts the project's `node_modules/.bin` first on the PATH. In a clone of this package that

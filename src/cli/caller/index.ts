@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { HeadlessError, createClient } from '../../client/index';
 import { nodeFetch } from '../../client/node-fetch';
 import { callerUrl } from '../data-dir';
@@ -12,6 +11,10 @@ import { triggers } from './triggers';
 import { type Command, EXIT, OPTIONS, print, printJson, usage } from './shared';
 import type { CallerName } from './names';
 import { CALLER_USAGE, COMMON } from './usage';
+
+// Built-ins by getBuiltinModule: an ESM import reads every export of one, loading what they load,
+// which a caller command pays at each start (docs/performance.md: the caller CLI).
+const { parseArgs } = process.getBuiltinModule('node:util');
 
 /**
  * The caller commands (docs/cli.md), each a thin layer over the typed client. Readable text for
