@@ -176,3 +176,15 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
     expect(again.error.message).toMatch(reasons.unknownResume!);
   });
 });
+
+it('cline: a one-word prompt, one naming its subcommand, or one that looks like its option is its prompt, sent to the model', async () => {
+  for (const prompt of ['auth', '--help']) {
+    const before = tier.mock.requests.length;
+    expect(await run('ok', { agent: 'cline', prompt, wait: true })).toMatchObject({
+      status: 'succeeded',
+      lastMessage: expect.stringMatching(/^MOCK REPLY \d+$/),
+    });
+    // As the user's message, whole (cline trims the newline the adapter adds).
+    expect(tier.mock.requests.slice(before).map((r) => (r.body as { messages?: Array<{ content: unknown }> }).messages?.at(-1)?.content)).toContain(prompt);
+  }
+});
