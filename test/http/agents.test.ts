@@ -123,6 +123,14 @@ describe('built-in adapters build their CLI’s real headless command line', () 
       expect(twin('cline-acp', permissions)).toEqual({ command: 'cline', args: ['--acp', '--auto-approve', 'false'], env: local });
   });
 
+  it('every built-in but cline keeps the prompt out of its arguments, which any local user can read (docs/security.md)', () => {
+    for (const a of BUILTIN_AGENTS.filter((b) => b.kind === 'agent' && b.name !== 'cline')) {
+      for (const permissions of ['full', 'read-only', 'ask'] as const) {
+        expect(a.invocation(input({ permissions })).args.some((arg) => arg.includes(PROMPT)), `${a.name} ${permissions}`).toBe(false);
+      }
+    }
+  });
+
   it('cline: its prompt is the one argument after `--`, ending in whitespace so that one word is neither refused nor run as its subcommand', () => {
     const cline = adapter('cline');
     expect(cline.invocation(input())).toEqual({
