@@ -3,14 +3,15 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeHome } from '../fixtures/mock-model/homes.mjs';
-import { api } from '../helpers/daemon';
-import { REAL, type Real, hasBwrap, homes, paths, realTier, requestsSince, run, session, tier } from '../helpers/real-tier';
+import { api } from './daemon';
+import { type Real, hasBwrap, homes, paths, requestsSince, run, session, tier } from './real-tier';
 
 /**
- * Every real agent CLI through its own output format (the real-CLI tier, test/helpers/real-tier.ts):
- * a run and its resume, its tool events, a sandbox, read-only, each way it fails.
+ * Each real agent CLI through its own output format (the real-CLI tier, test/helpers/real-tier.ts):
+ * a run and its resume, its tool events, a sandbox, read-only, each way it fails. Two test files
+ * share the CLIs (test/daemon/real-agents-*.test.ts), each with its own daemon, so that the
+ * tier's two halves run side by side.
  */
-realTier();
 
 /** What each CLI says when its model call is refused, has failed, or it has no credentials. */
 const REASONS: Record<Real, { e401: RegExp; e500: RegExp; nocreds: RegExp; unknownResume?: RegExp }> = {
@@ -72,7 +73,12 @@ const TOOL_EVENTS: Record<Exclude<Real, 'codex'>, { name: string; status: string
 /** The CLIs whose file-writing call the mock names in their own vocabulary, so the file is really written. */
 const WRITES: readonly Real[] = ['claude', 'gemini', 'opencode', 'cline'];
 
-describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
+/** The suite for `agents`, in a file that has called `realTier()`. */
+export function realAgentSuite(agents: readonly Real[]): void {
+  describe.each(agents)('%s (the real CLI) through the daemon', (agent) => suite(agent));
+}
+
+function suite(agent: Real): void {
   const reasons = REASONS[agent];
   const resumes = reasons.unknownResume !== undefined;
 
@@ -175,16 +181,4 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
     expect(again.status).toBe('failed');
     expect(again.error.message).toMatch(reasons.unknownResume!);
   });
-});
-
-it('cline: a one-word prompt, one naming its subcommand, or one that looks like its option is its prompt, sent to the model', async () => {
-  for (const prompt of ['auth', '--help']) {
-    const before = tier.mock.requests.length;
-    expect(await run('ok', { agent: 'cline', prompt, wait: true })).toMatchObject({
-      status: 'succeeded',
-      lastMessage: expect.stringMatching(/^MOCK REPLY \d+$/),
-    });
-    // As the user's message, whole (cline trims the newline the adapter adds).
-    expect(tier.mock.requests.slice(before).map((r) => (r.body as { messages?: Array<{ content: unknown }> }).messages?.at(-1)?.content)).toContain(prompt);
-  }
-});
+}
