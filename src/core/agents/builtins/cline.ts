@@ -19,7 +19,7 @@ export const cline = agent('cline', {
   supportsResume: false,
   // Read-only: with auto-approval off and no TTY, it refuses every tool that would ask.
   readOnly: true,
-  stateDirs: ['.cline/data/sessions', '.cline/data/db', '.cline/data/logs', '.cline/data/locks', '.cline/tasks', '.cline/cron'],
+  stateDirs: ['.cline/data/sessions', '.cline/data/db', '.cline/data/logs', '.cline/data/locks', '.cline/data/cache', '.cline/tasks', '.cline/cron'],
   config: ['.cline/data/settings', '.cline/hooks', '.cline/plugins', '.cline/skills'],
   run: (input) => ({
     args: ['--json', '--auto-approve', byPermissions(input, 'true', 'false'), '--', asArgument(input.prompt)],
