@@ -39,14 +39,7 @@ try {
   const report = join(dir, 'report.json');
   spawnSync(
     join(ROOT, 'node_modules/.bin/vitest'),
-    [
-      'run',
-      'test/daemon/real-agents-vendors.test.ts',
-      'test/daemon/real-agents-independent.test.ts',
-      'test/daemon/real-agents-features.test.ts',
-      '--reporter=json',
-      `--outputFile=${report}`,
-    ],
+    ['run', 'test/daemon/real-agents.test.ts', 'test/daemon/real-agents-features.test.ts', '--reporter=json', `--outputFile=${report}`],
     {
       cwd: ROOT,
       env: { ...process.env, HEADLESS_REAL_CLI_BIN: join(dir, 'node_modules/.bin') },

@@ -18,10 +18,7 @@ import { type OtlpReceiver, startOtlpReceiver } from './otlp-receiver';
 
 // HEADLESS_REAL_CLI_BIN: other builds of the CLIs (npm run test:latest-clis puts the newest there).
 export const BIN = process.env.HEADLESS_REAL_CLI_BIN || resolve(__dirname, '../../node_modules/.bin');
-/** The model makers' own CLIs, and the independent agents: the tier's two halves, a test file each. */
-export const VENDORS = ['claude', 'codex', 'gemini', 'qwen', 'copilot'] as const;
-export const INDEPENDENT = ['opencode', 'goose', 'pi', 'cline'] as const;
-export const REAL = [...VENDORS, ...INDEPENDENT] as const;
+export const REAL = ['claude', 'codex', 'gemini', 'qwen', 'opencode', 'copilot', 'goose', 'pi', 'cline'] as const;
 /** The built-ins that also speak ACP, each through it (docs/agents.md: ACP). */
 export const ACP = ['gemini-acp', 'qwen-acp', 'opencode-acp', 'goose-acp', 'copilot-acp', 'cline-acp'] as const;
 export type Real = (typeof REAL)[number];

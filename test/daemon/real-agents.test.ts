@@ -3,15 +3,14 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeHome } from '../fixtures/mock-model/homes.mjs';
-import { api } from './daemon';
-import { type Real, hasBwrap, homes, paths, requestsSince, run, session, tier } from './real-tier';
+import { api } from '../helpers/daemon';
+import { REAL, type Real, hasBwrap, homes, paths, realTier, requestsSince, run, session, tier } from '../helpers/real-tier';
 
 /**
- * Each real agent CLI through its own output format (the real-CLI tier, test/helpers/real-tier.ts):
- * a run and its resume, its tool events, a sandbox, read-only, each way it fails. Two test files
- * share the CLIs (test/daemon/real-agents-*.test.ts), each with its own daemon, so that the
- * tier's two halves run side by side.
+ * Every real agent CLI through its own output format (the real-CLI tier, test/helpers/real-tier.ts):
+ * a run and its resume, its tool events, a sandbox, read-only, each way it fails.
  */
+realTier();
 
 /** What each CLI says when its model call is refused, has failed, or it has no credentials. */
 const REASONS: Record<Real, { e401: RegExp; e500: RegExp; nocreds: RegExp; unknownResume?: RegExp }> = {
@@ -73,12 +72,7 @@ const TOOL_EVENTS: Record<Exclude<Real, 'codex'>, { name: string; status: string
 /** The CLIs whose file-writing call the mock names in their own vocabulary, so the file is really written. */
 const WRITES: readonly Real[] = ['claude', 'gemini', 'opencode', 'cline'];
 
-/** The suite for `agents`, in a file that has called `realTier()`. */
-export function realAgentSuite(agents: readonly Real[]): void {
-  describe.each(agents)('%s (the real CLI) through the daemon', (agent) => suite(agent));
-}
-
-function suite(agent: Real): void {
+describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
   const reasons = REASONS[agent];
   const resumes = reasons.unknownResume !== undefined;
 
@@ -181,4 +175,16 @@ function suite(agent: Real): void {
     expect(again.status).toBe('failed');
     expect(again.error.message).toMatch(reasons.unknownResume!);
   });
-}
+});
+
+it('cline: a one-word prompt, one naming its subcommand, or one that looks like its option is its prompt, sent to the model', async () => {
+  for (const prompt of ['auth', '--help']) {
+    const before = tier.mock.requests.length;
+    expect(await run('ok', { agent: 'cline', prompt, wait: true })).toMatchObject({
+      status: 'succeeded',
+      lastMessage: expect.stringMatching(/^MOCK REPLY \d+$/),
+    });
+    // As the user's message, whole (cline trims the newline the adapter adds).
+    expect(tier.mock.requests.slice(before).map((r) => (r.body as { messages?: Array<{ content: unknown }> }).messages?.at(-1)?.content)).toContain(prompt);
+  }
+});
