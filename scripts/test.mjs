@@ -93,7 +93,10 @@ for (const [i, { node, version, args }] of runs.entries()) {
     [bin('vitest'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args, ...process.argv.slice(2)],
     {
       stdio: 'inherit',
-      env: { ...process.env, HEADLESS_TEST_NODES: JSON.stringify(nodes) },
+      // Node 22.1 and later keep what they compile here, so the agent CLIs and daemons the suite
+      // starts again and again (the real-CLI tier above all) do not compile their code each time:
+      // an eighth of the tier's CPU. Node 20 ignores it.
+      env: { ...process.env, HEADLESS_TEST_NODES: JSON.stringify(nodes), NODE_COMPILE_CACHE: join(dir, 'compile-cache') },
     },
   );
   exited ||= run.status ?? 1;
