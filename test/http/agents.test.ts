@@ -126,7 +126,10 @@ describe('built-in adapters build their CLI’s real headless command line', () 
   it('every built-in but cline keeps the prompt out of its arguments, which any local user can read (docs/security.md)', () => {
     for (const a of BUILTIN_AGENTS.filter((b) => b.kind === 'agent' && b.name !== 'cline')) {
       for (const permissions of ['full', 'read-only', 'ask'] as const) {
-        expect(a.invocation(input({ permissions })).args.some((arg) => arg.includes(PROMPT)), `${a.name} ${permissions}`).toBe(false);
+        expect(
+          a.invocation(input({ permissions })).args.some((arg) => arg.includes(PROMPT)),
+          `${a.name} ${permissions}`,
+        ).toBe(false);
       }
     }
   });
