@@ -174,13 +174,15 @@ export class RunEvents {
    */
   private fromStore(record: RunRecord): Promise<Timeline> {
     const { taskId } = record;
-    const cached = this.stored.get(taskId);
-    if (cached && (!cached.timeline || cached.timeline.ended || Date.now() - cached.at < FOLLOW_POLL_MS)) return cached.loading;
-    const loading = loadTimeline(this.o.store, taskId, this.limits).then((timeline) => {
-      // The record is the truth: an ended run's timeline ends with it, even if its end was never stored (a crash between the two).
+    // The record is the truth: an ended run's timeline ends with it, even if its end was never
+    // stored (a crash between the two), or was read, still running, a moment before.
+    const endedBy = (timeline: Timeline): Timeline => {
       if (hasEnded(record.status) && !timeline.ended) timeline.append('run.ended', record);
       return timeline;
-    });
+    };
+    const cached = this.stored.get(taskId);
+    if (cached && (!cached.timeline || cached.timeline.ended || Date.now() - cached.at < FOLLOW_POLL_MS)) return cached.loading.then(endedBy);
+    const loading = loadTimeline(this.o.store, taskId, this.limits).then(endedBy);
     const entry: { loading: Promise<Timeline>; at: number; timeline?: Timeline } = { loading, at: Date.now() };
     entry.loading.then(
       (timeline) => {
