@@ -1,5 +1,4 @@
-// Built-ins by getBuiltinModule: an ESM import reads every export of one, loading what they load,
-// which a caller command pays at each start (docs/performance.md: the caller CLI).
+// Built-ins by getBuiltinModule, as in data-dir.ts.
 const { delimiter, dirname, join, resolve } = process.getBuiltinModule('node:path');
 const { fileURLToPath } = process.getBuiltinModule('node:url');
 

@@ -12,8 +12,7 @@ import { type Command, EXIT, OPTIONS, print, printJson, usage } from './shared';
 import type { CallerName } from './names';
 import { CALLER_USAGE, COMMON } from './usage';
 
-// Built-ins by getBuiltinModule: an ESM import reads every export of one, loading what they load,
-// which a caller command pays at each start (docs/performance.md: the caller CLI).
+// Built-ins by getBuiltinModule, as in data-dir.ts.
 const { parseArgs } = process.getBuiltinModule('node:util');
 
 /**

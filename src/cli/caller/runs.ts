@@ -2,8 +2,7 @@ import { RUN_STATUSES, type RunStatus } from '../../contract/records';
 import { describeRun, seconds, visible } from '../describe';
 import { type Command, EXIT, exitFor, finish, metadataOf, positiveInt, print, printJson, usage, workspaceOf } from './shared';
 
-// Built-ins by getBuiltinModule: an ESM import reads every export of one, loading what they load,
-// which a caller command pays at each start (docs/performance.md: the caller CLI).
+// Built-ins by getBuiltinModule, as in data-dir.ts.
 const { readFileSync } = process.getBuiltinModule('node:fs');
 
 /** The caller commands about runs: run, status, follow, logs, list, cancel. */
