@@ -52,15 +52,9 @@ if (process.env.MODE === 'hono-receiver') {
 }
 process.on('SIGTERM', () => process.exit(0));
 
-/** A run's stored record by id: node:sqlite where Node has it (as the daemon), else sqlite3. */
+/** A run's stored record by id: node:sqlite where Node has it, else its drop-in (as the daemon). */
 async function recordReader(file) {
-  const sql = 'SELECT record FROM headless_run WHERE id = ?';
-  const builtIn = process.getBuiltinModule('node:sqlite');
-  if (builtIn) {
-    const statement = new builtIn.DatabaseSync(file).prepare(sql);
-    return async (id) => statement.get(id)?.record;
-  }
-  const { default: sqlite3 } = await import('sqlite3');
-  const db = new sqlite3.Database(file);
-  return (id) => new Promise((resolve, reject) => db.get(sql, [id], (error, row) => (error ? reject(error) : resolve(row?.record))));
+  const { DatabaseSync } = process.getBuiltinModule('node:sqlite') ?? (await import('@photostructure/sqlite'));
+  const statement = new DatabaseSync(file).prepare('SELECT record FROM headless_run WHERE id = ?');
+  return async (id) => statement.get(id)?.record;
 }

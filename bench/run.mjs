@@ -600,7 +600,7 @@ for (const [name, fn] of [
     () =>
       triggerBurst({
         daemon,
-        // The daemon on this Node and on each the tests installed: the SQLite driver differs (sqlite3 on 20, node:sqlite after).
+        // The daemon on this Node and on each the tests installed: the SQLite driver differs (its drop-in on 20, node:sqlite after).
         nodes: [[process.versions.node, process.execPath], ...Object.entries(ensureNodes(ROOT)).filter(([v]) => v !== process.versions.node)],
         row,
         rssMb,

@@ -70,7 +70,7 @@ export async function triggerBurst({ daemon, nodes, row, rssMb, tempDir, spawnSe
 /** The SQLite driver the daemon uses on Node `version` (src/core/store/sql-database.ts). */
 function sqliteDriver(version) {
   const [major, minor] = version.split('.').map(Number);
-  return major > 22 || (major === 22 && minor >= 13) ? 'node:sqlite' : 'sqlite3';
+  return major > 22 || (major === 22 && minor >= 13) ? 'node:sqlite' : '@photostructure/sqlite';
 }
 
 async function burstOn({ daemon, node, label, bodies, baseline, row, rssMb, tempDir }) {

@@ -233,17 +233,17 @@ describe('a store locked by another process', () => {
     writeConfig(cwd);
     const daemon = await startDaemon(cwd);
     expect((await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'before' })).status).toBe(201);
-    const sqlite3 = (await import('sqlite3')).default;
-    const db = new sqlite3.Database(join(cwd, '.headless', 'headless.sqlite'));
-    const run = (sql: string) => new Promise<void>((done, fail) => db.run(sql, (error: Error | null) => (error ? fail(error) : done())));
-    await run('BEGIN EXCLUSIVE');
+    // Another process's lock, as SQLite sees it: a second connection (the drop-in runs on every Node).
+    const { DatabaseSync } = await import('@photostructure/sqlite');
+    const db = new DatabaseSync(join(cwd, '.headless', 'headless.sqlite'));
+    db.exec('BEGIN EXCLUSIVE');
     try {
       const refused = await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'while locked' });
       expect(await refused.json()).toMatchObject({ status: 503, code: 'storage_unavailable' });
       expect((await api(daemon, 'GET', '/api/headless?wsId=ws')).status).toBe(200);
     } finally {
-      await run('ROLLBACK');
-      await new Promise((r) => db.close(r));
+      db.exec('ROLLBACK');
+      db.close();
     }
     expect((await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: 'after' })).status).toBe(201);
     expect(await daemon.stop()).toBe(0);

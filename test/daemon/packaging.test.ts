@@ -54,7 +54,7 @@ function packAndInstall(packageDir: string, prefix: string, installFlags: string
 }
 
 beforeAll(() => {
-  // Scripts are skipped: loading the library never needs sqlite3, which the daemon loads lazily.
+  // Scripts are skipped: loading the library never needs a SQLite driver, which the daemon loads lazily.
   ({ project: consumer, tarball } = packAndInstall(ROOT, 'hrw-consumer-', ['--ignore-scripts']));
 }, 240_000);
 
@@ -93,14 +93,14 @@ describe('packaging', () => {
     expect(inbox.out).toContain('not inside a headless run');
   });
 
-  it('the daemon serves with SQLite on Node 22.13 and later as installed; on Node 20 it says to install sqlite3', async () => {
+  it('the daemon serves with SQLite on Node 22.13 and later as installed; on Node 20 it says to install @photostructure/sqlite', async () => {
     const cli = join(consumer, 'node_modules', 'headless-run-webhook', 'dist', 'cli.js');
     for (const [version, binary] of testNodes()) {
       const dataDir = mkdtempSync(join(tmpdir(), 'hrw-serve-'));
       const said = await firstWords(binary, [cli, 'serve', '--port', '0', '--data-dir', dataDir], consumer);
       rmSync(dataDir, { recursive: true, force: true });
       if (builtInSqlite(version)) expect(said, version).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+/);
-      else expect(said, version).toContain('needs the sqlite3 package, which is not installed: npm install sqlite3');
+      else expect(said, version).toContain('needs the @photostructure/sqlite package, which is not installed: npm install @photostructure/sqlite');
     }
   });
 
@@ -224,7 +224,7 @@ describe('the lean library alone (headless-run-webhook-core)', () => {
     const installed = readdirSync(modules).flatMap((name) => (name.startsWith('@') ? readdirSync(join(modules, name)).map((n) => `${name}/${n}`) : [name]));
     expect(installed).toContain('headless-run-webhook-core');
     for (const heavy of [
-      'sqlite3',
+      '@photostructure/sqlite',
       'pg',
       '@opentelemetry/sdk-trace-base',
       '@opentelemetry/exporter-trace-otlp-http',
@@ -303,7 +303,7 @@ describe('the lean library alone (headless-run-webhook-core)', () => {
       if (builtInSqlite(version)) expect(out, version).toBe('stored {"v":1}');
       else
         expect(out, version).toMatch(
-          /^refused The SQLite store on Node\.js 20\.\S+ \(22\.13 and later have SQLite built in\) needs the sqlite3 package, which is not installed: npm install sqlite3$/,
+          /^refused The SQLite store on Node\.js 20\.\S+ \(22\.13 and later have SQLite built in\) needs the @photostructure\/sqlite package, which is not installed: npm install @photostructure\/sqlite$/,
         );
     }
   });

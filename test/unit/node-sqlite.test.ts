@@ -5,6 +5,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { StorageError } from '../../src/contract/problems';
 import { type NodeSqlite, loadNodeSqlite, openNodeSqlite } from '../../src/core/store/node-sqlite';
 
+/** The real drivers: Node's own where this Node has it, and the drop-in Node 20 uses, on every Node. */
+const builtIn = loadNodeSqlite();
+const drivers: Array<[string, NodeSqlite]> = [
+  ...(builtIn ? [[`Node's own node:sqlite (${process.versions.node})`, builtIn] as [string, NodeSqlite]] : []),
+  [`@photostructure/sqlite (${process.versions.node})`, (await import('@photostructure/sqlite')) as NodeSqlite],
+];
+
 /** A stand-in for node:sqlite that records what it is asked, and fails what `failing` names. */
 function recorder(busyMs = 5000) {
   const calls: string[] = [];
@@ -115,31 +122,29 @@ describe('node:sqlite connection: statements committed in groups', () => {
     await expect(db.query('INSERT b')).resolves.toBeDefined();
   });
 
-  const builtIn = loadNodeSqlite();
   const dirs: string[] = [];
   afterAll(() => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  it.runIf(builtIn)(`on Node's own node:sqlite (${process.versions.node}): 200 writes at once are all durable, and a reopen reads them`, async () => {
+  it.each(drivers)('on %s: 200 writes at once are all durable, and a reopen reads them', async (_, sqlite) => {
     const dir = mkdtempSync(join(tmpdir(), 'hrw-node-sqlite-'));
     dirs.push(dir);
     const file = join(dir, 'db.sqlite');
-    const db = openNodeSqlite(builtIn as NodeSqlite, file, ['PRAGMA journal_mode=WAL', 'PRAGMA synchronous=FULL'], 5000);
+    const db = openNodeSqlite(sqlite, file, ['PRAGMA journal_mode=WAL', 'PRAGMA synchronous=FULL'], 5000);
     await db.query('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)');
     await Promise.all(Array.from({ length: 200 }, (_, i) => db.query('INSERT INTO t VALUES (?, ?)', [`k${i}`, `v${i}`])));
     await expect(db.query('INSERT INTO t VALUES (?, ?)', ['k0', 'again'])).rejects.toBeInstanceOf(StorageError);
     await db.close();
-    const again = openNodeSqlite(builtIn as NodeSqlite, file, [], 5000);
+    const again = openNodeSqlite(sqlite, file, [], 5000);
     expect(await again.query('SELECT count(*) AS n FROM t')).toEqual([{ n: 200 }]);
     await again.close();
   });
 
-  it.runIf(builtIn)(`on node:sqlite (${process.versions.node}): a write lock held by another connection is waited out, reads answered meanwhile`, async () => {
+  it.each(drivers)('on %s: a write lock held by another connection is waited out, reads answered meanwhile', async (_, sqlite) => {
     const dir = mkdtempSync(join(tmpdir(), 'hrw-node-sqlite-'));
     dirs.push(dir);
     const file = join(dir, 'db.sqlite');
-    const sqlite = builtIn as NodeSqlite;
     const db = openNodeSqlite(sqlite, file, ['PRAGMA journal_mode=WAL'], 5000);
     await db.query('CREATE TABLE t (k TEXT PRIMARY KEY)');
     const other = new sqlite.DatabaseSync(file);

@@ -1,5 +1,6 @@
 /**
- * @module A SQLite connection through Node's own `node:sqlite` (22.13 and later), whose calls are
+ * @module A SQLite connection through Node's own `node:sqlite` (22.13 and later) or its drop-in
+ * `@photostructure/sqlite` (Node 20), whose calls are
  * synchronous: a statement costs microseconds, but a commit's fsync holds the event loop. So
  * writes are committed in groups: the first statement while none is open begins a transaction,
  * every statement of the same turn of the event loop joins it, and one COMMIT (one fsync) ends it
@@ -10,7 +11,7 @@
  */
 import { StorageError } from '../../contract/problems';
 
-/** What this module uses of `node:sqlite` (not in Node 20's types). */
+/** What this module uses of `node:sqlite`'s API (not in Node 20's types). */
 export interface NodeSqlite {
   DatabaseSync: new (
     file: string,
@@ -201,7 +202,7 @@ class GroupedSqlite implements GroupedConnection {
   }
 }
 
-/** What `sqlite3` binds by itself and `node:sqlite` refuses: `undefined` as NULL, booleans as 0 and 1. */
+/** What the service binds and `node:sqlite` refuses: `undefined` as NULL, booleans as 0 and 1. */
 function bindable(value: unknown): unknown {
   if (value === undefined) return null;
   if (typeof value === 'boolean') return value ? 1 : 0;

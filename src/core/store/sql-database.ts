@@ -6,7 +6,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync, readdirSync } from 'node:fs';
 import { StorageError } from '../../contract/problems';
 import { loadOptional } from '../util/optional-package';
-import { loadNodeSqlite, openNodeSqlite } from './node-sqlite';
+import { type NodeSqlite, loadNodeSqlite, openNodeSqlite } from './node-sqlite';
 
 export interface SqlDatabase {
   readonly dialect: 'sqlite' | 'postgres';
@@ -25,16 +25,21 @@ function fail(operation: string, error: unknown): never {
  * A SQLite file, durable across a crash (WAL journal, `synchronous=FULL`: every commit is
  * fsynced), its journal kept small, waiting up to 5 s on a lock before failing. Its files are
  * private (0600), also in a folder that already existed. The driver is Node's own `node:sqlite`
- * where the runtime has it (22.13 and later: no native build, and a statement costs microseconds
- * rather than a thread-pool round trip), else the `sqlite3` package (Node 20), which is then
- * needed beside this one.
+ * where the runtime has it (22.13 and later), else `@photostructure/sqlite`, the same API with
+ * prebuilt binaries in its package (Node 20: nothing to compile), which is then needed beside
+ * this one. Both are synchronous: a statement costs microseconds rather than a thread-pool round trip.
  */
 export async function openSqlite(dataDir: string, file: string): Promise<SqlDatabase> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   makePrivate(dataDir, file);
-  const builtIn = loadNodeSqlite();
-  if (!builtIn) return openSqlite3(file);
-  const connection = openNodeSqlite(builtIn, file, PRAGMAS, BUSY_MS);
+  const driver =
+    loadNodeSqlite() ??
+    (await loadOptional(
+      () => import('@photostructure/sqlite') as Promise<NodeSqlite>,
+      '@photostructure/sqlite',
+      `The SQLite store on Node.js ${process.versions.node} (22.13 and later have SQLite built in)`,
+    ));
+  const connection = openNodeSqlite(driver, file, PRAGMAS, BUSY_MS);
   return { dialect: 'sqlite', query: (text, params) => connection.query(text, params), close: () => connection.close() };
 }
 
@@ -50,29 +55,6 @@ const PRAGMAS = [
   'PRAGMA wal_autocheckpoint=100',
   'PRAGMA journal_size_limit=1048576',
 ];
-
-async function openSqlite3(file: string): Promise<SqlDatabase> {
-  const { default: sqlite3 } = await loadOptional(
-    () => import('sqlite3'),
-    'sqlite3',
-    `The SQLite store on Node.js ${process.versions.node} (22.13 and later have SQLite built in)`,
-  );
-  const db = await new Promise<InstanceType<typeof sqlite3.Database>>((resolve, reject) => {
-    const opened = new sqlite3.Database(file, (error) => (error ? reject(error) : resolve(opened)));
-  }).catch((error: unknown) => fail(`open of ${file}`, error));
-  const query = <T>(text: string, params: unknown[] = []) =>
-    new Promise<T[]>((resolve, reject) => db.all(text, params, (error, rows) => (error ? reject(error) : resolve(rows as T[])))).catch((error: unknown) =>
-      fail('query', error),
-    );
-  const close = () => new Promise<void>((resolve) => db.close(() => resolve()));
-  try {
-    for (const pragma of PRAGMAS) await query(pragma);
-  } catch (error) {
-    await close();
-    throw new StorageError(`cannot open ${file}: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  return { dialect: 'sqlite', query, close };
-}
 
 /**
  * Creates the database file 0600 before SQLite opens it (SQLite gives its -wal and -shm files
