@@ -2,7 +2,7 @@
 // `npm test`: lint, format and layering checks, type check and build (the daemon tests run dist/), make sure Debian's chromium and bubblewrap are there for the
 // status-page and sandbox tests, run vitest, then print the plain "N passed, N failed" line CI reads
 // (vitest's own summary is not one it recognises).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,36 +81,53 @@ const runs = [
 ];
 
 const dir = mkdtempSync(join(tmpdir(), 'hrw-test-'));
+// The tiers run side by side: each alone leaves a core idle much of the time (a daemon starting, an
+// agent waiting on its mock, a test's one long file), and together they keep both busy. The first
+// prints as it goes; the others' output is kept and printed after it, whole.
+const env = {
+  ...process.env,
+  HEADLESS_TEST_NODES: JSON.stringify(nodes),
+  // Node 22.1 and later keep what they compile here, so the agent CLIs and daemons the suite
+  // starts again and again (the real-CLI tier above all) do not compile their code each time:
+  // an eighth of the tier's CPU. Node 20 ignores it.
+  NODE_COMPILE_CACHE: join(dir, 'compile-cache'),
+};
+const results = await Promise.all(runs.map((run, i) => vitest(run, i)));
+for (const { title, kept } of results.slice(1)) {
+  console.log(title);
+  process.stdout.write(Buffer.concat(kept));
+}
 let passed = 0;
 let failed = 0;
 let skipped = 0;
-let exited = 0;
-for (const [i, { node, version, args }] of runs.entries()) {
-  const report = join(dir, `report-${i}.json`);
-  console.log(`\n— vitest on Node.js ${version}${args.length ? ` (${args.join(' ')})` : ''}`);
-  const run = spawnSync(
-    node,
-    [bin('vitest'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args, ...process.argv.slice(2)],
-    {
-      stdio: 'inherit',
-      // Node 22.1 and later keep what they compile here, so the agent CLIs and daemons the suite
-      // starts again and again (the real-CLI tier above all) do not compile their code each time:
-      // an eighth of the tier's CPU. Node 20 ignores it.
-      env: { ...process.env, HEADLESS_TEST_NODES: JSON.stringify(nodes), NODE_COMPILE_CACHE: join(dir, 'compile-cache') },
-    },
-  );
-  exited ||= run.status ?? 1;
+for (const { status, report } of results) {
+  let tierFailed = 0;
   try {
     const result = JSON.parse(readFileSync(report, 'utf8'));
     passed += result.numPassedTests;
-    failed += result.numFailedTests + (result.numRuntimeErrors ?? 0);
     skipped += result.numPendingTests + result.numTodoTests;
+    tierFailed = result.numFailedTests + (result.numRuntimeErrors ?? 0);
     // A file that failed to load counts as a failure even though none of its tests ran.
-    failed += result.testResults.filter((f) => f.status === 'failed' && f.assertionResults.length === 0).length;
+    tierFailed += result.testResults.filter((f) => f.status === 'failed' && f.assertionResults.length === 0).length;
   } catch {
-    failed += 1;
+    tierFailed = 1;
   }
+  // A tier that ended badly with no failing test (a crash, an error after the tests) is one failure.
+  failed += status !== 0 && tierFailed === 0 ? 1 : tierFailed;
 }
 rmSync(dir, { recursive: true, force: true });
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
-process.exit(exited !== 0 || failed > 0 || passed === 0 ? 1 : 0);
+process.exit(failed > 0 || passed === 0 ? 1 : 0);
+
+/** One tier: vitest on `node`, its JSON report in the run's folder; the first prints live, the others' output is kept. */
+function vitest({ node, version, args }, i) {
+  const report = join(dir, `report-${i}.json`);
+  const title = `\n— vitest on Node.js ${version}${args.length ? ` (${args.join(' ')})` : ''}`;
+  const argv = [bin('vitest'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args, ...process.argv.slice(2)];
+  if (i === 0) console.log(title);
+  const child = spawn(node, argv, { stdio: i === 0 ? 'inherit' : ['ignore', 'pipe', 'pipe'], env });
+  const kept = [];
+  child.stdout?.on('data', (chunk) => kept.push(chunk));
+  child.stderr?.on('data', (chunk) => kept.push(chunk));
+  return new Promise((resolve) => child.on('close', (status) => resolve({ status: status ?? 1, report, title, kept })));
+}

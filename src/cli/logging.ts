@@ -1,5 +1,4 @@
 import pino from 'pino';
-import pretty from 'pino-pretty';
 
 /**
  * The daemon's logger (docs/deployment.md: Logs): pino, on stderr (stdout carries only the
@@ -10,8 +9,10 @@ import pretty from 'pino-pretty';
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export function daemonLogger(level: LogLevel): pino.Logger {
+export async function daemonLogger(level: LogLevel): Promise<pino.Logger> {
   const options: pino.LoggerOptions = { level, base: { pid: process.pid }, serializers: { err: pino.stdSerializers.err } };
   if (!process.stderr.isTTY) return pino(options, pino.destination({ fd: 2, sync: true }));
+  // Loaded only for a terminal: a service under systemd or in a container never needs it.
+  const { default: pretty } = await import('pino-pretty');
   return pino(options, pretty({ destination: 2, sync: true, colorize: true, ignore: 'pid,hostname', translateTime: 'SYS:HH:MM:ss' }));
 }

@@ -98,14 +98,14 @@ export async function serve(argv: string[]): Promise<void> {
   const cwd = process.cwd();
   const level = values['log-level'] as LogLevel;
   if (!LOG_LEVELS.includes(level)) fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}, not "${level}"`);
-  const logger = daemonLogger(level);
+  const logger = await daemonLogger(level);
   const explicitPort = values.port !== undefined;
   const port = explicitPort ? Number(values.port) : DEFAULT_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be an integer from 0 to 65535, not "${values.port}"`);
   const { config, admin } = checkedSetup(values, cwd, logger);
   const { store, dataDir, storeUrl } = await openStore(values, cwd, logger);
   // Off unless the standard OTEL_* variables ask for OTLP traces.
-  const tracing = daemonTracing(process.env, version);
+  const tracing = await daemonTracing(process.env, version);
   const api = { url: '' };
   const hidden = [config.file, dataDir?.path, admin.file, values.socket && resolve(cwd, values.socket)].filter((p) => p !== undefined);
   const agentState = dataDir && join(dataDir.path, 'agent-state');

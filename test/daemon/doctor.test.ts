@@ -132,7 +132,10 @@ describe('headless-run-webhook doctor', () => {
 
   it('agents only enabled by default do not fail it while one can run; none at all does', async () => {
     const ws = dir();
-    const some = await doctor({ workspaces: [{ id: 'ws', path: ws, env: { PATH: `${REAL_BIN}${delimiter}/usr/bin${delimiter}/bin` } }] });
+    // One real CLI that can run (the test above checks them all), the other defaults missing.
+    const one = dir();
+    symlinkSync(join(REAL_BIN, 'claude'), join(one, 'claude'));
+    const some = await doctor({ workspaces: [{ id: 'ws', path: ws, env: { PATH: `${one}${delimiter}/usr/bin${delimiter}/bin` } }] });
     expect(some.code).toBe(0);
     expect(some.stdout).toMatch(/goose\s+missing/);
     const none = await doctor({ workspaces: [{ id: 'ws', path: ws, env: { PATH: '/nonexistent' } }] });

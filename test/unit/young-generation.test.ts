@@ -31,7 +31,8 @@ describe('holdYoungGeneration', () => {
     } finally {
       release();
     }
-    await survivors();
+    // V8 grows it when survival rates say so; on a busy machine that may take more than one load.
+    for (let load = 0; load < 5 && youngGenerationBytes() <= start; load++) await survivors();
     expect(youngGenerationBytes()).toBeGreaterThan(start);
   });
 

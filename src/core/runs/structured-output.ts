@@ -4,21 +4,32 @@
  * answer comes from the CLI's own structured output where it has one (claude, codex, qwen), else
  * from the agent's `headless-inbox result` call, for which its prompt is told how.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
+import { onFirstUse } from '../util/first-use';
 
 /** A schema's size at most, as JSON. */
 export const OUTPUT_SCHEMA_MAX = 32_768;
 
-const ajv = new Ajv({ strict: true, allErrors: true });
-addFormats(ajv);
+const ajvPackage = onFirstUse<typeof import('ajv')>('ajv');
+const formatsPackage = onFirstUse<typeof import('ajv-formats')>('ajv-formats');
+let ajv: Ajv | undefined;
+
+/** One Ajv (strict, every error, the standard formats), made when the first schema is checked. */
+function checker(): Ajv {
+  if (!ajv) {
+    ajv = new (ajvPackage().Ajv)({ strict: true, allErrors: true });
+    formatsPackage().default(ajv);
+  }
+  return ajv;
+}
+
 const compiled = new WeakMap<object, ValidateFunction>();
 
 /** The validator of a schema; throws, saying why, on one Ajv (strict) refuses. */
 export function compileSchema(schema: object): ValidateFunction {
   const known = compiled.get(schema);
   if (known) return known;
-  const validate = ajv.compile(schema);
+  const validate = checker().compile(schema);
   compiled.set(schema, validate);
   return validate;
 }

@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { Liquid } from 'liquidjs';
 import { checkDailyLimits } from '../runs/daily-limits';
 import { schemaProblem } from '../runs/structured-output';
 import { checkPolicy } from '../sandbox/policy';
@@ -7,7 +6,7 @@ import type { ApprovalSettings } from '../approvals/approval-policy';
 import type { RunPolicy } from '../../contract/records';
 import type { DailyLimits } from '../types';
 import { type SenderName, SENDER_NAMES, type Sender, senderOf } from './senders';
-import { type PromptTemplate, parseTemplate } from './template';
+import { type PromptTemplate, parseTemplate, templateVariables } from './template';
 import { VERIFY_METHODS, type VerifySettings } from './verification';
 import { type When, checkWhen } from './when';
 
@@ -77,7 +76,6 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 export const CONTEXT_NAMES = ['payload', 'headers', 'event', 'status', 'deliveryId', 'trigger'];
 const ON_RESOLVED: OnResolved[] = ['cancel', 'annotate', 'run', 'ignore'];
 const DEFAULT_WINDOW_S = 72 * 3600;
-const analysis = new Liquid();
 
 function readSecret(source: SecretSource, where: string, env: NodeJS.ProcessEnv): string {
   let value: string | undefined;
@@ -103,7 +101,7 @@ function templateOf(source: string, where: string, example: Record<string, unkno
   } catch (error) {
     throw new Error(`${where}: ${(error as Error).message}`);
   }
-  for (const segments of analysis.globalVariableSegmentsSync(template.parsed)) {
+  for (const segments of templateVariables(template)) {
     const [first, ...rest] = segments;
     if (!CONTEXT_NAMES.includes(String(first)))
       throw new Error(`${where}: unknown variable ${segments.join('.')} (a template reads ${CONTEXT_NAMES.join(', ')})`);
