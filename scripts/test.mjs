@@ -62,21 +62,22 @@ if (missing.length > 0 && process.getuid?.() === 0 && existsSync('/usr/bin/apt-g
 }
 
 // The suite on each supported Node.js (docs/testing.md: Node versions): all of it but the real-CLI
-// tier on the Node that runs this (the lowest supported, in CI); the unit and HTTP tiers, the tests
-// where the SQLite driver differs and the real-CLI tier on the newest; the unit tier on the others.
+// tier on the Node that runs this (the lowest supported, in CI); the unit and HTTP tiers, the
+// store's conformance and the real-CLI tier on the newest; the unit tier on the others.
 const nodes = ensureNodes(process.cwd());
 if (process.env.CI && Object.keys(nodes).length < NODE_VERSIONS.length) {
   console.log(`0 passed, 1 failed (Node.js ${NODE_VERSIONS.join(' and ')} could not be installed from the registry)`);
   process.exit(1);
 }
 const REAL_CLI = 'test/daemon/real-agents';
-// Where the SQLite driver shows beyond the unit and HTTP tiers: the store's conformance, the daemon
-// (a lock held by another process, restarts), kill -9 and a full disk.
-const SQLITE_DRIVER = ['test/daemon/store.test.ts', 'test/daemon/daemon.test.ts', 'test/faults/crash', 'test/faults/full-disk'];
+// Every Node runs the same SQLite connection code (Node's own node:sqlite, or its drop-in on Node 20):
+// beyond the unit tier, which holds both drivers to it, the store's conformance runs on the newest.
+const STORE = 'test/daemon/store.test.ts';
 const [newest, ...others] = Object.entries(nodes).sort(([a], [b]) => b.localeCompare(a, undefined, { numeric: true }));
 const runs = [
-  { node: process.execPath, version: process.versions.node, args: newest ? ['--exclude', `${REAL_CLI}*.test.ts`] : [] },
-  ...(newest ? [{ node: newest[1], version: newest[0], args: ['test/unit', 'test/http', ...SQLITE_DRIVER, REAL_CLI] }] : []),
+  // The longest tier: a third worker keeps both cores busy once the others have ended.
+  { node: process.execPath, version: process.versions.node, args: newest ? ['--exclude', `${REAL_CLI}*.test.ts`, '--maxWorkers=3'] : [] },
+  ...(newest ? [{ node: newest[1], version: newest[0], args: ['test/unit', 'test/http', STORE, REAL_CLI] }] : []),
   ...others.map(([version, node]) => ({ node, version, args: ['test/unit'] })),
 ];
 
