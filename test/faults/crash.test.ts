@@ -86,8 +86,11 @@ describe('seeded crash test', () => {
     for (let round = 0; round < ROUNDS; round++) {
       const d = await startDaemon(dir, ['--port', '0'], env);
       let killed = false;
+      const before = acked.length;
       const loading = load(d, rnd, round, acked, keys, () => killed);
-      await sleep(100 + Math.floor(rnd() * 700));
+      // The kill comes at a random moment after the daemon has acknowledged work, however slow the machine.
+      await waitFor(() => acked.length >= before + 2, { timeoutMs: 120_000, intervalMs: 20, what: 'two acknowledged starts this round' });
+      await sleep(Math.floor(rnd() * 700));
       killed = true;
       expect(await d.stop('SIGKILL')).toBeNull();
       await loading;
