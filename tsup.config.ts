@@ -15,6 +15,17 @@ const raw: Plugin = {
 /** How a library entry is built: ESM and CommonJS, with types, for Node 20. */
 const LIBRARY = { format: ['esm', 'cjs'], dts: true, clean: true, sourcemap: true, target: 'node20', splitting: false } satisfies Options;
 
+/**
+ * The command line's `import('./caller/index')` is left to the caller's own file: a caller command
+ * then loads one module (valibot's parts in it) instead of a graph of shared chunks.
+ */
+const callerApart: Plugin = {
+  name: 'caller-apart',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/caller\/index$/ }, () => ({ path: './cli-caller.js', external: true }));
+  },
+};
+
 export default defineConfig([
   {
     entry: {
@@ -44,7 +55,17 @@ export default defineConfig([
     sourcemap: true,
     splitting: true,
     banner: { js: '#!/usr/bin/env node' },
-    esbuildPlugins: [raw],
+    esbuildPlugins: [raw, callerApart],
+  },
+  {
+    // The caller commands (run, status…, which scripts and agents call in loops), one file with
+    // the parts of valibot they use: each module more is a few milliseconds of a command's start.
+    entry: { 'cli-caller': 'src/cli/caller/index.ts' },
+    format: ['esm'],
+    target: 'node20',
+    sourcemap: true,
+    splitting: false,
+    noExternal: ['valibot'],
   },
   {
     // Programs run on their own, each one file (a sandbox is shown these files alone).

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, type Daemon, api, cleanupDaemons, runCli, startDaemon, startFakeDaemon, tempDir, writeConfig } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
@@ -183,6 +184,21 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     const down = await cli(['status', 'run_x'], { HEADLESS_URL: 'http://127.0.0.1:9' });
     expect(down.code).toBe(6);
     expect(down.stderr).toMatch(/network/);
+  });
+
+  it('a caller command loads no package and no other chunk: cli.js, the little it imports, and cli-caller.js', () => {
+    // Static imports, which run before a line of the command: a package, a chunk shared with the
+    // server, or an ESM import of a built-in (which reads all of its exports) would each cost the
+    // command's start (docs/performance.md).
+    const imports = (file: string) => [...readFileSync(join(dirname(CLI), file), 'utf8').matchAll(/^import\s[^;]*?["']([^"']+)["'];?$/gm)].map((m) => m[1]!);
+    const first = imports('cli.js');
+    expect(first.length).toBeGreaterThan(0);
+    for (const file of first) {
+      expect(file, 'cli.js imports only its own small chunks').toMatch(/^\.\/chunk-\w+\.js$/);
+      expect(imports(file.slice(2)), `${file} imports nothing`).toEqual([]);
+    }
+    expect(readFileSync(CLI, 'utf8')).toContain('import("./cli-caller.js")');
+    expect(imports('cli-caller.js')).toEqual([]);
   });
 });
 
