@@ -39,30 +39,35 @@ function latencies(url) {
 }
 
 /** From an agent printing a line to an SSE reader receiving its event, with 1 and with 100 runs at once. */
-export async function eventLatency({ daemon, fakeConfig, post, row, tempDir, claudeBin }) {
+export async function eventLatency({ daemon, fakeConfig, post, row, tempDir, claudeBin: makeClaudeBin, spawnServer, relayBaseline }) {
   const gates = tempDir();
+  const claudeBin = makeClaudeBin();
   const env = {
     ...process.env,
-    PATH: `${claudeBin()}:${process.env.PATH}`,
+    PATH: `${claudeBin}:${process.env.PATH}`,
     BUSY_EVENTS: '100',
     BUSY_RATE: '50',
     BUSY_STAMP: '1',
     BUSY_GATE: join(gates, 'go'),
   };
   const d = await daemon(fakeConfig({ maxConcurrentRuns: 100, workspaces: [{ id: 'ws', path: '.', agents: ['claude'] }] }), tempDir(), env);
+  // Readers connected, then every agent started and waiting, then they print together: the figure
+  // is the events' way, not a connection's or an agent's start-up.
+  const measure = async (urls) => {
+    const reading = urls.map(latencies);
+    await Promise.all(reading.map((r) => r.answered));
+    for (let i = 0; i < 3000 && readdirSync(gates).length < urls.length; i++) await new Promise((r) => setTimeout(r, 10));
+    writeFileSync(join(gates, 'go'), '');
+    const per = await Promise.all(reading.map((r) => r.read));
+    rmSync(join(gates, 'go'));
+    for (const f of readdirSync(gates)) rmSync(join(gates, f));
+    return per;
+  };
   for (const runs of [1, 100]) {
     const ids = [];
     for (let i = 0; i < runs; i++) ids.push((await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'stamp', agent: 'claude' })).json()).taskId);
-    const reading = ids.map((id) => latencies(`${d.url}/api/headless/${id}/events`));
-    // Every reader connected before any agent prints: the figure is the events' way, not a connection's.
-    await Promise.all(reading.map((r) => r.answered));
-    // Every agent started and waiting: they print together, their start-up out of the way.
-    for (let i = 0; i < 3000 && readdirSync(gates).length < runs; i++) await new Promise((r) => setTimeout(r, 10));
-    writeFileSync(join(gates, 'go'), '');
-    const per = await Promise.all(reading.map((r) => r.read));
+    const per = await measure(ids.map((id) => `${d.url}/api/headless/${id}/events`));
     const all = per.flat();
-    rmSync(join(gates, 'go'));
-    for (const f of readdirSync(gates)) rmSync(join(gates, f));
     row(
       `event latency, agent line → SSE reader, ${runs} run${runs > 1 ? 's' : ''}, p50`,
       `${pct(all, 50)} ms`,
@@ -75,6 +80,17 @@ export async function eventLatency({ daemon, fakeConfig, post, row, tempDir, cla
       // Where the tail is: the burst of every agent's first lines at once, or after it.
       const later = per.flatMap((events) => events.slice(20));
       row(`event latency, ${runs} runs, after each run's first 20 events, p50`, `${pct(later, 50)} ms`, '—', `p99 ${pct(later, 99)} ms`, '—');
+      // The floor on this machine now: the same agents relayed with no work at all.
+      const relay = await spawnServer([relayBaseline], { env: { ...env, RUNS: String(runs), AGENT: join(claudeBin, 'claude') } });
+      const floor = (await measure(Array.from({ length: runs }, (_, n) => `${relay.url}/events/${n}`))).flat();
+      await relay.stop();
+      row(
+        `event latency, ${runs} runs, the same agents through a relay that does nothing else, p50`,
+        `${pct(floor, 50)} ms`,
+        '— (the floor)',
+        `p99 ${pct(floor, 99)} ms; ours ${(pct(all, 99) / Math.max(1, pct(floor, 99))).toFixed(2)}× its p99`,
+        '—',
+      );
     }
   }
   await d.stop();

@@ -584,7 +584,23 @@ for (const [name, fn] of [
   ['queue memory', () => queueMemory({ daemon, fakeConfig, post, row, rssMb, tempDir })],
   ['queue pick-up in a fleet', () => queuePickupFleet({ daemon, fakeConfig, post, row, tempDir, startPostgres })],
   ['queue across kill -9', () => queueKill({ daemon, post, row, tempDir })],
-  ['event latency', () => eventLatency({ daemon, fakeConfig, post, row, tempDir, claudeBin })],
+  [
+    'event latency',
+    () =>
+      eventLatency({
+        daemon,
+        fakeConfig,
+        post,
+        row,
+        tempDir,
+        claudeBin,
+        relayBaseline: join(ROOT, 'bench/relay-baseline.mjs'),
+        spawnServer: async (args, options) => {
+          const { child, url } = await spawnServer(args, options);
+          return { url, stop: tracked(child) };
+        },
+      }),
+  ],
   [
     'trigger burst',
     () =>
