@@ -93,6 +93,16 @@ const env = {
   // an eighth of the tier's CPU. Node 20 ignores it.
   NODE_COMPILE_CACHE: join(dir, 'compile-cache'),
 };
+// Each tier is a process group of its own, so a stop (Ctrl-C, or a `kill` of this process alone)
+// reaches all it started, the daemons its tests run among them: this process passes the signal to
+// each group and ends by it once the tiers have ended.
+const tiers = new Set();
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'])
+  process.once(signal, () => {
+    for (const child of tiers) process.kill(-child.pid, signal);
+    const ended = () => (tiers.size === 0 ? process.kill(process.pid, signal) : setTimeout(ended, 100));
+    ended();
+  });
 const results = await Promise.all(runs.map((run, i) => vitest(run, i)));
 for (const { title, kept } of results.slice(1)) {
   console.log(title);
@@ -126,7 +136,9 @@ function vitest({ node, version, args }, i) {
   const title = `\n— vitest on Node.js ${version}${args.length ? ` (${args.join(' ')})` : ''}`;
   const argv = [bin('vitest'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args, ...process.argv.slice(2)];
   if (i === 0) console.log(title);
-  const child = spawn(node, argv, { stdio: i === 0 ? 'inherit' : ['ignore', 'pipe', 'pipe'], env });
+  const child = spawn(node, argv, { stdio: i === 0 ? 'inherit' : ['ignore', 'pipe', 'pipe'], env, detached: true });
+  tiers.add(child);
+  child.once('exit', () => tiers.delete(child));
   const kept = [];
   child.stdout?.on('data', (chunk) => kept.push(chunk));
   child.stderr?.on('data', (chunk) => kept.push(chunk));
