@@ -64,6 +64,12 @@ async function daemon(config, dir = tempDir(), env = process.env, node = process
   return { url, pid: child.pid, dir, stop: tracked(child) };
 }
 
+/** A server process of the bench's own, stopped with the others at the end if not before. */
+async function trackedServer(args, options) {
+  const { child, url } = await spawnServer(args, options);
+  return { url, stop: tracked(child) };
+}
+
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
 const post = (url, body) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const fakeConfig = (extra = {}) => ({
@@ -595,10 +601,7 @@ for (const [name, fn] of [
         tempDir,
         claudeBin,
         relayBaseline: join(ROOT, 'bench/relay-baseline.mjs'),
-        spawnServer: async (args, options) => {
-          const { child, url } = await spawnServer(args, options);
-          return { url, stop: tracked(child) };
-        },
+        spawnServer: trackedServer,
       }),
   ],
   [
@@ -612,10 +615,7 @@ for (const [name, fn] of [
         rssMb,
         tempDir,
         baselineServer: join(ROOT, 'bench/baseline-server.mjs'),
-        spawnServer: async (args, options) => {
-          const { child, url } = await spawnServer(args, options);
-          return { url, stop: tracked(child) };
-        },
+        spawnServer: trackedServer,
       }),
   ],
 ]) {
