@@ -75,10 +75,12 @@ export class Approvals {
 
   /**
    * Settles with its answer: a caller's, or its fallback once it expires. Undefined when the run
-   * ended first (`abandon`): the agent is gone, nobody needs an answer.
+   * ended first (`abandon`): the agent is gone, nobody needs an answer. The stored answer is read
+   * once the waiter is in place: one given between `open` and here (the question is listed as soon
+   * as it is stored) found no waiter to wake, and would otherwise wait for the question's expiry.
    */
-  wait(approval: StoredApproval): Promise<ApprovalAnswer | undefined> {
-    return new Promise((resolve) => {
+  async wait(approval: StoredApproval): Promise<ApprovalAnswer | undefined> {
+    const answered = new Promise<ApprovalAnswer | undefined>((resolve) => {
       const delay = Math.max(0, Date.parse(approval.expiresAt) - Date.now());
       const timer = setTimeout(() => void this.expire(approval), delay);
       this.waiters.set(approval.id, {
@@ -90,6 +92,8 @@ export class Approvals {
         },
       });
     });
+    await this.wake(approval.id).catch((error: unknown) => this.$.log(`could not read the answer of ${approval.id}; its timer will`, error));
+    return answered;
   }
 
   /** Its time ran out: the fallback, unless a caller's answer was stored first. */
