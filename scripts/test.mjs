@@ -99,7 +99,13 @@ const env = {
 const tiers = new Set();
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'])
   process.once(signal, () => {
-    for (const child of tiers) process.kill(-child.pid, signal);
+    for (const child of tiers) {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        // Its group has ended already; its exit is on the way.
+      }
+    }
     const ended = () => (tiers.size === 0 ? process.kill(process.pid, signal) : setTimeout(ended, 100));
     ended();
   });
