@@ -54,6 +54,7 @@ describe('node:sqlite connection: statements committed in groups', () => {
     expect(calls).toEqual([
       'PRAGMA x=1',
       'PRAGMA busy_timeout=0',
+      'PRAGMA journal_mode []',
       'BEGIN IMMEDIATE',
       'INSERT a [1,null,1]',
       'SELECT b []',

@@ -1,0 +1,67 @@
+/**
+ * @module The SQLite WAL's fsync, done on the thread pool instead of inside COMMIT. With
+ * `synchronous=NORMAL` a WAL commit only writes its frames (to the page cache, microseconds) and
+ * SQLite syncs the WAL before each checkpoint; `synchronous=FULL` differs only in syncing the WAL
+ * after each commit, which is what this does, off the event loop, before anything the commit
+ * wrote is answered. Commits that come while one fsync runs share the next: group commit.
+ */
+import { type FileHandle, open } from 'node:fs/promises';
+import { dirname } from 'node:path';
+
+type Done = (error?: unknown) => void;
+
+export class WalSync {
+  private wal: FileHandle | undefined;
+  /** Whether the folder has been synced once, so the WAL file's own entry in it is durable. */
+  private folderSynced = false;
+  private running = false;
+  /** Waiting for the fsync after the one that runs. */
+  private next: Done[] = [];
+
+  /** `file` is the database; its WAL is `file-wal`, which SQLite keeps while a connection is open. */
+  constructor(private readonly file: string) {}
+
+  /** Calls `done` once everything committed before this call is on disk, or with the fsync's error. */
+  afterCommit(done: Done): void {
+    this.next.push(done);
+    if (!this.running) this.run();
+  }
+
+  /** Resolves once what was committed so far is on disk (at once when no fsync is due). */
+  durable(): Promise<void> {
+    if (!this.running) return Promise.resolve();
+    return new Promise((resolve, reject) => this.afterCommit((error) => (error ? reject(error) : resolve())));
+  }
+
+  /** Waits for the fsync due, then lets the WAL go. */
+  async close(): Promise<void> {
+    await this.durable().catch(() => undefined);
+    await this.wal?.close();
+    this.wal = undefined;
+  }
+
+  private run(): void {
+    const batch = this.next;
+    this.next = [];
+    this.running = true;
+    const finish = (error?: unknown) => {
+      this.running = false;
+      for (const done of batch) done(error);
+      if (this.next.length > 0) this.run();
+    };
+    this.sync().then(() => finish(), finish);
+  }
+
+  private async sync(): Promise<void> {
+    this.wal ??= await open(`${this.file}-wal`, 'r');
+    await this.wal.sync();
+    if (this.folderSynced) return;
+    const folder = await open(dirname(this.file), 'r');
+    try {
+      await folder.sync();
+    } finally {
+      await folder.close();
+    }
+    this.folderSynced = true;
+  }
+}
