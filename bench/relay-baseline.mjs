@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 const runs = Number(process.env.RUNS);
 const readers = new Map();
 const agents = Array.from({ length: runs }, (_, n) => {
-  const child = spawn(process.env.AGENT, ['-p', 'stamp'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const child = spawn(process.env.AGENT, ['-p', 'stamp'], { stdio: ['pipe', 'pipe', 'ignore'], detached: true });
   let text = '';
   child.stdout.setEncoding('utf8').on('data', (chunk) => {
     text += chunk;

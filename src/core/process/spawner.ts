@@ -1,5 +1,6 @@
 import { type ResultPromise, execa } from 'execa';
 import { LineSplitter, TailBuffer } from './collectors';
+import { lowerPriority } from './priority';
 import { processStartTime, signalGroup } from './process-tree';
 
 export interface SpawnOptions {
@@ -71,6 +72,11 @@ export interface ExecaSpawnerOptions {
   drainMs?: number;
   /** Longest stdout line handed to the parser; longer lines are skipped. @default 4 MiB */
   maxLineBytes?: number;
+  /**
+   * How many nice levels below the service agents run (at most 19), so that busy agents cannot
+   * starve the service relaying them (priority.ts); 0 runs them at the service's own. @default 10
+   */
+  nice?: number;
 }
 
 /**
@@ -81,6 +87,7 @@ export interface ExecaSpawnerOptions {
  */
 export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
   const limits = { tailBytes: options.tailBytes ?? 64 * 1024, drainMs: options.drainMs ?? 2000, maxLineBytes: options.maxLineBytes ?? 4 * 1024 * 1024 };
+  const nice = options.nice ?? 10;
   return (spawn) =>
     new Promise<SpawnedProcess>((resolve, reject) => {
       const child = execa(spawn.command, spawn.args, {
@@ -99,6 +106,8 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
         stripFinalNewline: false,
         windowsHide: true,
       });
+      // At once, not at 'spawn': the fewer threads it has started yet, the fewer keep the old priority.
+      if (child.pid !== undefined) lowerPriority(child.pid, nice);
       let spawned = false;
       child.then(
         (result) => {
@@ -118,7 +127,7 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
 }
 
 /** The started child as a SpawnedProcess: its output collected, its exit settled once drained (at most `drainMs` after it). */
-function attach(child: ResultPromise, spawn: SpawnOptions, limits: Required<ExecaSpawnerOptions>): SpawnedProcess {
+function attach(child: ResultPromise, spawn: SpawnOptions, limits: Required<Omit<ExecaSpawnerOptions, 'nice'>>): SpawnedProcess {
   const { stdout: out, stderr: err, stdin } = child;
   const pid = child.pid;
   if (!out || !err || pid === undefined) throw new SpawnFailure(`cannot start ${spawn.command}: no pid or pipes`);
