@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -132,6 +132,47 @@ describe('outside WAL mode', () => {
     await db.query('INSERT INTO t VALUES (?)', ['a']);
     expect(await db.query('PRAGMA synchronous')).toEqual([{ synchronous: 2 }]);
     expect(syncs).toEqual([]);
+    await db.close();
+  });
+});
+
+describe('while an fsync runs', () => {
+  it('the open group is not committed: the next turns join it, and it is committed (and fsynced) once the fsync ends', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-wal-sync-'));
+    dirs.push(dir);
+    const file = join(dir, 'db.sqlite');
+    writeFileSync(`${file}-wal`, '');
+    const calls: string[] = [];
+    const sqlite: NodeSqlite = {
+      DatabaseSync: class {
+        exec(text: string) {
+          if (!text.startsWith('PRAGMA')) calls.push(text);
+        }
+        prepare(text: string) {
+          return { all: () => (text === 'PRAGMA journal_mode' ? [{ journal_mode: 'wal' }] : (calls.push(text), [])) };
+        }
+        close() {}
+      },
+    };
+    const db = openNodeSqlite(sqlite, file, [], 5000);
+    await releaseUntil(db.query('INSERT a'));
+    calls.length = 0;
+    const first = db.query('INSERT b');
+    await turns();
+    expect(syncs).toHaveLength(1);
+    const later: Promise<unknown>[] = [];
+    for (const k of ['c', 'd', 'e']) {
+      later.push(db.query(`INSERT ${k}`));
+      await turns(1);
+    }
+    expect(calls).toEqual(['BEGIN IMMEDIATE', 'INSERT b', 'COMMIT', 'BEGIN IMMEDIATE', 'INSERT c', 'INSERT d', 'INSERT e']);
+    syncs.splice(0)[0]?.release();
+    await first;
+    await turns();
+    expect(calls.slice(-1)).toEqual(['COMMIT']);
+    expect(syncs).toHaveLength(1);
+    syncs.splice(0)[0]?.release();
+    await Promise.all(later);
     await db.close();
   });
 });

@@ -8,7 +8,8 @@
  * included, so nothing is answered from a write that a failed commit takes back. In WAL mode the
  * commit's fsync is taken out of COMMIT (`synchronous=NORMAL`) and done on the thread pool
  * (wal-sync.ts) before the group settles: as durable as `FULL`, without holding the event loop
- * for it (some 15 ms a commit on a busy virtual disk). A lock held by
+ * for it (some 15 ms a commit on a busy virtual disk); while it runs, the open group takes the
+ * next turns' statements too. A lock held by
  * another process is waited for with timers, not with SQLite's busy wait, which would hold the
  * event loop.
  */
@@ -138,7 +139,18 @@ class GroupedSqlite implements GroupedConnection {
     this.db.exec('BEGIN IMMEDIATE');
     const opened: Waiting[] = [];
     this.group = opened;
-    setImmediate(() => this.group === opened && this.commit());
+    setImmediate(() => this.endWhenSynced(opened));
+  }
+
+  /**
+   * Commits the group `opened` once no fsync runs: while one does, the group stays open and takes
+   * the next turns' statements too, so a slow disk makes fewer, larger commits (fewer WAL frames,
+   * fewer checkpoints) rather than a queue of small ones.
+   */
+  private endWhenSynced(opened: Waiting[]): void {
+    if (this.group !== opened) return;
+    if (this.wal?.syncing) this.wal.whenIdle(() => this.endWhenSynced(opened));
+    else this.commit();
   }
 
   /** Tries the waiting writes again: in one group once the lock is free, failed once `busyMs` is over. */

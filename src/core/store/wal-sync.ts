@@ -3,7 +3,8 @@
  * `synchronous=NORMAL` a WAL commit only writes its frames (to the page cache, microseconds) and
  * SQLite syncs the WAL before each checkpoint; `synchronous=FULL` differs only in syncing the WAL
  * after each commit, which is what this does, off the event loop, before anything the commit
- * wrote is answered. Commits that come while one fsync runs share the next: group commit.
+ * wrote is answered. Commits that come while one fsync runs share the next one, though the
+ * connection holds its next commit back until then (node-sqlite.ts): group commit.
  */
 import { type FileHandle, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -17,6 +18,8 @@ export class WalSync {
   private running = false;
   /** Waiting for the fsync after the one that runs. */
   private next: Done[] = [];
+  /** Called once no fsync runs. */
+  private idle: Array<() => void> = [];
 
   /** `file` is the database; its WAL is `file-wal`, which SQLite keeps while a connection is open. */
   constructor(private readonly file: string) {}
@@ -25,6 +28,17 @@ export class WalSync {
   afterCommit(done: Done): void {
     this.next.push(done);
     if (!this.running) this.run();
+  }
+
+  /** Whether an fsync runs now. */
+  get syncing(): boolean {
+    return this.running;
+  }
+
+  /** Calls `then` once no fsync runs (the connection's next commit waits for it). */
+  whenIdle(then: () => void): void {
+    if (this.running) this.idle.push(then);
+    else then();
   }
 
   /** Resolves once what was committed so far is on disk (at once when no fsync is due). */
@@ -47,7 +61,8 @@ export class WalSync {
     const finish = (error?: unknown) => {
       this.running = false;
       for (const done of batch) done(error);
-      if (this.next.length > 0) this.run();
+      if (this.next.length > 0) return this.run();
+      for (const then of this.idle.splice(0)) then();
     };
     this.sync().then(() => finish(), finish);
   }
