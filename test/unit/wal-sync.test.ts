@@ -149,7 +149,13 @@ describe('while an fsync runs', () => {
           if (!text.startsWith('PRAGMA')) calls.push(text);
         }
         prepare(text: string) {
-          return { all: () => (text === 'PRAGMA journal_mode' ? [{ journal_mode: 'wal' }] : (calls.push(text), [])) };
+          return {
+            all: () => {
+              if (text === 'PRAGMA journal_mode') return [{ journal_mode: 'wal' }];
+              calls.push(text);
+              return [];
+            },
+          };
         }
         close() {}
       },
