@@ -111,6 +111,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
           takeOver: recovery.takeOver,
           answer: (request) => (request.op === 'approval' ? $.approvals.wake(request.id).then(() => ({ ok: true as const })) : runs.answer(request)),
           lost: () => runs.abandon(),
+          reconnected: () => void $.approvals.wakeAll(),
         }),
       close: recovery.close,
     },

@@ -31,7 +31,7 @@ async function instance(url: string) {
   const store = keyvStore(await createPostgresKeyv(url));
   stores.push(store);
   const fleet = createFleet(store, { log: () => undefined });
-  await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined });
+  await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined, reconnected: () => undefined });
   return { store, fleet };
 }
 
@@ -40,7 +40,7 @@ describe.each(['alone', 'postgres'] as const)('Fleet conformance: %s', (kind) =>
   async function make() {
     if (kind === 'postgres') return (await instance(await postgres.database())).fleet;
     const fleet = createFleet(keyvStore(createMemoryKeyv()), { log: () => undefined });
-    await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined });
+    await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined, reconnected: () => undefined });
     return fleet;
   }
 
@@ -56,6 +56,7 @@ describe.each(['alone', 'postgres'] as const)('Fleet conformance: %s', (kind) =>
       },
       answer: async () => ({ ok: true }),
       lost: () => undefined,
+      reconnected: () => undefined,
     });
     expect(seen).toEqual([
       [fleet.instanceId, false],
@@ -226,6 +227,41 @@ describe('a fleet on PostgreSQL', () => {
     // Once A listens again (however long a busy machine takes to renew), the cancel is heard.
     await waitFor(async () => (await b.request('POST', `/api/headless/${taskId}/cancel`)).status === 202, { intervalMs: 500, what: 'A to hear the cancel' });
     expect(await b.waitEnded(taskId)).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('a question answered while its instance does not listen reaches its run once it listens again, not at its timeout', async () => {
+    const url = await postgres.database();
+    const ws = mkdtempSync(join(tmpdir(), 'hrw-fleet-ask-'));
+    const env = { PATH: `${join(__dirname, '../fixtures/bin')}:${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' };
+    // A day's timeout: only the answer given on B can end the run within the test.
+    const asking = { id: 'ws', path: ws, agents: ['gemini-acp'], permissions: 'ask' as const, approvals: { timeoutMs: 86_400_000 }, env };
+    try {
+      const a = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking], instanceLeaseMs: 10_000 });
+      const b = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking], instanceLeaseMs: 10_000 });
+      const { taskId } = (await (
+        await a.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'gemini-acp', prompt: 'WRITE_FILE fleet.txt' } })
+      ).json()) as {
+        taskId: string;
+      };
+      let id = '';
+      await waitFor(async () => {
+        const list = (await (await b.request('GET', '/api/approvals')).json()) as { approvals: Array<{ id: string; taskId: string }> };
+        id = list.approvals.find((q) => q.taskId === taskId)?.id ?? '';
+        return id !== '';
+      });
+      // A's listening connection is cut: B's telling is lost; A listens again at its next renewal.
+      const db = new pg.Client({ connectionString: url });
+      await db.connect();
+      const cut = await db.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'headless-run-webhook ' || (SELECT min(id) FROM headless_instances)",
+      );
+      expect(cut.rowCount).toBe(1);
+      await db.end();
+      expect((await b.request('POST', `/api/approvals/${id}`, { json: { decision: 'allow' } })).status).toBe(200);
+      expect(await a.waitEnded(taskId)).toMatchObject({ status: 'succeeded', approvals: { allowed: 1 } });
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+    }
   });
 
   it('the most recent agent of a workspace is the same on every instance', async () => {

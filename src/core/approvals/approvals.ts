@@ -146,6 +146,13 @@ export class Approvals {
     if (stored?.answer) waiter.settle(stored.answer);
   }
 
+  /** Every question this instance waits on, read again: an answer whose telling was lost (the fleet's listener was cut) goes to its run now. */
+  async wakeAll(): Promise<void> {
+    for (const id of [...this.waiters.keys()]) {
+      await this.wake(id).catch((error: unknown) => this.$.log(`could not read the answer of ${id}; its timer will`, error));
+    }
+  }
+
   /** Its run ended while it waited (`interrupted`: with the service): nobody waits any more. */
   async abandon(approval: StoredApproval, status: 'abandoned' | 'interrupted'): Promise<void> {
     this.waiters.get(approval.id)?.settle(undefined);

@@ -39,6 +39,8 @@ export interface FleetHandlers {
   answer(request: FleetRequest): Promise<FleetAnswer>;
   /** This instance's lease ran out (it was paused, or cut off from the database): the others have taken its runs. */
   lost(): void;
+  /** Its way of hearing requests was cut and is back: those sent meanwhile were lost, so what it waits for is read again. */
+  reconnected(): void;
 }
 
 /** Cancel a run; a question of a run was answered (docs/approvals.md). */

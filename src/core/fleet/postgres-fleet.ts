@@ -123,7 +123,10 @@ export class PostgresFleet implements Fleet {
         this.handlers?.lost();
         await this.register(asked);
       } else this.heldUntil = asked + this.leaseMs;
-      if (!this.listener) await this.listen();
+      if (!this.listener) {
+        await this.listen();
+        this.handlers?.reconnected();
+      }
       await this.sweep();
     } catch (error) {
       this.o.log('the fleet could not renew its lease or sweep; retrying', error);
