@@ -176,15 +176,17 @@ describe('a fleet on PostgreSQL', () => {
     expect(await a.waitEnded(taskId, 60_000)).toMatchObject({ status: 'interrupted' });
   });
 
-  it('a question answered on another instance reaches its run at once (docs/approvals.md); answered twice across instances, one answer counts', async () => {
-    const url = await postgres.database();
+  /**
+   * Instances A and B on one database, and a run on A whose agent asks a question that waits a
+   * day (only an answer can end it within a test), listed on B. `body` gets the question's id.
+   */
+  async function questionOnA(url: string, body: (hosts: { a: TestHost; b: TestHost; taskId: string; id: string }) => Promise<void>) {
     const ws = mkdtempSync(join(tmpdir(), 'hrw-fleet-ask-'));
     const env = { PATH: `${join(__dirname, '../fixtures/bin')}:${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' };
-    // A question that waits a day for its answer: only the answer on B can end it in time.
     const asking = { id: 'ws', path: ws, agents: ['gemini-acp'], permissions: 'ask' as const, approvals: { timeoutMs: 86_400_000 }, env };
     try {
-      const a = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking] });
-      const b = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking] });
+      const a = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking], instanceLeaseMs: 10_000 });
+      const b = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking], instanceLeaseMs: 10_000 });
       const res = await a.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'gemini-acp', prompt: 'WRITE_FILE fleet.txt' } });
       const { taskId } = (await res.json()) as { taskId: string };
       let id = '';
@@ -193,6 +195,25 @@ describe('a fleet on PostgreSQL', () => {
         id = list.approvals.find((q) => q.taskId === taskId)?.id ?? '';
         return id !== '';
       });
+      await body({ a, b, taskId, id });
+    } finally {
+      rmSync(ws, { recursive: true, force: true });
+    }
+  }
+
+  /** Cuts the listening connection of the instance that joined first: it reconnects at its next renewal (a third of its lease). */
+  async function cutFirstListener(url: string) {
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const cut = await db.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'headless-run-webhook ' || (SELECT min(id) FROM headless_instances)",
+    );
+    expect(cut.rowCount).toBe(1);
+    await db.end();
+  }
+
+  it('a question answered on another instance reaches its run at once (docs/approvals.md); answered twice across instances, one answer counts', async () => {
+    await questionOnA(await postgres.database(), async ({ a, b, taskId, id }) => {
       const [first, second] = await Promise.all([
         b.request('POST', `/api/approvals/${id}`, { json: { decision: 'allow' } }),
         a.request('POST', `/api/approvals/${id}`, { json: { decision: 'deny' } }),
@@ -201,9 +222,7 @@ describe('a fleet on PostgreSQL', () => {
       const counted = first.status === 200 ? 'allowed' : 'denied';
       expect(await a.waitEnded(taskId)).toMatchObject({ status: 'succeeded', approvals: { [counted]: 1 } });
       expect(await (await b.request('GET', `/api/approvals/${id}`)).json()).toMatchObject({ status: counted, answer: { by: 'caller' } });
-    } finally {
-      rmSync(ws, { recursive: true, force: true });
-    }
+    });
   });
 
   it('a cancel its owner does not hear is 503 run_owner_unreachable; once it listens again, the cancel works', async () => {
@@ -211,14 +230,7 @@ describe('a fleet on PostgreSQL', () => {
     const a = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 10_000 });
     const b = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 10_000 });
     const { taskId } = await a.start('sleep 30000');
-    // A's listening connection is cut: it reconnects at its next renewal (a third of its lease).
-    const db = new pg.Client({ connectionString: url });
-    await db.connect();
-    const cut = await db.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'headless-run-webhook ' || (SELECT min(id) FROM headless_instances)",
-    );
-    expect(cut.rowCount).toBe(1);
-    await db.end();
+    await cutFirstListener(url);
     const unheard = await b.request('POST', `/api/headless/${taskId}/cancel`);
     expect(unheard.status).toBe(503);
     expect(unheard.headers.get('retry-after')).toBe('5');
@@ -231,37 +243,12 @@ describe('a fleet on PostgreSQL', () => {
 
   it('a question answered while its instance does not listen reaches its run once it listens again, not at its timeout', async () => {
     const url = await postgres.database();
-    const ws = mkdtempSync(join(tmpdir(), 'hrw-fleet-ask-'));
-    const env = { PATH: `${join(__dirname, '../fixtures/bin')}:${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' };
-    // A day's timeout: only the answer given on B can end the run within the test.
-    const asking = { id: 'ws', path: ws, agents: ['gemini-acp'], permissions: 'ask' as const, approvals: { timeoutMs: 86_400_000 }, env };
-    try {
-      const a = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking], instanceLeaseMs: 10_000 });
-      const b = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking], instanceLeaseMs: 10_000 });
-      const { taskId } = (await (
-        await a.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'gemini-acp', prompt: 'WRITE_FILE fleet.txt' } })
-      ).json()) as {
-        taskId: string;
-      };
-      let id = '';
-      await waitFor(async () => {
-        const list = (await (await b.request('GET', '/api/approvals')).json()) as { approvals: Array<{ id: string; taskId: string }> };
-        id = list.approvals.find((q) => q.taskId === taskId)?.id ?? '';
-        return id !== '';
-      });
-      // A's listening connection is cut: B's telling is lost; A listens again at its next renewal.
-      const db = new pg.Client({ connectionString: url });
-      await db.connect();
-      const cut = await db.query(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'headless-run-webhook ' || (SELECT min(id) FROM headless_instances)",
-      );
-      expect(cut.rowCount).toBe(1);
-      await db.end();
+    await questionOnA(url, async ({ a, b, taskId, id }) => {
+      // B's telling is lost: A reads what it waits on again once it listens.
+      await cutFirstListener(url);
       expect((await b.request('POST', `/api/approvals/${id}`, { json: { decision: 'allow' } })).status).toBe(200);
       expect(await a.waitEnded(taskId)).toMatchObject({ status: 'succeeded', approvals: { allowed: 1 } });
-    } finally {
-      rmSync(ws, { recursive: true, force: true });
-    }
+    });
   });
 
   it('the most recent agent of a workspace is the same on every instance', async () => {
