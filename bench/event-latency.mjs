@@ -1,10 +1,16 @@
 // The event-latency figure for `npm run bench`: from an agent printing a line (a Claude-style
 // message saying when it was printed) to an SSE reader receiving its event. Run by bench/run.mjs.
-import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { join } from 'node:path';
 
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+
+/** A process's CPU so far (user + system), in ms, from /proc (clock ticks of 10 ms). */
+const cpuMs = (pid) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
 
 /**
  * Reads a run's SSE stream; for each message that says when it was printed, how long it took to
@@ -53,20 +59,26 @@ export async function eventLatency({ daemon, fakeConfig, post, row, tempDir, cla
   const d = await daemon(fakeConfig({ maxConcurrentRuns: 100, workspaces: [{ id: 'ws', path: '.', agents: ['claude'] }] }), tempDir(), env);
   // Readers connected, then every agent started and waiting, then they print together: the figure
   // is the events' way, not a connection's or an agent's start-up.
-  const measure = async (urls) => {
+  // `pid`'s CPU is taken from the agents' go to the last reader's end.
+  const measure = async (urls, pid) => {
     const reading = urls.map(latencies);
     await Promise.all(reading.map((r) => r.answered));
     for (let i = 0; i < 3000 && readdirSync(gates).length < urls.length; i++) await new Promise((r) => setTimeout(r, 10));
+    const before = cpuMs(pid);
     writeFileSync(join(gates, 'go'), '');
     const per = await Promise.all(reading.map((r) => r.read));
+    const cpu = cpuMs(pid) - before;
     rmSync(join(gates, 'go'));
     for (const f of readdirSync(gates)) rmSync(join(gates, f));
-    return per;
+    return { per, cpu };
   };
   for (const runs of [1, 100]) {
     const ids = [];
     for (let i = 0; i < runs; i++) ids.push((await (await post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'stamp', agent: 'claude' })).json()).taskId);
-    const per = await measure(ids.map((id) => `${d.url}/api/headless/${id}/events`));
+    const { per, cpu } = await measure(
+      ids.map((id) => `${d.url}/api/headless/${id}/events`),
+      d.pid,
+    );
     const all = per.flat();
     row(
       `event latency, agent line → SSE reader, ${runs} run${runs > 1 ? 's' : ''}, p50`,
@@ -82,13 +94,26 @@ export async function eventLatency({ daemon, fakeConfig, post, row, tempDir, cla
       row(`event latency, ${runs} runs, after each run's first 20 events, p50`, `${pct(later, 50)} ms`, '—', `p99 ${pct(later, 99)} ms`, '—');
       // The floor on this machine now: the same agents relayed with no work at all.
       const relay = await spawnServer([relayBaseline], { env: { ...env, RUNS: String(runs), AGENT: join(claudeBin, 'claude') } });
-      const floor = (await measure(Array.from({ length: runs }, (_, n) => `${relay.url}/events/${n}`))).flat();
+      const relayed = await measure(
+        Array.from({ length: runs }, (_, n) => `${relay.url}/events/${n}`),
+        relay.pid,
+      );
+      const floor = relayed.per.flat();
       await relay.stop();
       row(
         `event latency, ${runs} runs, the same agents through a relay that does nothing else, p50`,
         `${pct(floor, 50)} ms`,
         '— (the floor)',
         `p99 ${pct(floor, 99)} ms; ours ${(pct(all, 99) / Math.max(1, pct(floor, 99))).toFixed(2)}× its p99`,
+        '—',
+      );
+      // What each event costs the process relaying it (the daemon's bookkeeping of the runs' ends included).
+      const perEvent = (ms, events) => `${((ms * 1000) / events.length).toFixed(0)} µs`;
+      row(
+        `CPU per event in the ${runs}-run burst, the daemon`,
+        perEvent(cpu, all),
+        `${perEvent(relayed.cpu, floor)} (the relay)`,
+        `${(cpu / all.length / Math.max(1e-9, relayed.cpu / floor.length)).toFixed(1)}×`,
         '—',
       );
     }

@@ -67,7 +67,7 @@ async function daemon(config, dir = tempDir(), env = process.env, node = process
 /** A server process of the bench's own, stopped with the others at the end if not before. */
 async function trackedServer(args, options) {
   const { child, url } = await spawnServer(args, options);
-  return { url, stop: tracked(child) };
+  return { url, pid: child.pid, stop: tracked(child) };
 }
 
 const rssMb = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
