@@ -5,6 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
 import { type AgentAdapter, createMemoryKeyv, createSqliteKeyv } from '../../src/core/index';
 import { RunEvents } from '../../src/core/events/run-events';
+import { type StoredHead, headKey } from '../../src/core/events/timeline-store';
 import { keyvStore } from '../../src/core/store/keyv-store';
 import type { RunRecord } from '../../src/contract/records';
 import { api, cleanupDaemons, startDaemon, startFakeDaemon, waitRun } from '../helpers/daemon';
@@ -319,8 +320,11 @@ describe('run events through the daemon', () => {
     const { taskId } = (await (await api(d, 'POST', '/api/workspaces/ws/headless', { prompt: 'session s2; sleep 30000', agent: 'fake' })).json()) as {
       taskId: string;
     };
-    // The timeline is written within a second of each event.
-    await sleep(1500);
+    // The timeline is written within a second of each event: the kill comes once the agent's
+    // session event is stored, read from the daemon's own file, however slow the machine.
+    const stored = keyvStore(await createSqliteKeyv(join(d.dir, '.headless')));
+    await waitFor(async () => ((await stored.get<StoredHead>(headKey(taskId)))?.last ?? 0) >= 2, { what: 'the agent.session event to be stored' });
+    await stored.close();
     expect(await d.stop('SIGKILL')).toBeNull();
     const again = await startDaemon(d.dir);
     const body = (await (await api(again, 'GET', `/api/headless/${taskId}/events?format=json`)).json()) as {
