@@ -1,6 +1,6 @@
 import { type ResultPromise, execa } from 'execa';
 import { LineSplitter, TailBuffer } from './collectors';
-import { lowerPriority } from './priority';
+import { AgentPriority } from './priority';
 import { processStartTime, signalGroup } from './process-tree';
 
 export interface SpawnOptions {
@@ -73,10 +73,11 @@ export interface ExecaSpawnerOptions {
   /** Longest stdout line handed to the parser; longer lines are skipped. @default 4 MiB */
   maxLineBytes?: number;
   /**
-   * How many nice levels below the service agents run (at most 19), so that busy agents cannot
-   * starve the service relaying them (priority.ts); 0 runs them at the service's own. @default 10
+   * Agents run lower the more of them run, so that together they weigh about what the service
+   * does and cannot starve it of the CPU it relays them with (priority.ts); false runs each at
+   * the service's own priority. @default true
    */
-  nice?: number;
+  lowerPriority?: boolean;
 }
 
 /**
@@ -87,7 +88,7 @@ export interface ExecaSpawnerOptions {
  */
 export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
   const limits = { tailBytes: options.tailBytes ?? 64 * 1024, drainMs: options.drainMs ?? 2000, maxLineBytes: options.maxLineBytes ?? 4 * 1024 * 1024 };
-  const nice = options.nice ?? 10;
+  const priority = options.lowerPriority === false ? undefined : new AgentPriority();
   return (spawn) =>
     new Promise<SpawnedProcess>((resolve, reject) => {
       const child = execa(spawn.command, spawn.args, {
@@ -107,7 +108,11 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
         windowsHide: true,
       });
       // At once, not at 'spawn': the fewer threads it has started yet, the fewer keep the old priority.
-      if (child.pid !== undefined) lowerPriority(child.pid, nice);
+      const pid = child.pid;
+      if (priority && pid !== undefined) {
+        priority.started(pid);
+        child.once('exit', () => priority.ended(pid));
+      }
       let spawned = false;
       child.then(
         (result) => {
@@ -127,7 +132,7 @@ export function createExecaSpawner(options: ExecaSpawnerOptions = {}): Spawner {
 }
 
 /** The started child as a SpawnedProcess: its output collected, its exit settled once drained (at most `drainMs` after it). */
-function attach(child: ResultPromise, spawn: SpawnOptions, limits: Required<Omit<ExecaSpawnerOptions, 'nice'>>): SpawnedProcess {
+function attach(child: ResultPromise, spawn: SpawnOptions, limits: Required<Omit<ExecaSpawnerOptions, 'lowerPriority'>>): SpawnedProcess {
   const { stdout: out, stderr: err, stdin } = child;
   const pid = child.pid;
   if (!out || !err || pid === undefined) throw new SpawnFailure(`cannot start ${spawn.command}: no pid or pipes`);
