@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { StorageError } from '../../src/contract/problems';
+import { waitFor } from '../helpers/wait';
 import { type NodeSqlite, loadNodeSqlite, openNodeSqlite } from '../../src/core/store/node-sqlite';
 
 /** Every fsync the connection asks for, held until the test lets it go (or fails it). */
@@ -38,6 +39,9 @@ afterAll(() => {
 afterEach(() => {
   syncs.length = 0;
 });
+
+/** Waits, however slow the machine, until `n` fsyncs are held. */
+const held = (n: number) => waitFor(() => syncs.length >= n, { what: `${n} fsync(s) to be asked for` });
 
 /** Lets event-loop turns pass (the thread pool's work included) so anything not held would settle. */
 const turns = async (n = 20) => {
@@ -74,16 +78,17 @@ describe.each(drivers)('the WAL fsynced off the event loop, on %s', (_, sqlite) 
   it('a statement answers only after the WAL (and, the first time, its folder) is fsynced after its commit', async () => {
     const { dir, file, db } = await openWal(sqlite);
     const pragma = db.query('PRAGMA synchronous');
-    await turns();
+    await held(1);
     expect(syncs.map((s) => s.path)).toEqual([`${file}-wal`]);
     syncs.splice(0)[0]?.release();
-    await turns();
+    await held(1);
     expect(syncs.map((s) => s.path)).toEqual([dir]);
     syncs.splice(0)[0]?.release();
     expect(await pragma).toEqual([{ synchronous: 1 }]);
     await releaseUntil(db.query('CREATE TABLE t (k TEXT PRIMARY KEY)'));
     let answered = false;
     const write = db.query('INSERT INTO t VALUES (?)', ['a']).then(() => (answered = true));
+    await held(1);
     await turns();
     expect(answered).toBe(false);
     expect(syncs.map((s) => s.path)).toEqual([`${file}-wal`]);
@@ -97,7 +102,7 @@ describe.each(drivers)('the WAL fsynced off the event loop, on %s', (_, sqlite) 
     const { file, db } = await openWal(sqlite);
     await releaseUntil(db.query('CREATE TABLE t (k TEXT PRIMARY KEY)'));
     const first = db.query('INSERT INTO t VALUES (?)', ['a']);
-    await turns();
+    await held(1);
     expect(syncs).toHaveLength(1);
     // Three more groups (three turns) commit while the first fsync is held: one fsync follows for all.
     const later: Promise<unknown>[] = [];
@@ -108,7 +113,7 @@ describe.each(drivers)('the WAL fsynced off the event loop, on %s', (_, sqlite) 
     expect(syncs).toHaveLength(1);
     syncs.splice(0)[0]?.release();
     await first;
-    await turns();
+    await held(1);
     expect(syncs.map((s) => s.path)).toEqual([`${file}-wal`]);
     syncs.splice(0)[0]?.release(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
     for (const result of await Promise.allSettled(later)) {
@@ -164,7 +169,7 @@ describe('while an fsync runs', () => {
     await releaseUntil(db.query('INSERT a'));
     calls.length = 0;
     const first = db.query('INSERT b');
-    await turns();
+    await held(1);
     expect(syncs).toHaveLength(1);
     const later: Promise<unknown>[] = [];
     for (const k of ['c', 'd', 'e']) {
@@ -174,7 +179,7 @@ describe('while an fsync runs', () => {
     expect(calls).toEqual(['BEGIN IMMEDIATE', 'INSERT b', 'COMMIT', 'BEGIN IMMEDIATE', 'INSERT c', 'INSERT d', 'INSERT e']);
     syncs.splice(0)[0]?.release();
     await first;
-    await turns();
+    await held(1);
     expect(calls.slice(-1)).toEqual(['COMMIT']);
     expect(syncs).toHaveLength(1);
     syncs.splice(0)[0]?.release();
