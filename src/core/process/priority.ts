@@ -30,7 +30,7 @@ export class AgentPriority {
   started(pid: number): void {
     this.live.add(pid);
     const changed = this.relevel();
-    if (!changed) setSession(pid, this.level);
+    if (!changed) setSession(pid, this.level, ownSession());
     try {
       setPriority(pid, Math.min(LOWEST, getPriority() + this.level));
     } catch {
@@ -48,17 +48,27 @@ export class AgentPriority {
     const level = levelsBelow(this.live.size);
     if (level === this.level) return false;
     this.level = level;
-    for (const pid of this.live) setSession(pid, level);
+    const own = ownSession();
+    for (const pid of this.live) setSession(pid, level, own);
     return true;
   }
 }
 
-/** The agent's session `level` nice levels below the service's own, where the kernel has autogroup. */
-function setSession(pid: number, level: number): void {
+/** The service's own session's nice value; undefined where the kernel has no autogroup. */
+function ownSession(): number | undefined {
   try {
-    const own = Number(/nice (-?\d+)/.exec(readFileSync('/proc/self/autogroup', 'utf8'))?.[1] ?? 0);
+    return Number(/nice (-?\d+)/.exec(readFileSync('/proc/self/autogroup', 'utf8'))?.[1] ?? 0);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The agent's session `level` nice levels below the service's (`own`), where the kernel has autogroup. */
+function setSession(pid: number, level: number, own: number | undefined): void {
+  if (own === undefined) return;
+  try {
     writeFileSync(`/proc/${pid}/autogroup`, String(Math.min(LOWEST, own + level)));
   } catch {
-    // No autogroup here (another OS, a kernel without it), or the agent is gone.
+    // The agent is gone.
   }
 }
