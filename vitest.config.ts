@@ -13,6 +13,8 @@ export default defineConfig({
     // Generous: a busy machine (CI runs on the developer's own) must not fail a test by its clock.
     testTimeout: 600_000,
     hookTimeout: 600_000,
+    // expect.poll's own default is 1 s: a page that takes longer to fetch on a busy machine is not wrong.
+    expect: { poll: { timeout: 120_000 } },
     env: { PATH },
     // Real processes and sockets: two cores, so keep files from starving each other.
     maxWorkers: 2,

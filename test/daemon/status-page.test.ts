@@ -80,12 +80,12 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     // A run that runs a while: listed as running, then succeeded, without a reload.
     const run = await start('session page-1; echo working; sleep 5000; echo done');
     const row = page.locator(`tr[data-task="${run.taskId}"]`);
-    await expect.poll(() => row.locator('td.status').textContent(), { timeout: 10_000 }).toBe('running');
+    await expect.poll(() => row.locator('td.status').textContent()).toBe('running');
     await row.click();
     await expect
-      .poll(() => page.locator('#timeline li').allTextContents(), { timeout: 10_000 })
+      .poll(() => page.locator('#timeline li').allTextContents())
       .toEqual(expect.arrayContaining([expect.stringContaining('run.started'), expect.stringContaining('agent.session')]));
-    await expect.poll(() => row.locator('td.status').textContent(), { timeout: 15_000 }).toBe('succeeded');
+    await expect.poll(() => row.locator('td.status').textContent()).toBe('succeeded');
     await expect.poll(() => page.locator('#timeline li').last().textContent()).toContain('run.ended: succeeded');
     await expect.poll(() => page.locator('#output').textContent()).toBe('session=page-1\nworking\ndone\n');
 
@@ -98,7 +98,7 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
       title: 'Nightly checks: 2 tests fail',
       body: 'test/api.test.ts: 2 failures in "list pages"; a fix is on branch fix/list-pages.',
     });
-    await expect.poll(() => page.locator('#inbox li').count(), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => page.locator('#inbox li').count()).toBe(1);
 
     // Cancel from the list, confirmed in the dialog it asks.
     const dialogs: string[] = [];
@@ -108,16 +108,16 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     });
     const long = await start('sleep 30000');
     const longRow = page.locator(`tr[data-task="${long.taskId}"]`);
-    await longRow.locator('button[data-action="cancel"]').click({ timeout: 10_000 });
+    await longRow.locator('button[data-action="cancel"]').click();
     expect((await waitRun(daemon, long.taskId)).status).toBe('cancelled');
     expect(dialogs).toEqual([expect.stringMatching(/^Cancel fake \w{8}\? Its agent is stopped\.$/)]);
-    await expect.poll(() => longRow.locator('td.status').textContent(), { timeout: 10_000 }).toBe('cancelled');
+    await expect.poll(() => longRow.locator('td.status').textContent()).toBe('cancelled');
 
     // The Inbox, with a title that would be markup if it were ever parsed as HTML.
     const hostile = '<img src=x onerror="document.title=\'owned\'">';
     const pushed = (await (await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: hostile, body: 'report body' })).json()) as { id: string };
     const item = page.locator('#inbox li', { hasText: 'report body' });
-    await expect.poll(() => item.count(), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => item.count()).toBe(1);
     expect(await item.locator('span').first().textContent()).toBe(hostile);
     expect(await page.locator('#inbox img').count()).toBe(0);
     expect(await page.title()).toBe('headless-run-webhook');
@@ -152,11 +152,11 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
 
     // Newest first, titled, 20 a page; the running one's time goes on.
     const names = () => page.locator('#runs td.name').allTextContents();
-    await expect.poll(async () => (await names()).slice(0, 2), { timeout: 15_000 }).toEqual(['Long task', 'Demo summary']);
+    await expect.poll(async () => (await names()).slice(0, 2)).toEqual(['Long task', 'Demo summary']);
     expect(await page.locator('#runs tr').count()).toBe(20);
     const time = page.locator('#runs tr').first().locator('td.time');
     const before = await time.textContent();
-    await expect.poll(() => time.textContent(), { timeout: 10_000 }).not.toBe(before);
+    await expect.poll(() => time.textContent()).not.toBe(before);
     await page.locator('#older').click();
     await expect.poll(names).toEqual(['Nightly check 3', 'Nightly check 2', 'Nightly check 1']);
     expect(await page.locator('#page').textContent()).toBe('page 2');
@@ -184,16 +184,14 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     const linked = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     linked.on('pageerror', (e) => errors.push(e.message));
     await linked.goto(`${daemon.url}/#${demo.taskId}`);
-    await expect
-      .poll(() => linked.locator('#timeline li.msg').allTextContents(), { timeout: 10_000 })
-      .toContain('Demo agent: no model is called; looking at the workspace.');
+    await expect.poll(() => linked.locator('#timeline li.msg').allTextContents()).toContain('Demo agent: no model is called; looking at the workspace.');
     await expect.poll(() => linked.locator('#timeline li.tool').allTextContents()).toEqual(['⚙ list_files succeeded', '⚙ headless-inbox succeeded']);
     expect(await linked.locator('#timeline').textContent()).not.toContain('{');
     await linked.close();
 
     // The Inbox beside the runs, the run panel in view while the page scrolls.
     await page.locator(`#runs a[href="#${demo.taskId}"]`).click();
-    await expect.poll(() => page.locator('#inbox li').count(), { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => page.locator('#inbox li').count()).toBe(1);
     const runsBox = (await page.locator('#runs-section').boundingBox())!;
     const inboxBox = (await page.locator('#inbox-section').boundingBox())!;
     expect(inboxBox.x).toBeGreaterThan(runsBox.x + runsBox.width);
@@ -230,21 +228,21 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
         .taskId;
     const allowed = await ask('page-allowed.txt');
     const question = page.locator('#questions li');
-    await expect.poll(() => question.count(), { timeout: 60_000 }).toBe(1);
+    await expect.poll(() => question.count()).toBe(1);
     expect(await question.locator('.what').textContent()).toBe('edit: Writing to page-allowed.txt');
     expect(await question.locator('a').getAttribute('href')).toBe(`#${allowed}`);
     await question.getByRole('button', { name: 'Allow' }).click();
     expect(await waitRun(daemon, allowed)).toMatchObject({ status: 'succeeded', approvals: { allowed: 1 } });
-    await expect.poll(() => page.locator('#questions-section').isVisible(), { timeout: 10_000 }).toBe(false);
+    await expect.poll(() => page.locator('#questions-section').isVisible()).toBe(false);
 
     const denied = await ask('page-denied.txt');
-    await expect.poll(() => question.count(), { timeout: 60_000 }).toBe(1);
+    await expect.poll(() => question.count()).toBe(1);
     await question.getByRole('button', { name: 'Deny' }).click();
     expect(await waitRun(daemon, denied)).toMatchObject({ status: 'succeeded', approvals: { denied: 1 } });
     // The run's conversation shows the question and its answer.
     await page.locator(`#runs a[href="#${denied}"]`).click();
     await expect
-      .poll(() => page.locator('#timeline li.note').allTextContents(), { timeout: 10_000 })
+      .poll(() => page.locator('#timeline li.note').allTextContents())
       .toEqual(expect.arrayContaining(['asks: edit: Writing to page-denied.txt', 'denied by a caller']));
     expect(errors).toEqual([]);
     await page.close();
@@ -256,9 +254,9 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     const page = await context.newPage();
     await page.goto(`${daemon.url}/`);
     await page.locator('#workspace').selectOption('other');
-    await expect.poll(() => page.locator('#runs tr').count(), { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect.poll(() => page.locator('#runs tr').count()).toBeGreaterThan(0);
     await page.locator('#runs tr').nth(1).click();
-    await expect.poll(() => page.locator('#timeline li').count(), { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect.poll(() => page.locator('#timeline li').count()).toBeGreaterThan(0);
     await page.evaluate(readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8'));
     const violations = await page.evaluate(async () => {
       const result = await (window as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; nodes: unknown[] }> }> } }).axe.run();
