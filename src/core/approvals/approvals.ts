@@ -92,7 +92,7 @@ export class Approvals {
         },
       });
     });
-    await this.wake(approval.id).catch((error: unknown) => this.$.log(`could not read the answer of ${approval.id}; its timer will`, error));
+    await this.rewake(approval.id);
     return answered;
   }
 
@@ -148,9 +148,12 @@ export class Approvals {
 
   /** Every question this instance waits on, read again: an answer whose telling was lost (the fleet's listener was cut) goes to its run now. */
   async wakeAll(): Promise<void> {
-    for (const id of [...this.waiters.keys()]) {
-      await this.wake(id).catch((error: unknown) => this.$.log(`could not read the answer of ${id}; its timer will`, error));
-    }
+    for (const id of [...this.waiters.keys()]) await this.rewake(id);
+  }
+
+  /** `wake` where nobody asked: a store that refuses the read leaves the question to its timer. */
+  private rewake(id: string): Promise<void> {
+    return this.wake(id).catch((error: unknown) => this.$.log(`could not read the answer of ${id}; its timer will`, error));
   }
 
   /** Its run ended while it waited (`interrupted`: with the service): nobody waits any more. */

@@ -23,8 +23,9 @@ function fail(operation: string, error: unknown): never {
 
 /**
  * A SQLite file, durable across a crash (WAL journal, every commit fsynced before it is answered:
- * `FULL` here, which node-sqlite.ts turns into the same sync off the event loop), its journal kept small, waiting up to 5 s on a lock before failing. Its files are
- * private (0600), also in a folder that already existed. The driver is Node's own `node:sqlite`
+ * `FULL` here, which node-sqlite.ts turns into the same sync off the event loop), its journal
+ * kept small, waiting up to 5 s on a lock before failing. Its files are private (0600), also in
+ * a folder that already existed. The driver is Node's own `node:sqlite`
  * where the runtime has it (22.13 and later), else `@photostructure/sqlite`, the same API with
  * prebuilt binaries in its package (Node 20: nothing to compile), which is then needed beside
  * this one. Both are synchronous: a statement costs microseconds rather than a thread-pool round trip.

@@ -30,11 +30,6 @@ export class WalSync {
     if (!this.running) this.run();
   }
 
-  /** Whether an fsync runs now. */
-  get syncing(): boolean {
-    return this.running;
-  }
-
   /** Calls `then` once no fsync runs (the connection's next commit waits for it). */
   whenIdle(then: () => void): void {
     if (this.running) this.idle.push(then);
