@@ -149,8 +149,8 @@ class GroupedSqlite implements GroupedConnection {
    */
   private endWhenSynced(opened: Waiting[]): void {
     if (this.group !== opened) return;
-    if (!this.wal) return this.commit();
-    this.wal.whenIdle(() => this.group === opened && this.commit());
+    if (this.wal) this.wal.whenIdle(() => this.group === opened && this.commit());
+    else this.commit();
   }
 
   /** Tries the waiting writes again: in one group once the lock is free, failed once `busyMs` is over. */
