@@ -16,13 +16,23 @@ const raw: Plugin = {
 const LIBRARY = { format: ['esm', 'cjs'], dts: true, clean: true, sourcemap: true, target: 'node20', splitting: false } satisfies Options;
 
 /**
- * The command line's `import('./caller/index')` is left to the caller's own file: a caller command
- * then loads one module (valibot's parts in it) instead of a graph of shared chunks.
+ * The command line's entry loads each command's module when it is run, from a file of its own:
+ * `cli.js` itself then imports nothing, and a caller command loads two files (docs/performance.md).
  */
-const callerApart: Plugin = {
-  name: 'caller-apart',
+const COMMAND_FILES: Record<string, string> = {
+  './caller/index': './cli-caller.js',
+  './caller/usage': './cli-caller.js',
+  './serve': './cli-serve.js',
+  './doctor': './cli-doctor.js',
+  './mcp': './cli-mcp.js',
+};
+const commandsApart: Plugin = {
+  name: 'commands-apart',
   setup(build) {
-    build.onResolve({ filter: /^\.\/caller\/index$/ }, () => ({ path: './cli-caller.js', external: true }));
+    build.onResolve({ filter: /^\.\// }, (args) => {
+      const path = COMMAND_FILES[args.path];
+      return path && args.importer.endsWith('src/cli/main.ts') ? { path, external: true } : undefined;
+    });
   },
 };
 
@@ -47,15 +57,24 @@ export default defineConfig([
     ...LIBRARY,
   },
   {
-    // The command line, ESM only (run, never imported), cut into chunks its commands load when
-    // run: a caller command loads neither the server nor the traces' SDK.
+    // The command line's entry, ESM only (run, never imported): one file that imports nothing.
     entry: { cli: 'src/cli/main.ts' },
     format: ['esm'],
     target: 'node20',
     sourcemap: true,
-    splitting: true,
+    splitting: false,
     banner: { js: '#!/usr/bin/env node' },
-    esbuildPlugins: [raw, callerApart],
+    esbuildPlugins: [commandsApart],
+  },
+  {
+    // The daemon's commands, loaded by the entry when run, sharing chunks: a caller command loads
+    // neither the server nor the traces' SDK.
+    entry: { 'cli-serve': 'src/cli/serve.ts', 'cli-doctor': 'src/cli/doctor.ts', 'cli-mcp': 'src/cli/mcp.ts' },
+    format: ['esm'],
+    target: 'node20',
+    sourcemap: true,
+    splitting: true,
+    esbuildPlugins: [raw],
   },
   {
     // The caller commands (run, status…, which scripts and agents call in loops), one file with

@@ -55,6 +55,10 @@ process.on('SIGTERM', () => process.exit(0));
 /** A run's stored record by id: node:sqlite where Node has it, else its drop-in (as the daemon). */
 async function recordReader(file) {
   const { DatabaseSync } = process.getBuiltinModule('node:sqlite') ?? (await import('@photostructure/sqlite'));
-  const statement = new DatabaseSync(file).prepare('SELECT record FROM headless_run WHERE id = ?');
+  const db = new DatabaseSync(file);
+  // Closed at exit, which also holds it: a statement alone does not keep the connection from being
+  // collected, and closed, under load (seen with the Node 20 drop-in).
+  process.on('exit', () => db.close());
+  const statement = db.prepare('SELECT record FROM headless_run WHERE id = ?');
   return async (id) => statement.get(id)?.record;
 }

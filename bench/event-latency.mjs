@@ -1,16 +1,11 @@
 // The event-latency figure for `npm run bench`: from an agent printing a line (a Claude-style
 // message saying when it was printed) to an SSE reader receiving its event. Run by bench/run.mjs.
-import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { join } from 'node:path';
+import { cpuMs } from './proc-cpu.mjs';
 
 const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
-
-/** A process's CPU so far (user + system), in ms, from /proc (clock ticks of 10 ms). */
-const cpuMs = (pid) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
 
 /**
  * Reads a run's SSE stream; for each message that says when it was printed, how long it took to

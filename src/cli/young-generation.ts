@@ -6,9 +6,10 @@ import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
  * `node --max-semi-space-size` would, which a bin's `#!/usr/bin/env node` line cannot pass
  * portably. V8 doubles the young generation whenever enough objects have survived scavenges, up
  * to 32 MB, and the pages stay resident: a burst of long-lived connections (hundreds of event
- * readers) is enough. After each collection this stops the growth once the limit is reached, and
- * lets it grow again if V8 has shrunk it below. Only the daemon calls it: an embedding host owns
- * its own process. Returns a function that lets the young generation grow as before.
+ * readers) is enough. This lets V8 grow it only while two doublings stay within the limit: it
+ * hears of a collection a task late, by which time V8 may have doubled it twice. So the young
+ * generation ends between half the limit and the limit. Only the daemon calls it: an embedding
+ * host owns its own process. Returns a function that lets the young generation grow as before.
  */
 export function holdYoungGeneration(limitMb: number): () => void {
   const limit = limitMb * 1024 * 1024;
@@ -19,7 +20,7 @@ export function holdYoungGeneration(limitMb: number): () => void {
     setFlagsFromString(`--semi-space-growth-factor=${on ? 1 : 2}`);
   };
   const check = () => {
-    const full = youngGenerationBytes() >= limit;
+    const full = growthHeld(youngGenerationBytes(), limit);
     if (full !== holding) hold(full);
   };
   const observer = new PerformanceObserver(check);
@@ -29,6 +30,11 @@ export function holdYoungGeneration(limitMb: number): () => void {
     observer.disconnect();
     if (holding) hold(false);
   };
+}
+
+/** Whether V8 must not grow a young generation of `size` bytes: unless two doublings stay within `limit`. */
+export function growthHeld(size: number, limit: number): boolean {
+  return size * 4 > limit;
 }
 
 /** Whether the operator sized the young generation (`--max-semi-space-size` or kin, on the command line or in NODE_OPTIONS). */

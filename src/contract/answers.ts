@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import {
+  APPROVAL_STATUSES,
   type ApprovalRecord,
   DELIVERY_OUTCOMES,
   type InboxItem,
@@ -73,7 +74,7 @@ export const ApprovalSchema = v.pipe(
     resumeId: v.string(),
     workspaceId: v.string(),
     agent: v.string(),
-    status: v.picklist(['pending', 'allowed', 'denied', 'interrupted', 'abandoned']),
+    status: v.picklist(APPROVAL_STATUSES),
     tool: v.object({ title: v.string(), kind: v.optional(v.string()), paths: v.array(v.string()), canAlways: v.boolean() }),
     createdAt: v.string(),
     expiresAt: v.string(),

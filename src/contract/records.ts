@@ -64,6 +64,9 @@ export interface ApprovalRule {
   answer: 'allow' | 'deny';
 }
 
+/** An approval's states: `interrupted`, the service stopped while it waited; `abandoned`, its run ended first. */
+export const APPROVAL_STATUSES = ['pending', 'allowed', 'denied', 'interrupted', 'abandoned'] as const;
+
 /** A permission an agent asked for under `permissions: "ask"` (docs/approvals.md). */
 export interface ApprovalRecord {
   id: string;
@@ -71,8 +74,7 @@ export interface ApprovalRecord {
   resumeId: string;
   workspaceId: string;
   agent: string;
-  /** `interrupted`: the service stopped while it waited; `abandoned`: its run ended first. */
-  status: 'pending' | 'allowed' | 'denied' | 'interrupted' | 'abandoned';
+  status: (typeof APPROVAL_STATUSES)[number];
   /** What the agent wants to do, as it says it: never the tool's full input. */
   tool: ApprovalTool;
   createdAt: string;

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { ID_PATTERN, sortableIdPattern } from './ids';
 import { HttpProblem, type ProblemCode } from './problems';
-import { RUN_STATUSES, WEBHOOK_EVENTS } from './records';
+import { APPROVAL_STATUSES, RUN_STATUSES, WEBHOOK_EVENTS } from './records';
 
 /**
  * Request schemas. Each validator's message is the problem code it stands for, so the first
@@ -240,8 +240,6 @@ export function parseInboxQuery(url: URL): { unread: boolean; limit: number; cur
   const q = parse(InboxQuery, queryObject(url));
   return { unread: q.unread === 'true', limit: Number(q.limit), cursor: q.cursor };
 }
-
-export const APPROVAL_STATUSES = ['pending', 'allowed', 'denied', 'interrupted', 'abandoned'] as const;
 
 /** `GET /api/approvals`: with no workspace and no run, every pending question. */
 export const ApprovalQuery = v.strictObject(

@@ -2,8 +2,8 @@ import { toJsonSchema } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { HeadlessError, type HeadlessClient } from '../client/index';
 import { version } from '../../package.json';
-import { APPROVAL_STATUSES, InboxPush, StartBody } from '../contract/requests';
-import { RUN_STATUSES } from '../contract/records';
+import { APPROVAL_STATUSES, RUN_STATUSES } from '../contract/records';
+import { InboxPush, StartBody } from '../contract/requests';
 
 /**
  * The API as MCP tools (docs/mcp.md), over the typed client: the same tools whether served

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../src/core/index';
-import { faultyKeyv } from '../helpers/faulty-store';
+import { faultyKeyv, refusingFirst } from '../helpers/faulty-store';
 import { type TestHost, closeAllHosts, createTestHost, fakeAgent, problem } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
 import { startReceiver } from '../helpers/receiver';
@@ -217,6 +217,42 @@ describe('when the store fails', () => {
     expect(store.state.refused.length).toBe(1);
     const errors = (await events(h, taskId)).filter((e) => e.type === 'error').map((e) => e.data.message);
     expect(errors).toContain('A permission the agent asked for was refused: the question could not be stored.');
+  });
+
+  /** The first write of an answer to a question (`allowed`), and with `crash` every write after it. */
+  const refusingAnswer = (crash: boolean) =>
+    refusingFirst((w) => w.key.startsWith('approvals:') && (w.value as { status?: string } | undefined)?.status === 'allowed', crash);
+
+  it('an answer the store refuses is a 503, and the question still waits: answered again, the run goes on', async () => {
+    const store = faultyKeyv();
+    store.state.refuse = refusingAnswer(false);
+    const h = await host({}, { store: store.keyv() });
+    const taskId = await start(h, 'WRITE_FILE answered-twice.txt');
+    const question = await pendingOf(h, taskId);
+    const refused = await answer(h, question.id, { decision: 'allow' });
+    expect(refused.status).toBe(503);
+    expect(await problem(refused)).toMatchObject({ code: 'storage_unavailable' });
+    expect(await (await h.request('GET', `/api/approvals/${question.id}`)).json()).toMatchObject({ status: 'pending', answer: null });
+    expect((await answer(h, question.id, { decision: 'allow' })).status).toBe(200);
+    expect((await h.waitEnded(taskId)).status).toBe('succeeded');
+    expect(existsSync(join(h.ws, 'answered-twice.txt'))).toBe(true);
+  });
+
+  it('a crash as an answer is written: after the restart the run and its question are interrupted, and the question cannot be answered', async () => {
+    const store = faultyKeyv();
+    store.state.refuse = refusingAnswer(true);
+    const first = await host({}, { store: store.keyv() });
+    const taskId = await start(first, 'WRITE_FILE never.txt');
+    const question = await pendingOf(first, taskId);
+    expect((await answer(first, question.id, { decision: 'allow' })).status).toBe(503);
+    await first.close();
+    store.state.refuse = undefined;
+    const again = await host({}, { store: store.keyv() });
+    expect((await again.waitEnded(taskId)).status).toBe('interrupted');
+    expect(await (await again.request('GET', `/api/approvals/${question.id}`)).json()).toMatchObject({ status: 'interrupted', answer: null });
+    const late = await answer(again, question.id, { decision: 'allow' });
+    expect(late.status).toBe(409);
+    expect(existsSync(join(first.ws, 'never.txt'))).toBe(false);
   });
 });
 

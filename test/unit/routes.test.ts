@@ -8,6 +8,7 @@ import { matchRoute as matchIn } from '../../src/core/http/router';
 
 const matchRoute = (method: string, path: string, basePath: string) => matchIn(ROUTES, method, path, basePath);
 import { RunTokens } from '../../src/core/runs/tokens';
+import { sha256 } from '../../src/core/util/ids';
 
 const name = (m: ReturnType<typeof matchRoute>) => (m instanceof HttpProblem ? m.code : m.route.name);
 
@@ -66,7 +67,11 @@ describe('the request credential', () => {
   it('is read once from the header', () => {
     expect(readCredential(req(), tokens, verifierOf('caller'), undefined)).toEqual({ kind: 'none' });
     expect(readCredential(req('Basic abc'), tokens, verifierOf('caller'), undefined)).toEqual({ kind: 'malformed' });
-    expect(readCredential(req('Bearer  admin-tok '), tokens, verifierOf('caller'), undefined)).toEqual({ kind: 'bearer', token: 'admin-tok' });
+    expect(readCredential(req('Bearer  admin-tok '), tokens, verifierOf('caller'), undefined)).toEqual({
+      kind: 'bearer',
+      token: 'admin-tok',
+      digest: sha256('admin-tok'),
+    });
   });
 
   it('a run token is in scope only for its own workspace Inbox push, and only while live', () => {
@@ -75,7 +80,11 @@ describe('the request credential', () => {
     expect(readCredential(req(`Bearer ${token}`), tokens, verifierOf('caller or own run token'), 'other')).toEqual({ kind: 'run', grant, inScope: false });
     expect(readCredential(req(`Bearer ${token}`), tokens, verifierOf('caller'), 'ws')).toEqual({ kind: 'run', grant, inScope: false });
     tokens.revoke('run_1');
-    expect(readCredential(req(`Bearer ${token}`), tokens, verifierOf('caller or own run token'), 'ws')).toEqual({ kind: 'bearer', token });
+    expect(readCredential(req(`Bearer ${token}`), tokens, verifierOf('caller or own run token'), 'ws')).toEqual({
+      kind: 'bearer',
+      token,
+      digest: sha256(token),
+    });
   });
 });
 

@@ -1,6 +1,6 @@
 import { setImmediate as tick } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { holdYoungGeneration, youngGenerationBytes, youngGenerationChosen } from '../../src/cli/young-generation';
+import { growthHeld, holdYoungGeneration, youngGenerationBytes, youngGenerationChosen } from '../../src/cli/young-generation';
 
 const MB = 1024 * 1024;
 /** V8's largest young generation on 64-bit (2 × its 16 MB semi-space). */
@@ -34,6 +34,15 @@ describe('holdYoungGeneration', () => {
     // V8 grows it when survival rates say so; on a busy machine that may take more than one load.
     for (let load = 0; load < 5 && youngGenerationBytes() <= start; load++) await survivors();
     expect(youngGenerationBytes()).toBeGreaterThan(start);
+  });
+
+  it('lets V8 grow it only while two doublings fit: it hears of a collection a task late', () => {
+    // Grown from 8 to 16 and again before the observer ran, a 16 MB limit became 32 (seen in CI).
+    expect(growthHeld(4 * MB, 16 * MB)).toBe(false);
+    expect(growthHeld(8 * MB, 16 * MB)).toBe(true);
+    expect(growthHeld(16 * MB, 16 * MB)).toBe(true);
+    expect(growthHeld(2 * MB, 8 * MB)).toBe(false);
+    expect(growthHeld(4 * MB, 8 * MB)).toBe(true);
   });
 
   it('is left to the operator who sized it, on the command line or in NODE_OPTIONS', () => {

@@ -1,5 +1,4 @@
-import type { ApprovalRecord } from '../../contract/records';
-import { APPROVAL_STATUSES } from '../../contract/requests';
+import { APPROVAL_STATUSES, type ApprovalRecord } from '../../contract/records';
 import { type Command, EXIT, positiveInt, print, printJson, usage } from './shared';
 
 /** The caller commands about the questions of runs under `permissions: "ask"` (docs/approvals.md). */

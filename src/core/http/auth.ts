@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { secretMatcher } from '../util/ids';
+import { sha256, secretMatcher } from '../util/ids';
 import { FailedAttempts } from './failed-attempts';
 import { HttpProblem } from '../../contract/problems';
 import type { RunTokenGrant, RunTokens } from '../runs/tokens';
@@ -80,8 +80,8 @@ export type Credential =
   | { kind: 'none' }
   /** An `Authorization` header that is not `Bearer <token>`. */
   | { kind: 'malformed' }
-  /** A Bearer token that is not a live run token: the admin token, or nothing valid. */
-  | { kind: 'bearer'; token: string }
+  /** A Bearer token that is not a live run token: the admin token, or nothing valid. `digest`: its SHA-256 (`sha256`). */
+  | { kind: 'bearer'; token: string; digest: string }
   | { kind: 'run'; grant: RunTokenGrant; inScope: boolean };
 
 /** Reads the credential; a run token is in scope where the route's verifier takes one. */
@@ -90,8 +90,9 @@ export function readCredential(request: Request, tokens: RunTokens, verifier: Ro
   if (header === null) return { kind: 'none' };
   const [, token] = /^Bearer +([^\s]+) *$/i.exec(header) ?? [];
   if (token === undefined) return { kind: 'malformed' };
-  const grant = tokens.lookup(token);
-  if (!grant) return { kind: 'bearer', token };
+  const digest = sha256(token);
+  const grant = tokens.lookup(digest);
+  if (!grant) return { kind: 'bearer', token, digest };
   return { kind: 'run', grant, inScope: verifier.runTokens === 'any' || (verifier.runTokens === 'own' && grant.workspaceId === workspaceId) };
 }
 
@@ -221,7 +222,7 @@ export function createDefaultGate(options: GateOptions): Authorize {
       // guesses by one (an agent) would lock out the operator, and a 32-character token cannot
       // be guessed faster by a local caller than by a remote one.
       if (!local) failures.check(context.remoteAddress);
-      if (credential.kind === 'bearer' && isAdminToken(credential.token)) return true;
+      if (credential.kind === 'bearer' && isAdminToken(credential.digest)) return true;
       if (!local) failures.record(context.remoteAddress);
     }
     if (credential.kind !== 'none') throw unauthorized();

@@ -22,8 +22,9 @@ export class RunTokens {
     return token;
   }
 
-  lookup(token: string): RunTokenGrant | undefined {
-    return this.byHash.get(sha256(token));
+  /** The grant of the token whose digest (`sha256`) this is, while its run runs. */
+  lookup(digest: string): RunTokenGrant | undefined {
+    return this.byHash.get(digest);
   }
 
   revoke(taskId: string): void {
