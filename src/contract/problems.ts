@@ -71,30 +71,48 @@ const TITLES: Partial<Record<ProblemCode, string>> = {
   not_ready: 'Not ready',
 };
 
-export interface ProblemOptions {
-  headers?: Record<string, string>;
+export interface RefusalOptions {
+  /** Seconds after which the same request may succeed (answered as `Retry-After`). */
+  retryAfterSeconds?: number;
   /** Extra members of the problem body (e.g. the `taskId` of a failed spawn). */
   extra?: Record<string, unknown>;
 }
 
-/** An error that is an HTTP answer. Throw it anywhere; the handler turns it into problem JSON. */
-export class HttpProblem extends Error {
+/**
+ * The service's own code deciding that a request cannot be done: a problem code and what to tell
+ * the caller, nothing of HTTP. Only the HTTP edge turns it into an answer (status, headers,
+ * problem JSON); the fleet, schedules and triggers read its code.
+ */
+export class Refusal extends Error {
   readonly code: ProblemCode;
-  readonly status: number;
-  readonly headers: Record<string, string>;
+  readonly retryAfterSeconds: number | undefined;
   readonly extra: Record<string, unknown>;
 
-  constructor(code: ProblemCode, detail: string, options: ProblemOptions = {}) {
+  constructor(code: ProblemCode, detail: string, options: RefusalOptions = {}) {
     // An answer, not a fault: no stack to capture (capturing one made every 4xx cost a third more than a 200).
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     super(detail);
     Error.stackTraceLimit = limit;
-    this.name = 'HttpProblem';
+    this.name = 'Refusal';
     this.code = code;
-    this.status = STATUS[code];
-    this.headers = options.headers ?? {};
+    this.retryAfterSeconds = options.retryAfterSeconds;
     this.extra = options.extra ?? {};
+  }
+}
+
+/** A refusal made at the HTTP edge itself (the gate, routing, a request's body), with headers of its own. */
+export class HttpProblem extends Refusal {
+  readonly headers: Record<string, string>;
+
+  get status(): number {
+    return STATUS[this.code];
+  }
+
+  constructor(code: ProblemCode, detail: string, options: RefusalOptions & { headers?: Record<string, string> } = {}) {
+    super(code, detail, options);
+    this.name = 'HttpProblem';
+    this.headers = options.headers ?? {};
   }
 }
 
@@ -117,15 +135,20 @@ function title(code: ProblemCode): string {
 }
 
 /** The problem JSON of an answer (RFC 9457), with the stable `code` and any extra members. */
-export function problemBody(problem: HttpProblem): Record<string, unknown> {
+export function problemBody(problem: Refusal): Record<string, unknown> {
   return {
     type: `https://headless-run-webhook.dev/problems/${problem.code}`,
     title: title(problem.code),
-    status: problem.status,
+    status: STATUS[problem.code],
     detail: problem.message,
     code: problem.code,
     ...problem.extra,
   };
 }
 
-export const problemHeaders = (problem: HttpProblem) => ({ ...problem.headers, 'content-type': 'application/problem+json' });
+/** An answer's headers: the edge's own, `Retry-After` when the refusal says when, and the problem type. */
+export const problemHeaders = (problem: Refusal): Record<string, string> => ({
+  ...(problem instanceof HttpProblem ? problem.headers : {}),
+  ...(problem.retryAfterSeconds === undefined ? {} : { 'retry-after': String(problem.retryAfterSeconds) }),
+  'content-type': 'application/problem+json',
+});

@@ -1,6 +1,6 @@
 import type { Fleet } from './fleet/fleet';
 import { newSortableId, sha256 } from './util/ids';
-import { HttpProblem, problemBody, problemHeaders } from '../contract/problems';
+import { Refusal, problemBody, problemHeaders, problemStatus } from '../contract/problems';
 import type { HeadlessStore } from './store/keyv-store';
 
 /**
@@ -71,7 +71,7 @@ export class IdempotencyKeys {
    * Runs `execute` at most once for `key` within `scope`, with the run id it must use: the key is
    * bound to that run before it starts, so a request cut off by a crash is answered from its run
    * (`replay`), and one that never made a run frees its key. `execute` returns the answer, or
-   * throws an HttpProblem; one carrying a `taskId` (a run was recorded) is kept and replayed too.
+   * throws an Refusal; one carrying a `taskId` (a run was recorded) is kept and replayed too.
    */
   async run(
     scope: string,
@@ -82,7 +82,7 @@ export class IdempotencyKeys {
     /** How long the key is kept. @default 24 hours */
     ttlMs = IDEMPOTENCY_TTL_MS,
   ): Promise<{ answer: StoredAnswer; replayed: boolean }> {
-    if (!KEY.test(key)) throw new HttpProblem('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
+    if (!KEY.test(key)) throw new Refusal('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 printable ASCII characters.');
     const id = `idem:${sha256(`${scope}\0${key}`)}`;
     const fingerprint = sha256(canonical(body));
     const running = await this.fleet.claim(id, fingerprint);
@@ -102,7 +102,7 @@ export class IdempotencyKeys {
       try {
         answer = await execute(taskId);
       } catch (error) {
-        if (error instanceof HttpProblem && typeof error.extra.taskId === 'string') {
+        if (error instanceof Refusal && typeof error.extra.taskId === 'string') {
           await this.keep(id, { fingerprint, state: 'done', taskId, createdAt, ...kept, answer: problemAnswer(error) });
         } else if ((await replay(taskId).catch(() => undefined)) === undefined) {
           // No run was made: the key is free again.
@@ -125,10 +125,10 @@ export class IdempotencyKeys {
   }
 }
 
-const inUse = () => new HttpProblem('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry once it has been answered.');
-const reused = () => new HttpProblem('idempotency_key_reused', 'This Idempotency-Key was used with another request body.');
+const inUse = () => new Refusal('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry once it has been answered.');
+const reused = () => new Refusal('idempotency_key_reused', 'This Idempotency-Key was used with another request body.');
 
 /** The answer a problem gave, as the first request received it. */
-function problemAnswer(problem: HttpProblem): StoredAnswer {
-  return { status: problem.status, body: problemBody(problem), headers: problemHeaders(problem) };
+function problemAnswer(problem: Refusal): StoredAnswer {
+  return { status: problemStatus(problem.code), body: problemBody(problem), headers: problemHeaders(problem) };
 }

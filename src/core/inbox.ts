@@ -1,6 +1,6 @@
 import { newSortableId } from './util/ids';
 
-import { HttpProblem } from '../contract/problems';
+import { Refusal } from '../contract/problems';
 import type { RunTokenGrant } from './runs/tokens';
 import type { HeadlessStore, RecordTable } from './store/headless-store';
 import type { InboxItem } from '../contract/records';
@@ -49,7 +49,7 @@ export class Inbox {
   async get(workspaceId: string, itemId: string): Promise<InboxItem> {
     const item = await this.items.get(itemId);
     if (!item || item.workspaceId !== workspaceId) {
-      throw new HttpProblem('inbox_item_not_found', `No Inbox item "${itemId}" in workspace "${workspaceId}".`);
+      throw new Refusal('inbox_item_not_found', `No Inbox item "${itemId}" in workspace "${workspaceId}".`);
     }
     return item;
   }

@@ -9,8 +9,8 @@ export type { OnResolved, SecretSource, TriggerDefinition } from './triggers/tri
 export type { SenderName } from './triggers/senders';
 export type { VerifySettings } from './triggers/verification';
 export type { When } from './triggers/when';
-export { HttpProblem, StorageError } from '../contract/problems';
-export type { ProblemCode, ProblemOptions } from '../contract/problems';
+export { HttpProblem, Refusal, StorageError } from '../contract/problems';
+export type { ProblemCode, RefusalOptions } from '../contract/problems';
 export { createExecaSpawner, SpawnFailure } from './process/spawner';
 export type { ExecaSpawnerOptions, ProcessExit, ProcessOutput, SpawnedProcess, SpawnOptions, Spawner } from './process/spawner';
 export { createMemoryKeyv, createPostgresKeyv, createSqliteKeyv } from './store/keyvs';

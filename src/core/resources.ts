@@ -12,7 +12,7 @@ import { AgentRegistry } from './agents/registry';
 import { Webhooks } from './delivery/webhooks';
 import { RunEvents } from './events/run-events';
 import { type Fleet, createFleet } from './fleet/index';
-import { HttpProblem, StorageError } from '../contract/problems';
+import { Refusal, StorageError } from '../contract/problems';
 import type { RouteServices } from './http/router';
 import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
@@ -306,7 +306,7 @@ async function unready({ fleet, store }: ServiceResources): Promise<string | und
 /** The agent checks of one workspace, or of every listed one. */
 async function diagnose({ workspaces, registry, env, options }: ServiceResources, workspaceId: string | undefined) {
   const listed = workspaces.all();
-  if (workspaceId === undefined && !listed) throw new HttpProblem('invalid_body', 'Query parameter "wsId" is required: workspaces come from a resolver.');
+  if (workspaceId === undefined && !listed) throw new Refusal('invalid_body', 'Query parameter "wsId" is required: workspaces come from a resolver.');
   const targets = workspaceId === undefined ? (listed ?? []) : [await workspaces.require(workspaceId)];
   return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
 }

@@ -1,6 +1,6 @@
 import { BoundedCache } from './util/bounded-cache';
 import type { Fleet } from './fleet/fleet';
-import { HttpProblem } from '../contract/problems';
+import { Refusal } from '../contract/problems';
 import type { HeadlessStore } from './store/keyv-store';
 import type { SessionState } from './types';
 import type { SessionView } from '../contract/records';
@@ -57,7 +57,7 @@ export class SessionBook {
 
   async require(resumeId: string): Promise<SessionState> {
     const session = await this.get(resumeId);
-    if (!session) throw new HttpProblem('session_not_found', `No Session "${resumeId}".`);
+    if (!session) throw new Refusal('session_not_found', `No Session "${resumeId}".`);
     return session;
   }
 

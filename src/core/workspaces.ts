@@ -1,6 +1,6 @@
 import { isAbsolute } from 'node:path';
 import { isValidId } from '../contract/ids';
-import { HttpProblem } from '../contract/problems';
+import { Refusal } from '../contract/problems';
 import type { Workspace } from './types';
 
 export type WorkspaceResolver = (id: string) => Workspace | undefined | Promise<Workspace | undefined>;
@@ -33,7 +33,7 @@ export class Workspaces {
   async require(id: string): Promise<Workspace> {
     const ws = await this.find(id);
     // In a fleet the workspace may be configured on other instances: say where the answer comes from.
-    if (!ws) throw new HttpProblem('workspace_not_found', this.shared ? `No workspace "${id}" on this instance.` : `No workspace "${id}".`);
+    if (!ws) throw new Refusal('workspace_not_found', this.shared ? `No workspace "${id}" on this instance.` : `No workspace "${id}".`);
     return ws;
   }
 

@@ -1,4 +1,4 @@
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import type { Workspace } from '../types';
 import { BUILTIN_AGENTS } from './builtins';
 import { type CommandAgentDefinition, createCommandAgent } from './command-agent';
@@ -42,15 +42,12 @@ export class AgentRegistry {
   /** The checks on a named agent, in the documented order (docs/http-api.md: Errors). */
   check(workspace: Workspace, name: string): AgentAdapter {
     const adapter = this.adapters.get(name);
-    if (!adapter) throw new HttpProblem('agent_unknown', `No agent is named "${name}".`);
+    if (!adapter) throw new Refusal('agent_unknown', `No agent is named "${name}".`);
     if (adapter.kind !== 'agent') {
-      throw new HttpProblem(
-        'agent_not_headless',
-        `"${name}" is ${adapter.kind === 'shell' ? 'the shell adapter' : 'a utility agent'}; it cannot run headless.`,
-      );
+      throw new Refusal('agent_not_headless', `"${name}" is ${adapter.kind === 'shell' ? 'the shell adapter' : 'a utility agent'}; it cannot run headless.`);
     }
     if (!this.isEnabled(workspace, name)) {
-      throw new HttpProblem('agent_disabled', `Agent "${name}" is not enabled on workspace "${workspace.id}".`);
+      throw new Refusal('agent_disabled', `Agent "${name}" is not enabled on workspace "${workspace.id}".`);
     }
     return adapter;
   }
@@ -72,6 +69,6 @@ export class AgentRegistry {
       const file = findExecutable(adapter.command, input.env.PATH);
       if (file && (await isTheAgent(adapter, file, input.env))) return adapter;
     }
-    throw new HttpProblem('no_headless_agent', `No headless-capable agent is enabled and installed for workspace "${workspace.id}".`);
+    throw new Refusal('no_headless_agent', `No headless-capable agent is enabled and installed for workspace "${workspace.id}".`);
   }
 }

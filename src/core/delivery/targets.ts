@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import type { WebhookEvent } from '../../contract/records';
 import type { WebhookTarget, Workspace } from '../types';
 import { checkWebhookUrl } from './transport';
@@ -57,13 +57,13 @@ export function targetsFor(o: WebhookOptions, workspace: Workspace, requested?: 
     targets.push({ url: workspace.webhook.url, events: workspace.webhook.events ?? ['run.ended'], source: 'workspace' });
   }
   if (requested) {
-    if (!o.allowPerStartUrls) throw new HttpProblem('webhook_not_allowed', 'This installation does not take webhook URLs in start requests.');
-    if (o.secret === undefined) throw new HttpProblem('webhook_not_allowed', 'This installation has no webhook signing secret.');
+    if (!o.allowPerStartUrls) throw new Refusal('webhook_not_allowed', 'This installation does not take webhook URLs in start requests.');
+    if (o.secret === undefined) throw new Refusal('webhook_not_allowed', 'This installation has no webhook signing secret.');
     let url: URL;
     try {
       url = checkWebhookUrl(requested.url, o.allowPrivateTargets === true);
     } catch (error) {
-      throw new HttpProblem('invalid_webhook', `Field "webhook.url" is refused: ${(error as Error).message}.`);
+      throw new Refusal('invalid_webhook', `Field "webhook.url" is refused: ${(error as Error).message}.`);
     }
     // The parsed form is kept, never the raw string (which could carry a line break into a log).
     targets.push({ url: url.href, events: [...new Set<WebhookEvent>(requested.events ?? ['run.ended'])], source: 'start' });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import type { SqlDatabase } from '../store/sql-database';
 import { newSortableId } from '../util/ids';
 import type { Fleet, FleetAnswer, FleetHandlers, FleetOptions, FleetRequest } from './fleet';
@@ -221,7 +221,7 @@ export class PostgresFleet implements Fleet {
     void this.handlers
       .answer(request)
       .catch((error: unknown): FleetAnswer => {
-        if (error instanceof HttpProblem) return { ok: false, code: error.code, message: error.message };
+        if (error instanceof Refusal) return { ok: false, code: error.code, message: error.message };
         this.o.log(`could not answer a request of instance ${envelope.from}`, error);
         return { ok: false, code: 'internal', message: 'The instance running this run failed to act on it.' };
       })

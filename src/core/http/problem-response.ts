@@ -2,12 +2,12 @@
 
 // whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
 import { Response } from '@whatwg-node/fetch';
-import { HttpProblem, StorageError, problemBody, problemHeaders } from '../../contract/problems';
+import { HttpProblem, Refusal, StorageError, problemBody, problemHeaders, problemStatus } from '../../contract/problems';
 import { StillPending } from '../runs/lifecycle';
 import { MissingPackage } from '../util/optional-package';
 
-export function problemResponse(problem: HttpProblem): Response {
-  return new Response(JSON.stringify(problemBody(problem)), { status: problem.status, headers: problemHeaders(problem) });
+export function problemResponse(problem: Refusal): Response {
+  return new Response(JSON.stringify(problemBody(problem)), { status: problemStatus(problem.code), headers: problemHeaders(problem) });
 }
 
 /**
@@ -15,11 +15,11 @@ export function problemResponse(problem: HttpProblem): Response {
  * 500 `internal`: their message may carry paths, tokens or stack frames, so it is only logged.
  */
 export function errorToResponse(error: unknown, log: (message: string, error: unknown) => void): Response {
-  if (error instanceof HttpProblem) return problemResponse(error);
+  if (error instanceof Refusal) return problemResponse(error);
   // A caller waiting for its run when the service stops: the run is durable and goes on later.
   if (error instanceof StillPending) {
     const { taskId, status } = error.record;
-    return problemResponse(new HttpProblem('shutting_down', error.message, { extra: { taskId, status }, headers: { 'retry-after': '5' } }));
+    return problemResponse(new Refusal('shutting_down', error.message, { extra: { taskId, status }, retryAfterSeconds: 5 }));
   }
   if (error instanceof MissingPackage) return problemResponse(new HttpProblem('not_installed', error.message));
   if (error instanceof StorageError) {

@@ -6,7 +6,7 @@
  * its `endQueued`. The order is the records' sortable ids; nothing about the queue lives only in
  * memory.
  */
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import { type RunRecord, hasEnded } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
 import type { RunEvents } from '../events/run-events';
@@ -94,11 +94,11 @@ export class RunQueue {
   async enqueue(a: EnqueueInput): Promise<StartedRun> {
     const { workspace, request, policy } = a;
     const { adapter, known } = await this.$.admission.plan(workspace, request);
-    if (known && !this.$.sessions.isResumable(known)) throw new HttpProblem('session_not_resumable', `Session "${known.resumeId}" cannot be resumed.`);
+    if (known && !this.$.sessions.isResumable(known)) throw new Refusal('session_not_resumable', `Session "${known.resumeId}" cannot be resumed.`);
     this.enqueuing += 1;
     try {
       if ((await this.count(policy, workspace.id)) + this.enqueuing > policy.max) {
-        throw new HttpProblem('queue_full', `All run slots are busy and the queue holds ${policy.max} runs; retry later.`, { headers: { 'retry-after': '5' } });
+        throw new Refusal('queue_full', `All run slots are busy and the queue holds ${policy.max} runs; retry later.`, { retryAfterSeconds: 5 });
       }
       const now = new Date();
       const iso = now.toISOString();
@@ -150,7 +150,7 @@ export class RunQueue {
       if ('wait' in decision) return 'waiting';
       reservation = decision.admitted;
     } catch (error) {
-      if (!(error instanceof HttpProblem) || NOT_YET.includes(error.code)) return 'waiting';
+      if (!(error instanceof Refusal) || NOT_YET.includes(error.code)) return 'waiting';
       await this.$.lifecycle.endQueued(taskId, { status: 'failed', error: { code: error.code, message: error.message } });
       return 'gone';
     }

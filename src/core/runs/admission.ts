@@ -3,7 +3,7 @@ import type { AgentRegistry } from '../agents/registry';
 import { probeEnv } from '../agents/preflight';
 import type { AgentAdapter } from '../agents/types';
 import { newSortableId } from '../util/ids';
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import type { StartRequest } from '../../contract/requests';
 import type { SessionBook } from '../sessions';
 import type { HeadlessStore } from '../store/keyv-store';
@@ -38,21 +38,21 @@ export interface Reservation {
  * Session (queue it where a queue is configured, else refuse it with `problem`). Refusals that
  * no wait can mend (no such Session, a retired one, ...) are thrown.
  */
-export type AdmissionDecision = { admitted: Reservation } | { wait: 'capacity' | 'session'; problem: HttpProblem };
+export type AdmissionDecision = { admitted: Reservation } | { wait: 'capacity' | 'session'; problem: Refusal };
 
 const waitForSlot = (max: number): AdmissionDecision => ({
   wait: 'capacity',
-  problem: new HttpProblem('capacity_reached', `All ${max} run slots are busy; retry later.`, { headers: { 'retry-after': '5' } }),
+  problem: new Refusal('capacity_reached', `All ${max} run slots are busy; retry later.`, { retryAfterSeconds: 5 }),
 });
 const waitForMemory = (freeMb: number, floorMb: number): AdmissionDecision => ({
   wait: 'capacity',
-  problem: new HttpProblem('capacity_reached', `Only ${freeMb} MB of memory is available, below the floor of ${floorMb} MB; retry later.`, {
-    headers: { 'retry-after': '5' },
+  problem: new Refusal('capacity_reached', `Only ${freeMb} MB of memory is available, below the floor of ${floorMb} MB; retry later.`, {
+    retryAfterSeconds: 5,
   }),
 });
 const waitForSession = (resumeId: string): AdmissionDecision => ({
   wait: 'session',
-  problem: new HttpProblem('session_busy', `Session "${resumeId}" has a run in progress.`),
+  problem: new Refusal('session_busy', `Session "${resumeId}" has a run in progress.`),
 });
 
 export interface AdmissionOptions {
@@ -190,7 +190,7 @@ export class Admission {
         // Read again now that it is held: a run that just ended may have changed it.
         session = await sessions.require(resumeId);
         this.checkSession(workspace, session, adapter);
-        if (!sessions.isResumable(session)) throw new HttpProblem('session_not_resumable', `Session "${resumeId}" cannot be resumed.`);
+        if (!sessions.isResumable(session)) throw new Refusal('session_not_resumable', `Session "${resumeId}" cannot be resumed.`);
         this.refuseIfClosed();
       } catch (error) {
         await sessions.release(resumeId, taskId);
@@ -223,11 +223,11 @@ export class Admission {
   private checkSession(workspace: Workspace, session: SessionState, named: AgentAdapter | undefined): AgentAdapter {
     const { registry } = this.o;
     if (session.workspaceId !== workspace.id) {
-      throw new HttpProblem('session_other_workspace', `Session "${session.resumeId}" belongs to another workspace.`);
+      throw new Refusal('session_other_workspace', `Session "${session.resumeId}" belongs to another workspace.`);
     }
-    if (session.retired) throw new HttpProblem('session_retired', `Session "${session.resumeId}" is retired.`);
+    if (session.retired) throw new Refusal('session_retired', `Session "${session.resumeId}" is retired.`);
     if (named && named.name !== session.agent) {
-      throw new HttpProblem('session_not_resumable', `Session "${session.resumeId}" belongs to agent "${session.agent}".`);
+      throw new Refusal('session_not_resumable', `Session "${session.resumeId}" belongs to agent "${session.agent}".`);
     }
     return named ?? registry.check(workspace, session.agent);
   }
@@ -246,7 +246,7 @@ export class Admission {
   }
 
   private refuseIfClosed(): void {
-    if (this.closed) throw new HttpProblem('shutting_down', 'The service is shutting down.');
+    if (this.closed) throw new Refusal('shutting_down', 'The service is shutting down.');
   }
 }
 

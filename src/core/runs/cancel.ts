@@ -1,4 +1,4 @@
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import type { RunRecord } from '../../contract/records';
 import type { Fleet } from '../fleet/fleet';
 import { publicRecord } from '../public-record';
@@ -10,13 +10,13 @@ export async function cancelElsewhere(
   taskId: string,
 ): Promise<RunRecord> {
   const stored = await o.find(taskId);
-  if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
-  if (stored.status !== 'running' || stored.bootId === o.instanceId) throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
+  if (!stored) throw new Refusal('run_not_found', `No run "${taskId}".`);
+  if (stored.status !== 'running' || stored.bootId === o.instanceId) throw new Refusal('run_not_running', `Run "${taskId}" has already ended.`);
   const answer = await o.fleet.ask(stored.bootId, { op: 'cancel', taskId });
   if (answer.ok) return publicRecord(stored);
   // No answer: the owner may have died and its run been taken over meanwhile.
   if (answer.code === 'run_owner_unreachable' && (await o.find(taskId))?.status !== 'running') {
-    throw new HttpProblem('run_not_running', `Run "${taskId}" has already ended.`);
+    throw new Refusal('run_not_running', `Run "${taskId}" has already ended.`);
   }
-  throw new HttpProblem(answer.code, answer.message, answer.code === 'run_owner_unreachable' ? { headers: { 'retry-after': '5' } } : {});
+  throw new Refusal(answer.code, answer.message, answer.code === 'run_owner_unreachable' ? { retryAfterSeconds: 5 } : {});
 }

@@ -4,7 +4,7 @@
  * supervised by its guards) and ended through RunEnding, which releases its reservation and
  * stores its final record before anything is announced.
  */
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import { policyRefusal, preflight } from '../agents/preflight';
 import { protocolOf } from '../agents/protocols/lines';
 import { type TokenPrice, priced } from '../agents/prices';
@@ -114,7 +114,7 @@ export class RunLauncher {
       const message = failure?.message ?? 'the agent process could not be started';
       if (!failure) this.$.log('spawn failed', error);
       await this.ending.finalize(live, { ...emptyEnd, runtimeError: { code: failure?.code ?? 'spawn_failed', message } });
-      throw new HttpProblem('spawn_failed', message, { extra: { taskId } });
+      throw new Refusal('spawn_failed', message, { extra: { taskId } });
     }
     return this.supervise(live, input, placed);
   }

@@ -5,7 +5,7 @@
  * then announcing it). A start that finds no slot (or, when asked, its Session busy) waits in
  * the queue where one is configured; the queue starts it later.
  */
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import { hasEnded, type RunChangesView, type RunRecord } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
 import { viewOf } from '../delivery/outbox';
@@ -103,9 +103,9 @@ export class RunService {
   /** Starts a run, or queues it; `taskId` is the id an idempotent start planned for it. */
   async start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId?: string, origin: RunOrigin = {}): Promise<StartedRun> {
     const schema = request.outputSchema === undefined ? undefined : schemaProblem(request.outputSchema);
-    if (schema !== undefined) throw new HttpProblem('invalid_body', `Field "outputSchema" is invalid: ${schema}.`);
+    if (schema !== undefined) throw new Refusal('invalid_body', `Field "outputSchema" is invalid: ${schema}.`);
     const refusal = await this.$.placement.check({ workspace, policy: runPolicy(workspace, origin.policy, request) });
-    if (refusal !== undefined) throw new HttpProblem('worktree_unavailable', `${refusal}.`);
+    if (refusal !== undefined) throw new Refusal('worktree_unavailable', `${refusal}.`);
     const accepted = await this.withinDailyLimits(workspace, origin, () => this.accept(workspace, request, apiUrl, taskId, origin));
     return 'queued' in accepted ? accepted.queued : this.$.launcher.launch(accepted.launch);
   }
@@ -122,10 +122,7 @@ export class RunService {
     const previous = this.dayChains.get(workspace.id) ?? Promise.resolve();
     const turn = previous.then(async () => {
       const over = await this.$.daily.refusal({ workspaceId: workspace.id, workspace: workspace.limits, origin: from });
-      if (over)
-        throw new HttpProblem('daily_limit_reached', `${over.detail}; it starts again at 00:00 UTC.`, {
-          headers: { 'retry-after': String(over.retryAfterSeconds) },
-        });
+      if (over) throw new Refusal('daily_limit_reached', `${over.detail}; it starts again at 00:00 UTC.`, { retryAfterSeconds: over.retryAfterSeconds });
       return accept();
     });
     const tail = turn.catch(() => undefined);
@@ -211,7 +208,7 @@ export class RunService {
 
   async get(taskId: string): Promise<RunRecord> {
     const stored = await this.find(taskId);
-    if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
+    if (!stored) throw new Refusal('run_not_found', `No run "${taskId}".`);
     const record = await this.$.queue.withPosition(stored);
     return stored.webhookTargets ? { ...record, webhooks: viewOf(stored) } : record;
   }
@@ -233,12 +230,12 @@ export class RunService {
     const live = this.$.launcher.get(taskId);
     const record = this.$.records.current(taskId);
     if (!live || !record || live.ending || live.answer) {
-      if (!(await this.find(taskId))) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
-      throw new HttpProblem('run_not_running', `Run "${taskId}" is not running here, or already has its answer.`);
+      if (!(await this.find(taskId))) throw new Refusal('run_not_found', `No run "${taskId}".`);
+      throw new Refusal('run_not_running', `Run "${taskId}" is not running here, or already has its answer.`);
     }
-    if (record.outputSchema === undefined) throw new HttpProblem('invalid_body', `Run "${taskId}" was started without an outputSchema: it takes no result.`);
+    if (record.outputSchema === undefined) throw new Refusal('invalid_body', `Run "${taskId}" was started without an outputSchema: it takes no result.`);
     const judged = judgeAnswer(record.outputSchema, { value });
-    if ('problem' in judged) throw new HttpProblem('output_invalid', `The answer does not match: ${judged.problem}. Fix it and send it again.`);
+    if ('problem' in judged) throw new Refusal('output_invalid', `The answer does not match: ${judged.problem}. Fix it and send it again.`);
     live.answer = { value };
     this.$.launcher.stop(live, 'result');
     return { taskId, accepted: true };
@@ -252,10 +249,10 @@ export class RunService {
   /** What a run in a worktree changed, with its patch, once it has ended. */
   async changes(taskId: string): Promise<RunChangesView> {
     const stored = await this.find(taskId);
-    if (!stored) throw new HttpProblem('run_not_found', `No run "${taskId}".`);
+    if (!stored) throw new Refusal('run_not_found', `No run "${taskId}".`);
     if (!stored.changes) {
       const why = stored.policy?.worktree ? 'has not ended, or what it changed could not be read (its worktree is kept)' : 'did not run in a worktree';
-      throw new HttpProblem('changes_not_found', `Run "${taskId}" ${why}.`);
+      throw new Refusal('changes_not_found', `Run "${taskId}" ${why}.`);
     }
     const patch = await this.$.records.patch(taskId);
     return { taskId, changes: stored.changes, patch: patch?.text ?? '', patchTruncated: patch?.truncated ?? false };
@@ -283,7 +280,7 @@ export class RunService {
       return cancelElsewhere({ find: (id) => this.find(id), fleet: this.$.fleet, instanceId: this.$.instanceId }, taskId);
     }
     const stopReason = live.process?.stopped?.reason ?? live.pendingStop;
-    if (live.ending || (stopReason !== undefined && stopReason !== 'cancel')) throw new HttpProblem('run_not_running', `Run "${taskId}" is already stopping.`);
+    if (live.ending || (stopReason !== undefined && stopReason !== 'cancel')) throw new Refusal('run_not_running', `Run "${taskId}" is already stopping.`);
     this.$.launcher.stop(live, 'cancel');
     const current = this.$.records.current(taskId);
     return current ? publicRecord(current) : this.get(taskId);

@@ -1,4 +1,4 @@
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import { hasEnded } from '../../contract/records';
 import { type StartRequest, parseStartBody } from '../../contract/requests';
 import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
@@ -109,4 +109,4 @@ export class Firing {
 
 /** A firing another instance is making (or made with another overlap decision): not this one's to make. */
 export const firedElsewhere = (error: unknown) =>
-  error instanceof HttpProblem && (error.code === 'idempotency_key_in_use' || error.code === 'idempotency_key_reused');
+  error instanceof Refusal && (error.code === 'idempotency_key_in_use' || error.code === 'idempotency_key_reused');

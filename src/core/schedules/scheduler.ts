@@ -1,4 +1,4 @@
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import type { RunRecord } from '../../contract/records';
 import type { HeadlessLogger, Log } from '../logger';
 import type { ServiceObserver } from '../telemetry/observer';
@@ -97,7 +97,7 @@ export class Scheduler {
     } catch (error) {
       if (firedElsewhere(error)) return;
       this.$.observe.scheduleFired(s.name, 'refused');
-      const why = error instanceof HttpProblem ? `${error.code}: ${error.message}` : String(error);
+      const why = error instanceof Refusal ? `${error.code}: ${error.message}` : String(error);
       this.$.logger.warn({ schedule: s.name, occurrence, error: why }, 'schedule occurrence not started');
     }
   }
@@ -109,7 +109,7 @@ export class Scheduler {
 
   private require(name: string): ScheduleDefinition {
     const s = this.$.schedules.find((x) => x.name === name);
-    if (!s) throw new HttpProblem('schedule_not_found', `No schedule "${name}".`);
+    if (!s) throw new Refusal('schedule_not_found', `No schedule "${name}".`);
     return s;
   }
 

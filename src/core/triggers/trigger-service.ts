@@ -1,4 +1,4 @@
-import { HttpProblem } from '../../contract/problems';
+import { Refusal } from '../../contract/problems';
 import { hasEnded } from '../../contract/records';
 import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
 import type { HeadlessLogger } from '../logger';
@@ -38,7 +38,7 @@ export type DeliveryDecision =
 type Decided = { outcome: Exclude<DeliveryOutcome, 'refused'>; taskId?: string; reason?: string };
 
 /** A delivery that is refused, with why. */
-class Refusal extends Error {
+class DeliveryRefusal extends Error {
   constructor(
     readonly code: 'invalid_body' | 'template_error' | 'rate_limited' | 'prompt_too_long',
     message: string,
@@ -116,7 +116,7 @@ export class TriggerService {
       await this.log({ ...record, ...decision });
       return { ...decision, delivery: id };
     } catch (error) {
-      if (!(error instanceof Refusal)) throw error;
+      if (!(error instanceof DeliveryRefusal)) throw error;
       await this.log({ ...base, reason: error.message });
       return { outcome: 'refused', delivery: id, code: error.code, reason: error.message };
     }
@@ -160,7 +160,7 @@ export class TriggerService {
       if (replayed) return { outcome: 'deduplicated' as const, taskId, reason: 'seen within the dedupe window' };
       return { outcome: status === 'queued' ? ('queued' as const) : ('started' as const), taskId };
     } catch (error) {
-      if (error instanceof HttpProblem && error.code === 'idempotency_key_in_use')
+      if (error instanceof Refusal && error.code === 'idempotency_key_in_use')
         return { outcome: 'deduplicated' as const, reason: 'the same delivery is being handled' };
       throw error;
     }
@@ -179,7 +179,8 @@ export class TriggerService {
     const d = trigger.definition;
     this.take(trigger);
     const prompt = preamble(d.name, d.sender) + (await this.render(trigger.prompt, context));
-    if (prompt.length > MAX_PROMPT) throw new Refusal('prompt_too_long', `the rendered prompt has ${prompt.length} characters, more than ${MAX_PROMPT}`);
+    if (prompt.length > MAX_PROMPT)
+      throw new DeliveryRefusal('prompt_too_long', `the rendered prompt has ${prompt.length} characters, more than ${MAX_PROMPT}`);
     const body = {
       prompt,
       ...(d.agent === undefined ? {} : { agent: d.agent }),
@@ -222,7 +223,7 @@ export class TriggerService {
     try {
       return await renderTemplate(template, context);
     } catch (error) {
-      throw new Refusal('template_error', `the template cannot be rendered for this delivery: ${(error as Error).message}`);
+      throw new DeliveryRefusal('template_error', `the template cannot be rendered for this delivery: ${(error as Error).message}`);
     }
   }
 
@@ -235,7 +236,7 @@ export class TriggerService {
     bucket.tokens = Math.min(perMinute, bucket.tokens + ((now - bucket.at) * perMinute) / 60_000);
     bucket.at = now;
     this.buckets.set(trigger.definition.name, bucket);
-    if (bucket.tokens < 1) throw new Refusal('rate_limited', `more than ${perMinute} deliveries a minute`);
+    if (bucket.tokens < 1) throw new DeliveryRefusal('rate_limited', `more than ${perMinute} deliveries a minute`);
     bucket.tokens -= 1;
   }
 
@@ -256,9 +257,9 @@ function parsePayload(body: string): Record<string, unknown> {
   try {
     value = JSON.parse(body);
   } catch {
-    throw new Refusal('invalid_body', 'the body is not valid JSON');
+    throw new DeliveryRefusal('invalid_body', 'the body is not valid JSON');
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new Refusal('invalid_body', 'the body must be a JSON object');
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new DeliveryRefusal('invalid_body', 'the body must be a JSON object');
   return value as Record<string, unknown>;
 }
 
