@@ -178,6 +178,11 @@ describe('structured output (docs/structured-output.md), the real CLIs against t
     expect(events.events.some((e) => e.type === 'message' && /the service asks again: the agent gave no structured answer/.test(e.data.text))).toBe(true);
   });
 
+  it('opencode (no structured output of its own): answers through headless-inbox result with its bash tool', async () => {
+    const done = await run('ok', { agent: 'opencode', prompt: 'STRUCTURED {"answer":"forty-two"}', outputSchema: schema });
+    expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', result: { answer: 'forty-two' } });
+  });
+
   it('gemini over ACP: answers through headless-inbox result, its shell call allowed by the run’s policy', async () => {
     const done = await run('ok', { agent: 'gemini-acp', prompt: 'STRUCTURED {"answer":"forty-two"}', outputSchema: schema });
     expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', result: { answer: 'forty-two' } });
