@@ -219,17 +219,21 @@ describe('when the store fails', () => {
     expect(errors).toContain('A permission the agent asked for was refused: the question could not be stored.');
   });
 
-  /** The first write of an answer to a question (`allowed`), and with `crash` every write after it. */
-  const refusingAnswer = (crash: boolean) =>
-    refusingFirst((w) => w.key.startsWith('approvals:') && (w.value as { status?: string } | undefined)?.status === 'allowed', crash);
+  /**
+   * A run asking, over a store that refuses the first write of an answer (`allowed`), and with
+   * `crash` every write after it; the question is answered once, and refused.
+   */
+  async function answerRefused(crash: boolean, file: string) {
+    const store = faultyKeyv();
+    store.state.refuse = refusingFirst((w) => w.key.startsWith('approvals:') && (w.value as { status?: string } | undefined)?.status === 'allowed', crash);
+    const h = await host({}, { store: store.keyv() });
+    const taskId = await start(h, `WRITE_FILE ${file}`);
+    const question = await pendingOf(h, taskId);
+    return { store, h, taskId, question, refused: await answer(h, question.id, { decision: 'allow' }) };
+  }
 
   it('an answer the store refuses is a 503, and the question still waits: answered again, the run goes on', async () => {
-    const store = faultyKeyv();
-    store.state.refuse = refusingAnswer(false);
-    const h = await host({}, { store: store.keyv() });
-    const taskId = await start(h, 'WRITE_FILE answered-twice.txt');
-    const question = await pendingOf(h, taskId);
-    const refused = await answer(h, question.id, { decision: 'allow' });
+    const { h, taskId, question, refused } = await answerRefused(false, 'answered-twice.txt');
     expect(refused.status).toBe(503);
     expect(await problem(refused)).toMatchObject({ code: 'storage_unavailable' });
     expect(await (await h.request('GET', `/api/approvals/${question.id}`)).json()).toMatchObject({ status: 'pending', answer: null });
@@ -239,19 +243,14 @@ describe('when the store fails', () => {
   });
 
   it('a crash as an answer is written: after the restart the run and its question are interrupted, and the question cannot be answered', async () => {
-    const store = faultyKeyv();
-    store.state.refuse = refusingAnswer(true);
-    const first = await host({}, { store: store.keyv() });
-    const taskId = await start(first, 'WRITE_FILE never.txt');
-    const question = await pendingOf(first, taskId);
-    expect((await answer(first, question.id, { decision: 'allow' })).status).toBe(503);
+    const { store, h: first, taskId, question, refused } = await answerRefused(true, 'never.txt');
+    expect(refused.status).toBe(503);
     await first.close();
     store.state.refuse = undefined;
     const again = await host({}, { store: store.keyv() });
     expect((await again.waitEnded(taskId)).status).toBe('interrupted');
     expect(await (await again.request('GET', `/api/approvals/${question.id}`)).json()).toMatchObject({ status: 'interrupted', answer: null });
-    const late = await answer(again, question.id, { decision: 'allow' });
-    expect(late.status).toBe(409);
+    expect((await answer(again, question.id, { decision: 'allow' })).status).toBe(409);
     expect(existsSync(join(first.ws, 'never.txt'))).toBe(false);
   });
 });
