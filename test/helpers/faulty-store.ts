@@ -8,12 +8,16 @@ export interface Write {
 
 /**
  * A Keyv store over a Map that can refuse chosen writes, for the fault-injection tier. `refuse`
- * picks the write(s) to refuse (as SQLite does on a full disk, by throwing); every write is
+ * picks the write(s) to refuse (as SQLite does on a full disk, by throwing), `hold` may keep one
+ * waiting (a slow disk, a busy machine); every write is
  * logged, refused or not. The Map outlives the service, so a new one can start on what the old
  * one left, as after a restart.
  */
 export function faultyKeyv(map = new Map<string, unknown>()) {
-  const state: { refuse?: (write: Write) => boolean; writes: Write[]; refused: Write[] } = { writes: [], refused: [] };
+  const state: { refuse?: (write: Write) => boolean; hold?: (write: Write) => Promise<void> | undefined; writes: Write[]; refused: Write[] } = {
+    writes: [],
+    refused: [],
+  };
   const unwrap = (key: string, value?: unknown): Write => {
     const parsed = typeof value === 'string' ? (JSON.parse(value) as { value?: Record<string, unknown> }).value : undefined;
     return { key: key.replace(/^hrw:/, ''), ...(parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? { value: parsed } : {}) };
@@ -30,7 +34,9 @@ export function faultyKeyv(map = new Map<string, unknown>()) {
     namespace: undefined as string | undefined,
     get: async (key: string) => map.get(key),
     set: async (key: string, value: unknown) => {
-      attempt(unwrap(key, value));
+      const write = unwrap(key, value);
+      await state.hold?.(write);
+      attempt(write);
       map.set(key, value);
       return true;
     },

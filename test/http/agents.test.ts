@@ -5,6 +5,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
 import type { AgentAdapter, AgentRunInput } from '../../src/core/agents/types';
 import { type TestHost, closeAllHosts, createTestHost, fakeAgent, problem } from '../helpers/harness';
+import { faultyKeyv } from '../helpers/faulty-store';
+import { waitFor } from '../helpers/wait';
 
 const FAKE_BIN = resolve(__dirname, '../fixtures/bin');
 const dirs: string[] = [];
@@ -184,7 +186,7 @@ describe('fake CLIs check their flags as the real ones do', () => {
 });
 
 /** A host whose workspace enables every built-in, with the fake CLIs first on the PATH. */
-async function cliHost(agents?: string[]): Promise<{ host: TestHost; log: string; workspace: string }> {
+async function cliHost(agents?: string[], more: Record<string, unknown> = {}): Promise<{ host: TestHost; log: string; workspace: string }> {
   const state = mkdtempSync(join(tmpdir(), 'hrw-cli-'));
   dirs.push(state);
   const log = join(state, 'calls.jsonl');
@@ -206,6 +208,7 @@ async function cliHost(agents?: string[]): Promise<{ host: TestHost; log: string
       { id: 'other', path: state, env: { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, FAKE_CLI_STATE: state } },
     ],
     agents: { fake: fakeAgent },
+    ...more,
   });
   return { host, log, workspace: state };
 }
@@ -246,6 +249,34 @@ describe('every built-in agent through the HTTP API, with its fake CLI', () => {
 
     const failed = await startRun(host, { prompt: 'please FAIL', agent, wait: true });
     expect(failed.body).toMatchObject({ status: 'failed' });
+  });
+
+  it('a call refused before the model answered: the session id the agent printed is not kept, even when its write lands late', async () => {
+    // The write noting qwen's id (printed before its 401) is held until the failed run resets its Session, as a busy
+    // machine once ordered it; with the reset waiting on it, until the agent has been gone a second.
+    const store = faultyKeyv();
+    let pid: number | undefined;
+    let held = false;
+    let reset = false;
+    let goneAt: number | undefined;
+    const gone = () => {
+      if (pid === undefined || isAlive(pid)) return false;
+      goneAt ??= Date.now();
+      return Date.now() - goneAt >= 1000;
+    };
+    store.state.hold = (w) => {
+      const v = w.value as { status?: string; agentSessionId?: string; process?: { pid: number } } | undefined;
+      if (w.key.startsWith('run:') && v?.process) pid ??= v.process.pid;
+      if (held && w.key.startsWith('session:') && v?.agentSessionId === undefined) reset = true;
+      if (!(w.key.startsWith('run:') && v?.status === 'running' && v.agentSessionId !== undefined) || held) return undefined;
+      held = true;
+      return waitFor(() => reset || gone(), { what: 'the Session reset, or the agent gone' });
+    };
+    const { host } = await cliHost(undefined, { store: store.keyv() });
+    const { body } = await startRun(host, { prompt: 'please FAIL', agent: 'qwen', wait: true });
+    expect(body).toMatchObject({ status: 'failed' });
+    expect(held).toBe(true);
+    expect(await (await host.request('GET', `/api/sessions/${body.resumeId}`)).json()).toMatchObject({ resumable: false });
   });
 
   // Of the real CLIs only qwen reports a failed model call with exit 0 (recorded); amp's fake by its docs.
@@ -442,3 +473,12 @@ describe('amp without credentials', () => {
     expect(host.spawner.count).toBe(0);
   });
 });
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

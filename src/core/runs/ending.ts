@@ -71,9 +71,10 @@ export class RunEnding {
     const { resumeId } = live.reservation;
     this.$.events.append(taskId, 'agent.session', { resumeId });
     // The Session follows the record (recovery settles it from the record too), then the webhooks go.
-    void this.$.lifecycle
+    const noted = this.$.lifecycle
       .noteSession(taskId, this.$.instanceId, agentSessionId, at, () => this.$.sessions.noteAgentSessionId(resumeId, agentSessionId))
       .catch((error: unknown) => this.$.log(`could not record the agent session of ${taskId}`, error));
+    live.sessionNoted = Promise.all([live.sessionNoted, noted]);
   }
 
   /** Judges the outcome, settles the Session, releases the reservation and stores the final record. Runs once per run. */
@@ -93,6 +94,8 @@ export class RunEnding {
     // The agent failed before its model ever answered: its session may not exist.
     const failedUnanswered = fields.status === 'failed' && verdict.answered === false;
     const agentSessionId = verdict.agentSessionId ?? record.agentSessionId;
+    // A note of the id still being written would land after the reset below (seen under load).
+    await live.sessionNoted;
     await settleSession(this.$.sessions, record.resumeId, failedUnanswered ? { reset: live.resumedFrom } : { note: agentSessionId });
     this.$.tokens.revoke(taskId);
     await reservation.release();

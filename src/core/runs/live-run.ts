@@ -48,6 +48,8 @@ export interface LiveRun {
   pendingStop?: ServiceStop;
   /** The write of the record with its process, awaited before the final write so it cannot land after it. */
   processSaved?: Promise<unknown>;
+  /** The writes of the session ids its agent printed (record, then Session), awaited before the Session is settled so none lands after it. */
+  sessionNoted?: Promise<unknown>;
   /** Its process has ended: its final record is being stored. */
   ending: boolean;
   /** Settles with its final record once durable (the lifecycle's waiters). */
