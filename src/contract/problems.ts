@@ -135,7 +135,7 @@ function title(code: ProblemCode): string {
 }
 
 /** The problem JSON of an answer (RFC 9457), with the stable `code` and any extra members. */
-export function problemBody(problem: Refusal): Record<string, unknown> {
+function problemBody(problem: Refusal): Record<string, unknown> {
   return {
     type: `https://headless-run-webhook.dev/problems/${problem.code}`,
     title: title(problem.code),
@@ -147,8 +147,13 @@ export function problemBody(problem: Refusal): Record<string, unknown> {
 }
 
 /** An answer's headers: the edge's own, `Retry-After` when the refusal says when, and the problem type. */
-export const problemHeaders = (problem: Refusal): Record<string, string> => ({
+const problemHeaders = (problem: Refusal): Record<string, string> => ({
   ...(problem instanceof HttpProblem ? problem.headers : {}),
   ...(problem.retryAfterSeconds === undefined ? {} : { 'retry-after': String(problem.retryAfterSeconds) }),
   'content-type': 'application/problem+json',
 });
+
+/** A refusal's answer, as the HTTP edge sends it and an idempotent request replays it: its status, problem JSON and headers. */
+export function problemAnswer(problem: Refusal): { status: number; body: Record<string, unknown>; headers: Record<string, string> } {
+  return { status: STATUS[problem.code], body: problemBody(problem), headers: problemHeaders(problem) };
+}

@@ -1,6 +1,6 @@
 import type { Fleet } from './fleet/fleet';
 import { newSortableId, sha256 } from './util/ids';
-import { Refusal, problemBody, problemHeaders, problemStatus } from '../contract/problems';
+import { Refusal, problemAnswer } from '../contract/problems';
 import type { HeadlessStore } from './store/keyv-store';
 
 /**
@@ -71,7 +71,7 @@ export class IdempotencyKeys {
    * Runs `execute` at most once for `key` within `scope`, with the run id it must use: the key is
    * bound to that run before it starts, so a request cut off by a crash is answered from its run
    * (`replay`), and one that never made a run frees its key. `execute` returns the answer, or
-   * throws an Refusal; one carrying a `taskId` (a run was recorded) is kept and replayed too.
+   * throws a Refusal; one carrying a `taskId` (a run was recorded) is kept and replayed too.
    */
   async run(
     scope: string,
@@ -127,8 +127,3 @@ export class IdempotencyKeys {
 
 const inUse = () => new Refusal('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry once it has been answered.');
 const reused = () => new Refusal('idempotency_key_reused', 'This Idempotency-Key was used with another request body.');
-
-/** The answer a problem gave, as the first request received it. */
-function problemAnswer(problem: Refusal): StoredAnswer {
-  return { status: problemStatus(problem.code), body: problemBody(problem), headers: problemHeaders(problem) };
-}

@@ -2,12 +2,13 @@
 
 // whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
 import { Response } from '@whatwg-node/fetch';
-import { HttpProblem, Refusal, StorageError, problemBody, problemHeaders, problemStatus } from '../../contract/problems';
+import { HttpProblem, Refusal, StorageError, problemAnswer } from '../../contract/problems';
 import { StillPending } from '../runs/lifecycle';
 import { MissingPackage } from '../util/optional-package';
 
 export function problemResponse(problem: Refusal): Response {
-  return new Response(JSON.stringify(problemBody(problem)), { status: problemStatus(problem.code), headers: problemHeaders(problem) });
+  const { status, body, headers } = problemAnswer(problem);
+  return new Response(JSON.stringify(body), { status, headers });
 }
 
 /**

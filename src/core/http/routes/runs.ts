@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { type RunRecord, hasEnded } from '../../../contract/records';
-import { HttpProblem, problemBody, problemHeaders } from '../../../contract/problems';
+import { HttpProblem, problemAnswer } from '../../../contract/problems';
 import { ANSWERS } from '../../../contract/answers';
 import { EventsQuery, ListQuery, OutputQuery, StartBody, parseEventsQuery, parseListQuery, parseOutputQuery, parseStartBody } from '../../../contract/requests';
 import type { StoredAnswer } from '../../idempotency';
@@ -102,7 +102,8 @@ export const RUN_ROUTES: Route[] = [
         const still = new HttpProblem('idempotency_key_in_use', `The run this Idempotency-Key started, "${taskId}", has not ended yet; retry once it has.`, {
           extra: { taskId },
         });
-        return { status: still.status, body: problemBody(still), headers: { ...problemHeaders(still), ...location(taskId) } };
+        const refused = problemAnswer(still);
+        return { ...refused, headers: { ...refused.headers, ...location(taskId) } };
       };
       const key = request.headers.get('idempotency-key');
       if (key === null) return answer(await execute());
