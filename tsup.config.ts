@@ -17,11 +17,11 @@ const LIBRARY = { format: ['esm', 'cjs'], dts: true, clean: true, sourcemap: tru
 
 /**
  * The command line's entry loads each command's module when it is run, from a file of its own:
- * `cli.js` itself then imports nothing, and a caller command loads two files (docs/performance.md).
+ * `cli.cjs` itself then requires nothing, and a caller command loads two CommonJS files
+ * (docs/performance.md).
  */
 const COMMAND_FILES: Record<string, string> = {
-  './caller/index': './cli-caller.js',
-  './caller/usage': './cli-caller.js',
+  './caller/index': './cli-caller.cjs',
   './serve': './cli-serve.js',
   './doctor': './cli-doctor.js',
   './mcp': './cli-mcp.js',
@@ -57,9 +57,10 @@ export default defineConfig([
     ...LIBRARY,
   },
   {
-    // The command line's entry, ESM only (run, never imported): one file that imports nothing.
+    // The command line's entry, CommonJS (run, never imported; src/cli/main.ts says why): one file
+    // that loads nothing until a command runs.
     entry: { cli: 'src/cli/main.ts' },
-    format: ['esm'],
+    format: ['cjs'],
     target: 'node20',
     sourcemap: true,
     splitting: false,
@@ -80,11 +81,11 @@ export default defineConfig([
     // The caller commands (run, status…, which scripts and agents call in loops), one file with
     // the parts of valibot they use: each module more is a few milliseconds of a command's start.
     entry: { 'cli-caller': 'src/cli/caller/index.ts' },
-    format: ['esm'],
+    format: ['cjs'],
     target: 'node20',
     sourcemap: true,
     splitting: false,
-    noExternal: ['valibot'],
+    noExternal: ['valibot', 'http-parser-js'],
   },
   {
     // Programs run on their own, each one file (a sandbox is shown these files alone).

@@ -1,4 +1,4 @@
-// Starts the built daemon (`dist/cli.js serve --port 0`) in `dir`, for the bench and the soak; or
+// Starts the built daemon (`dist/cli.cjs serve --port 0`) in `dir`, for the bench and the soak; or
 // another server that prints the same `listening on URL` line.
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
@@ -21,4 +21,4 @@ export async function spawnServer(args, options, node = process.execPath) {
 }
 
 export const spawnDaemon = (dir, nodeFlags = [], env = process.env, node = process.execPath) =>
-  spawnServer([...nodeFlags, join(ROOT, 'dist/cli.js'), 'serve', '--port', '0', '--data-dir', join(dir, '.headless')], { cwd: dir, env }, node);
+  spawnServer([...nodeFlags, join(ROOT, 'dist/cli.cjs'), 'serve', '--port', '0', '--data-dir', join(dir, '.headless')], { cwd: dir, env }, node);

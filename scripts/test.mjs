@@ -37,7 +37,7 @@ function builtFromNow() {
     if (!stat.isDirectory()) return stat.mtimeMs;
     return Math.max(stat.mtimeMs, ...readdirSync(path).map((name) => newest(join(path, name))));
   };
-  const built = statSync('dist/cli.js', { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  const built = statSync('dist/cli.cjs', { throwIfNoEntry: false })?.mtimeMs ?? 0;
   return built > Math.max(newest('src'), newest('tsup.config.ts'), newest('package.json'));
 }
 

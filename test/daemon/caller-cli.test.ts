@@ -1,6 +1,8 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { type AddressInfo, connect } from 'node:net';
 import { dirname, join } from 'node:path';
+import { createServer as createTlsServer } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, type Daemon, api, cleanupDaemons, runCli, startDaemon, startFakeDaemon, tempDir, writeConfig } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
@@ -186,15 +188,74 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     expect(down.stderr).toMatch(/network/);
   });
 
-  it('a caller command loads two files: cli.js, which imports nothing, and cli-caller.js, which imports nothing', () => {
-    // Static imports, which run before a line of the command: a package, a chunk shared with the
-    // server, or an ESM import of a built-in (which reads all of its exports) would each cost the
-    // command's start (docs/performance.md).
-    const imports = (file: string) => [...readFileSync(join(dirname(CLI), file), 'utf8').matchAll(/^import\s[^;]*?["']([^"']+)["'];?$/gm)].map((m) => m[1]!);
-    expect(imports('cli.js')).toEqual([]);
-    expect(readFileSync(CLI, 'utf8')).toContain('import("./cli-caller.js")');
-    expect(imports('cli-caller.js')).toEqual([]);
-    expect(readFileSync(join(dirname(CLI), 'cli-caller.js'), 'utf8'), 'no request schema: the caller only reads answers').not.toContain('StartBody');
+  it('a caller command loads two CommonJS files, cli.cjs and cli-caller.cjs, which load nothing more', () => {
+    // What a file loads before a line of the command: a package, a chunk shared with the server,
+    // or Node's fetch would each cost the command's start (docs/performance.md). The daemon's
+    // commands are imported only when they run.
+    const text = (file: string) => readFileSync(join(dirname(CLI), file), 'utf8');
+    const loads = (file: string) =>
+      [...text(file).matchAll(/\b(?:require|import)\(\s*["']([^"']+)["']\s*\)|^import\s[^;]*?["']([^"']+)["']/gm)].map((m) => m[1] ?? m[2]);
+    expect(CLI.endsWith('cli.cjs')).toBe(true);
+    expect(new Set(loads('cli.cjs'))).toEqual(new Set(['./cli-caller.cjs', './cli-serve.js', './cli-doctor.js', './cli-mcp.js']));
+    expect(loads('cli-caller.cjs')).toEqual([]);
+    expect(text('cli-caller.cjs'), 'no request schema: the caller only reads answers').not.toContain('StartBody');
+  });
+
+  it('speaks HTTPS, checking the certificate: trusted through NODE_EXTRA_CA_CERTS it follows a run; untrusted it is exit 6', async () => {
+    // A TLS front for the daemon, with a certificate made for 127.0.0.1 here.
+    const dir = tempDir();
+    dirs.push(dir);
+    const [key, cert] = [join(dir, 'key.pem'), join(dir, 'cert.pem')];
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
+    const target = new URL(daemon.url);
+    const front = createTlsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (socket) => {
+      const back = connect(Number(target.port), target.hostname);
+      socket.pipe(back).pipe(socket);
+      const close = () => {
+        socket.destroy();
+        back.destroy();
+      };
+      socket.on('error', close);
+      back.on('error', close);
+    });
+    await new Promise<void>((done) => front.listen(0, '127.0.0.1', done));
+    try {
+      const url = `https://127.0.0.1:${(front.address() as AddressInfo).port}`;
+      const trusted = { HEADLESS_URL: url, NODE_EXTRA_CA_CERTS: cert };
+      const started = await cli(['run', 'echo over tls', '--agent', 'fake', '--follow'], trusted);
+      expect(started.code).toBe(0);
+      expect(started.stdout).toMatch(/run\.started[\s\S]*run\.ended\s+succeeded/);
+      const taskId = /^(run_\S+)\s+succeeded/m.exec(started.stdout)![1]!;
+      expect((await cli(['logs', taskId], trusted)).stdout).toContain('over tls');
+      expect(json((await cli(['status', taskId, '--json'], trusted)).stdout)).toMatchObject({ taskId, status: 'succeeded' });
+      const untrusted = await cli(['status', 'run_x'], { HEADLESS_URL: url });
+      expect(untrusted.code).toBe(6);
+      expect(untrusted.stderr).toMatch(/network: .*(self[- ]signed|certificate)/i);
+    } finally {
+      await new Promise((done) => front.close(done));
+    }
   });
 });
 

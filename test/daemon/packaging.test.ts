@@ -94,7 +94,7 @@ describe('packaging', () => {
   });
 
   it('the daemon serves with SQLite on Node 22.13 and later as installed; on Node 20 it says to install @photostructure/sqlite', async () => {
-    const cli = join(consumer, 'node_modules', 'headless-run-webhook', 'dist', 'cli.js');
+    const cli = join(consumer, 'node_modules', 'headless-run-webhook', 'dist', 'cli.cjs');
     for (const [version, binary] of testNodes()) {
       const dataDir = mkdtempSync(join(tmpdir(), 'hrw-serve-'));
       const said = await firstWords(binary, [cli, 'serve', '--port', '0', '--data-dir', dataDir], consumer);
@@ -174,9 +174,9 @@ describe('the client alone (headless-run-webhook-client)', () => {
     rmSync(project, { recursive: true, force: true });
   });
 
-  it('installs no server dependency: itself and valibot, nothing else', () => {
+  it('installs no server dependency: itself, valibot and http-parser-js, nothing else', () => {
     const installed = readdirSync(join(project, 'node_modules')).filter((name) => !name.startsWith('.'));
-    expect(installed.sort()).toEqual(['headless-run-webhook-client', 'valibot']);
+    expect(installed.sort()).toEqual(['headless-run-webhook-client', 'http-parser-js', 'valibot']);
   });
 
   it('has the version of the package it comes from', () => {

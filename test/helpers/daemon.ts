@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { FAKE_AGENT } from './harness';
 import { waitEnded } from './wait';
 
-export const CLI = resolve(__dirname, '../../dist/cli.js');
+export const CLI = resolve(__dirname, '../../dist/cli.cjs');
 
 export interface Daemon {
   url: string;

@@ -6,7 +6,7 @@ import { builtFile } from '../util/package-file';
 
 /**
  * Puts `headless-inbox` on every run's `PATH`, however the service was started: through npx,
- * as `node dist/cli.js serve`, from an absolute bin path under a service manager, or embedded in
+ * as `node dist/cli.cjs serve`, from an absolute bin path under a service manager, or embedded in
  * a host app. A private folder (0700, new at each start, removed at close) holds one launcher
  * that runs this package's `dist/inbox-cli.js` with this Node; one a killed service left is
  * removed by the next.
