@@ -10,7 +10,6 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
-import { createSqliteKeyv } from '../dist/index.js';
 import { startPostgres } from '../test/fixtures/postgres.mjs';
 import { eventLatency } from './event-latency.mjs';
 import { queueKill, queueMemory, queuePickup, queuePickupFleet } from './queue.mjs';
@@ -252,20 +251,20 @@ async function manyRuns() {
 
 /**
  * Writes `count` finished run records for workspace `ws` straight into the daemon's SQLite file,
- * with their rows in the list index, as the daemon itself would have left them.
+ * in its runs table with their lookup columns, as the daemon itself would have left them
+ * (src/core/store/sql-table.ts).
  */
 async function seed(dir, count) {
   // A first start makes the tables; the seeded rows then go in beside them.
   const first = await daemon(fakeConfig(), dir);
   await first.stop();
-  const keyv = await createSqliteKeyv(join(dir, '.headless'));
-  const sqlite = keyv.store;
+  const { DatabaseSync } = process.getBuiltinModule('node:sqlite') ?? (await import('@photostructure/sqlite'));
+  const db = new DatabaseSync(join(dir, '.headless', 'headless.sqlite'));
   const t0 = Date.now() - count * 1000;
   const BATCH = 500;
-  await sqlite.query('BEGIN');
+  db.exec('BEGIN');
   for (let i = 0; i < count; i += BATCH) {
-    const records = [];
-    const index = [];
+    const rows = [];
     for (let j = i; j < Math.min(count, i + BATCH); j++) {
       const created = new Date(t0 + j * 1000).toISOString();
       const taskId = `run_${(t0 + j * 1000).toString(36).padStart(9, '0')}0000${String(j).padStart(16, '0')}`;
@@ -277,6 +276,7 @@ async function seed(dir, count) {
         agent: 'fake',
         mode: 'async',
         status,
+        source: { kind: 'api' },
         createdAt: created,
         endedAt: created,
         durationMs: 1000,
@@ -285,24 +285,16 @@ async function seed(dir, count) {
         signal: null,
         bootId: 'boot_seed',
       };
-      records.push(`hrw:run:${taskId}`, JSON.stringify({ value: record }));
-      index.push(taskId, 'ws', status);
+      rows.push(taskId, 'ws', status, 'boot_seed', JSON.stringify(record));
     }
-    await sqlite.query(
-      `INSERT INTO headless (key, value) VALUES ${Array(records.length / 2)
-        .fill('(?, ?)')
+    db.prepare(
+      `INSERT INTO headless_run (id, grp, bucket, owner, record) VALUES ${Array(rows.length / 5)
+        .fill('(?, ?, ?, ?, ?)')
         .join(', ')}`,
-      ...records,
-    );
-    await sqlite.query(
-      `INSERT INTO headless_runs (id, workspace_id, bucket) VALUES ${Array(index.length / 3)
-        .fill('(?, ?, ?)')
-        .join(', ')}`,
-      ...index,
-    );
+    ).run(...rows);
   }
-  await sqlite.query('COMMIT');
-  await keyv.disconnect();
+  db.exec('COMMIT');
+  db.close();
 }
 
 // 4. With 1M runs in the store vs 1k: list page time, start-up time and RSS.
