@@ -98,6 +98,8 @@ export default defineConfig([
     target: 'node20',
     sourcemap: true,
     splitting: false,
+    // What `headless-inbox` reads its answer with, inside it: a sandbox sees only these files.
+    noExternal: ['http-parser-js'],
     banner: { js: '#!/usr/bin/env node' },
     esbuildPlugins: [raw],
   },

@@ -1,4 +1,9 @@
 /** The HTTP client behind `headless-inbox`. */
+import { nodeFetch } from '../client/node-fetch';
+
+// A plain socket, as the caller CLI's: Node's fetch (undici) costs about 30 ms of CPU to load on
+// Node 22 and 24, more than the rest of the command (docs/performance.md).
+const send = nodeFetch();
 
 export class InboxPushError extends Error {}
 
@@ -33,7 +38,7 @@ async function callService(env: NodeJS.ProcessEnv, path: string, body: unknown, 
   const api = need(env, 'HEADLESS_API_URL');
   let response: Response;
   try {
-    response = await fetch(`${api.replace(/\/+$/, '')}${path}`, {
+    response = await send(`${api.replace(/\/+$/, '')}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${env.HEADLESS_RUN_TOKEN}` },
       body: JSON.stringify(body),

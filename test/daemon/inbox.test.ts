@@ -1,8 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { type IncomingMessage, type ServerResponse, createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
-import { http, HttpResponse } from 'msw';
-import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeServer } from '../../src/adapters/node';
 import { InboxPushError, pushToInbox } from '../../src/cli/inbox-client';
@@ -247,41 +246,46 @@ function pick(env: Record<string, string>) {
   return { HEADLESS_API_URL: env.HEADLESS_API_URL!, HEADLESS_WORKSPACE_ID: env.HEADLESS_WORKSPACE_ID!, HEADLESS_RUN_TOKEN: env.HEADLESS_RUN_TOKEN! };
 }
 
-describe('the headless-inbox client (outbound HTTP faked with msw)', () => {
-  const server = setupServer();
-  beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
-  afterEach(() => server.resetHandlers());
-  afterAll(() => server.close());
-  const env = { HEADLESS_API_URL: 'http://agents.test/base/', HEADLESS_WORKSPACE_ID: 'ws 1', HEADLESS_RUN_TOKEN: 'tok' };
+describe('the headless-inbox client, against a loopback server', () => {
+  // What the server answers next, and the requests it saw.
+  let answer: (req: IncomingMessage, body: string, res: ServerResponse) => void = (_req, _body, res) => res.end();
+  const server = createHttpServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => answer(req, body, res));
+  });
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    env = { HEADLESS_API_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/base/`, HEADLESS_WORKSPACE_ID: 'ws 1', HEADLESS_RUN_TOKEN: 'tok' };
+  });
+  afterAll(() => new Promise((done) => server.close(done)));
+  const reply =
+    (status: number, text: string, type = 'application/json') =>
+    (_req: IncomingMessage, _body: string, res: ServerResponse) =>
+      res.writeHead(status, { 'content-type': type }).end(text);
 
   it('posts the title and body with the run token to the workspace Inbox', async () => {
-    let seen: { auth: string | null; body: unknown; url: string } | undefined;
-    server.use(
-      http.post('http://agents.test/base/api/workspaces/:ws/inbox', async ({ request }) => {
-        seen = { auth: request.headers.get('authorization'), body: await request.json(), url: request.url };
-        return HttpResponse.json({ id: 'inb_1' }, { status: 201 });
-      }),
-    );
+    let seen: { auth: string | undefined; body: unknown; url: string | undefined; method: string | undefined } | undefined;
+    answer = (req, body, res) => {
+      seen = { auth: req.headers.authorization, body: JSON.parse(body), url: req.url, method: req.method };
+      reply(201, JSON.stringify({ id: 'inb_1' }))(req, body, res);
+    };
     expect(await pushToInbox({ title: 'T', body: 'B', env })).toEqual({ id: 'inb_1' });
-    expect(seen).toEqual({ auth: 'Bearer tok', body: { title: 'T', body: 'B' }, url: 'http://agents.test/base/api/workspaces/ws%201/inbox' });
+    expect(seen).toEqual({ auth: 'Bearer tok', body: { title: 'T', body: 'B' }, url: '/base/api/workspaces/ws%201/inbox', method: 'POST' });
   });
 
   it('turns a problem answer into a clear error', async () => {
-    server.use(
-      http.post('http://agents.test/base/api/workspaces/:ws/inbox', () =>
-        HttpResponse.json(
-          { status: 400, code: 'invalid_body', detail: 'Field "title" is invalid' },
-          { status: 400, headers: { 'content-type': 'application/problem+json' } },
-        ),
-      ),
-    );
+    answer = reply(400, JSON.stringify({ status: 400, code: 'invalid_body', detail: 'Field "title" is invalid' }), 'application/problem+json');
     await expect(pushToInbox({ title: 'T', body: 'B', env })).rejects.toThrow(/push refused \(HTTP 400\) invalid_body: Field "title" is invalid/);
   });
 
   it('reports a non-JSON failure and a network error', async () => {
-    server.use(http.post('http://agents.test/base/api/workspaces/:ws/inbox', () => new HttpResponse('bad gateway', { status: 502 })));
+    answer = reply(502, 'bad gateway', 'text/plain');
     await expect(pushToInbox({ title: 'T', body: 'B', env })).rejects.toThrow(/HTTP 502\) bad gateway/);
-    server.use(http.post('http://agents.test/base/api/workspaces/:ws/inbox', () => HttpResponse.error()));
-    await expect(pushToInbox({ title: 'T', body: 'B', env })).rejects.toBeInstanceOf(InboxPushError);
+    answer = (req) => req.socket.destroy();
+    const hungUp = pushToInbox({ title: 'T', body: 'B', env });
+    await expect(hungUp).rejects.toBeInstanceOf(InboxPushError);
+    await expect(hungUp).rejects.toThrow(/cannot reach the headless service/);
   });
 });

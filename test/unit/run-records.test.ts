@@ -98,4 +98,36 @@ describe('run records', () => {
     await expect(r.update('run_b', (run) => ({ ...run, timeoutMs: 5 }))).rejects.toBeInstanceOf(StorageError);
     expect((await r.find('run_b'))?.timeoutMs).toBe(1000);
   });
+
+  it('a page of runs is one read of those not in memory, in the order asked: running ones and kept ones are not read again', async () => {
+    const { keyv } = refusingKeyv('throw');
+    const store = keyvStore(keyv);
+    const reads: Array<{ one?: string; many?: string[] }> = [];
+    const counted = {
+      ...store,
+      table: <T extends object>(spec: Parameters<typeof store.table<T>>[0]) => {
+        const table = store.table<T>(spec);
+        return {
+          ...table,
+          get: (id: string) => (reads.push({ one: id }), table.get(id)),
+          getMany: (ids: string[]) => (reads.push({ many: ids }), table.getMany(ids)),
+        };
+      },
+    };
+    // Written by one instance of the records, read by a fresh one: nothing of them in its memory.
+    const writer = new RunRecords({ store, log: () => undefined });
+    const r = new RunRecords({ store: counted, log: () => undefined });
+    open.push(writer, r);
+    const ended = (taskId: string) => ({ ...storedRun(taskId), status: 'succeeded' as const, endedAt: new Date().toISOString() });
+    for (const id of ['run_a', 'run_b', 'run_c', 'run_d']) await writer.create(ended(id));
+    await r.create(running('run_live'));
+    await r.find('run_c'); // now kept in memory
+    reads.length = 0;
+    const found = await r.findMany(['run_d', 'run_live', 'run_none', 'run_c', 'run_a']);
+    expect(found.map((run) => run?.taskId)).toEqual(['run_d', 'run_live', undefined, 'run_c', 'run_a']);
+    expect(reads).toEqual([{ many: ['run_d', 'run_none', 'run_a'] }]);
+    reads.length = 0;
+    await r.findMany(['run_d', 'run_a', 'run_live']);
+    expect(reads, 'ended runs read once are kept').toEqual([]);
+  });
 });

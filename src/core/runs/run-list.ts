@@ -33,7 +33,7 @@ export interface ListQuery {
  * FILTER_SCAN_MAX runs: such a page may hold fewer than `limit` runs, even none, with a cursor
  * that goes on.
  */
-export async function listRuns(records: RunRecords, find: (id: string) => Promise<StoredRun | undefined>, q: ListQuery) {
+export async function listRuns(records: RunRecords, q: ListQuery) {
   const shown: RunRecord[] = [];
   const fits = (r: StoredRun | undefined): r is StoredRun =>
     r !== undefined &&
@@ -47,7 +47,7 @@ export async function listRuns(records: RunRecords, find: (id: string) => Promis
   for (let scanned = 0; ; ) {
     const page = await records.page(q.workspaceId, q.status, q.limit, cursor);
     // A record read after its lookup may have changed state since: the list shows what it is now.
-    const runs = await Promise.all(page.ids.map(find));
+    const runs = await records.findMany(page.ids);
     for (const [i, run] of runs.entries()) {
       if (fits(run)) shown.push(publicRecord(run));
       const more = i + 1 < runs.length || page.next !== null;

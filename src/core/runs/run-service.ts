@@ -267,7 +267,7 @@ export class RunService {
   }
 
   async list(query: ListQuery): Promise<{ runs: RunRecord[]; nextCursor: string | null }> {
-    const page = await listRuns(this.$.records, (id) => this.find(id), query);
+    const page = await listRuns(this.$.records, query);
     return { ...page, runs: await this.$.queue.positions(page.runs) };
   }
 
