@@ -109,8 +109,14 @@ describe('run records', () => {
         const table = store.table<T>(spec);
         return {
           ...table,
-          get: (id: string) => (reads.push({ one: id }), table.get(id)),
-          getMany: (ids: string[]) => (reads.push({ many: ids }), table.getMany(ids)),
+          get: (id: string) => {
+            reads.push({ one: id });
+            return table.get(id);
+          },
+          getMany: (ids: string[]) => {
+            reads.push({ many: ids });
+            return table.getMany(ids);
+          },
         };
       },
     };
