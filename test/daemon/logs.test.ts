@@ -30,6 +30,8 @@ describe('the daemon’s logs', () => {
     const daemon = await startDaemon(cwd);
     const done = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: PROMPT, agent: 'fake' })).json()) as { taskId: string };
     await waitRun(daemon, done.taskId);
+    // Its line follows the final record (a loaded machine may show the record first): wait for it.
+    await waitFor(() => lines(daemon.output()).some((l) => l.msg === 'run ended' && l.taskId === done.taskId), { what: "the first run's end line" });
     const running = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'sleep 30000', agent: 'fake' })).json()) as { taskId: string };
     expect(await daemon.stop()).toBe(0);
     const logged = lines(daemon.output());
