@@ -59,11 +59,16 @@ function exchange(url: URL, request: string, init: RequestInit, socketPath: stri
     const parser = new HTTPParser(HTTPParser.RESPONSE);
     let body: Readable | undefined;
     let settled = false;
-    const fail = (error: Error) => {
-      if (settled) return;
+    // The exchange ends once, by its answer's end or by a failure: the socket goes, the abort with it.
+    const settle = () => {
+      if (settled) return false;
       settled = true;
       init.signal?.removeEventListener('abort', aborted);
       socket.destroy();
+      return true;
+    };
+    const fail = (error: Error) => {
+      if (!settle()) return;
       if (body) body.destroy(error);
       else reject(new TypeError('fetch failed', { cause: error }));
     };
@@ -79,11 +84,7 @@ function exchange(url: URL, request: string, init: RequestInit, socketPath: stri
       if (!body?.push(chunk.subarray(offset, offset + length))) socket.pause();
     };
     parser[HTTPParser.kOnMessageComplete] = () => {
-      if (!body || settled) return;
-      settled = true;
-      init.signal?.removeEventListener('abort', aborted);
-      body.push(null);
-      socket.destroy();
+      if (body && settle()) body.push(null);
     };
     const read = (result: unknown) => {
       if (result instanceof Error) fail(result);
