@@ -184,7 +184,21 @@ export const ConfigSchema = v.strictObject({
   webhooks: v.optional(WebhooksSchema),
   retentionDays: v.optional(v.pipe(v.number(), v.minValue(0))),
   instanceLeaseSeconds: v.optional(v.pipe(v.number(), v.minValue(1))),
-  sandbox: v.optional(v.strictObject({ readable: v.optional(v.array(v.pipe(v.string(), v.startsWith('/', 'must be an absolute path')))) })),
+  sandbox: v.optional(
+    v.strictObject({
+      readable: v.optional(v.array(v.pipe(v.string(), v.startsWith('/', 'must be an absolute path')))),
+      user: v.optional(
+        v.pipe(
+          v.string(),
+          v.regex(/^[1-9]\d{0,9}:[1-9]\d{0,9}$/, 'must be "uid:gid", neither of them 0'),
+          v.transform((text) => {
+            const [uid, gid] = text.split(':').map(Number);
+            return { uid: uid ?? 0, gid: gid ?? 0 };
+          }),
+        ),
+      ),
+    }),
+  ),
 });
 
 export interface DaemonConfig {
@@ -208,8 +222,8 @@ export interface DaemonConfig {
   retentionDays?: number;
   /** With a shared PostgreSQL store: how long an instance's lease lasts. */
   instanceLeaseMs?: number;
-  /** What every sandbox may read besides the system, its PATH and its agent's install. */
-  sandbox?: { readable?: string[] };
+  /** What every sandbox may read besides the system, its PATH and its agent's install; under a root daemon, who its agents run as. */
+  sandbox?: { readable?: string[]; user?: { uid: number; gid: number } };
   /** Token prices by agent, for agents that report no cost. */
   prices?: Record<string, TokenPrice>;
 }

@@ -224,7 +224,7 @@ async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
       schedules: config.schedules,
       triggers: config.triggers,
       tracer: o.tracer,
-      sandbox: { hidden: o.hidden, readable: config.sandbox?.readable, agentState: o.agentState },
+      sandbox: { hidden: o.hidden, readable: config.sandbox?.readable, agentState: o.agentState, user: config.sandbox?.user },
       ...(o.worktreeRoot === undefined ? {} : { worktreeRoot: o.worktreeRoot }),
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,

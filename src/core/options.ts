@@ -45,9 +45,11 @@ export interface HeadlessHandlerOptions {
    * other listed workspace: the daemon passes its data directory, config file, token file and socket.
    * `readable`: what every sandbox may read besides the system, its PATH and its agent's install.
    * `agentState`: where each workspace's sandboxed agents keep their state (the daemon: `<data dir>/agent-state`;
-   * otherwise a temporary folder, so sessions of sandboxed runs last until close). @default {}
+   * otherwise a temporary folder, so sessions of sandboxed runs last until close).
+   * `user`: under a root service, the host uid and gid sandboxed agents run as (never 0; default 65532:65532).
+   * @default {}
    */
-  sandbox?: { hidden?: string[]; readable?: string[]; agentState?: string };
+  sandbox?: { hidden?: string[]; readable?: string[]; agentState?: string; user?: { uid: number; gid: number } };
   /**
    * US dollars per million tokens, by agent name, for agents that report tokens but no cost: their
    * runs' cost is estimated from these (for budgets and daily spend). @default agents/prices.ts: codex and gemini

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,10 +90,18 @@ function escapeUser(): { uid: number; gid: number } {
   const id = (flag: string) => Number(spawnSync('id', [flag, name], { encoding: 'utf8' }).stdout.trim());
   return { uid: id('-u'), gid: id('-g') };
 }
+/** The uid of the user variant's daemon. */
+const daemonUid = () => (isRoot ? escapeUser().uid : (process.getuid?.() ?? -1));
 const VARIANTS = isRoot ? (['root', 'user'] as const) : (['user'] as const);
 
 /** What the unconfined probe reaches that it should not be able to, as this user: everything but the proxy, and as a user, no root's files or capabilities. */
-const unconfinedNo = (variant: string) => ['proxy-allowed', 'proxy-other', ...(variant === 'user' && isRoot ? ['etc-shadow', 'has-caps'] : [])];
+const unconfinedNo = (variant: string) => [
+  'proxy-allowed',
+  'proxy-other',
+  ...(variant === 'user' && isRoot ? ['etc-shadow', 'has-caps', 'root-file', 'proc-sys'] : []),
+];
+/** Under a root daemon, sandboxed agents run as this host user (docs/security.md: a root daemon). */
+const SANDBOX_USER = '65532:65532';
 
 describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the daemon run as %s', (variant) => {
   let daemon: Daemon;
@@ -106,10 +114,14 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
   beforeAll(async () => {
     cwd = dir();
     home = join(cwd, 'home');
-    for (const name of ['box', 'boxro', 'open', 'other', 'outside', 'home/.ssh', 'home/.agent', 'home/.gnupg']) mkdirSync(join(cwd, name), { recursive: true });
+    for (const name of ['box', 'boxro', 'open', 'other', 'outside', 'rootbox', 'home/.ssh', 'home/.agent', 'home/.gnupg'])
+      mkdirSync(join(cwd, name), { recursive: true });
     writeFileSync(join(cwd, 'other', 'secret.txt'), 'secret');
     writeFileSync(join(home, '.ssh', 'id_ed25519'), 'a private key');
     writeFileSync(join(home, '.agent', 'settings.json'), "the operator's settings\n");
+    // A file only root may read, which the operator lets sandboxes see (as the system shows many such).
+    const rootFile = join(cwd, 'root-only.txt');
+    writeFileSync(rootFile, 'root only', { mode: 0o600 });
     const token = adminTokenFile(cwd);
     // Two local services: the sandbox's network lets it reach the first only.
     servers = await Promise.all([0, 1].map(() => tcpServer()));
@@ -130,6 +142,7 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
       TMP_SOCKET: sockets[1]!.path,
       ABSTRACT_SOCKET: abstract,
       HOME: home,
+      ROOT_FILE: rootFile,
       SENTINEL,
     };
     const workspace = (id: string, extra: Record<string, unknown> = {}) => ({ id, path: id, agents: ['probe', 'fake'], env, ...extra });
@@ -138,17 +151,22 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
     writeConfig(cwd, {
       localCallers: 'token',
       // The probe and the fake agent are scripts outside the view: the operator lets sandboxes read them.
-      sandbox: { readable: [PROBE, FAKE_AGENT] },
+      sandbox: { readable: [PROBE, FAKE_AGENT, rootFile] },
       agents: { probe: probeAgent, fake: fakeAgent },
       workspaces: [
         workspace('open'),
         workspace('box', { sandbox: true, network: [`127.0.0.1:${servers[0]!.port}`] }),
         workspace('boxro', { sandbox: true, permissions: 'read-only' }),
         workspace('other'),
+        // Root's own folder, never handed to the sandbox's user.
+        workspace('rootbox', { sandbox: true }),
       ],
     });
     const as: { uid?: number; gid?: number } = variant === 'user' && isRoot ? escapeUser() : {};
     if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, cwd]);
+    // Root's file stays root's; under a root daemon the operator hands the sandboxed workspace to the sandbox's user.
+    if (isRoot) spawnSync('chown', ['root:root', rootFile]);
+    if (variant === 'root') spawnSync('chown', ['-R', SANDBOX_USER, join(cwd, 'box')]);
     // The sentinel stands for any secret left in the daemon's environment.
     daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', token], { HEADLESS_ADMIN_TOKEN: SENTINEL, HOME: home }, as);
   }, 600_000);
@@ -161,7 +179,9 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
     await probe(daemon, 'open');
     // The second run finds what the first planted and kept.
     const { reach, record } = await probe(daemon, 'open');
-    expect(Object.keys(reach).length).toBe(29);
+    expect(Object.keys(reach).length).toBe(31);
+    // What it writes is the daemon's user's: root's, under a root daemon.
+    expect(statSync(join(cwd, 'open', 'owner-mark')).uid).toBe(variant === 'root' ? 0 : daemonUid());
     expect(
       Object.keys(reach)
         .filter((check) => reach[check] === 'no')
@@ -218,14 +238,27 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
       'abstract-socket': 'no',
       sockets: 'no',
       userns: 'no',
+      // Never host root: root's files and the kernel's knobs are out of reach, under a root daemon too.
+      'root-file': 'no',
+      'proc-sys': 'no',
     });
     expect(record).toMatchObject({ status: 'succeeded', policy: { permissions: 'full', sandbox: true } });
+    // Never host root: a root daemon's agent writes as the sandbox's user.
+    expect(statSync(join(cwd, 'box', 'owner-mark')).uid).toBe(variant === 'root' ? Number(SANDBOX_USER.split(':')[0]) : daemonUid());
     expect(existsSync(join(cwd, 'outside', 'written.txt'))).toBe(false);
     expect(existsSync(join(cwd, 'other', 'written.txt'))).toBe(false);
     // Nothing reached the operator's HOME; the workspace's agent state is in the data directory.
     expect(readFileSync(join(home, '.agent', 'settings.json'), 'utf8')).toBe("the operator's settings\n");
     expect(existsSync(join(home, '.agent', 'hooks'))).toBe(false);
     expect(existsSync(join(cwd, '.headless', 'agent-state', 'box', '.agent', 'sessions', 'kept'))).toBe(true);
+  });
+
+  it.skipIf(variant !== 'root')('under a root daemon, a workspace folder not handed to the sandbox user is refused, saying how', async () => {
+    const res = await api(daemon, 'POST', '/api/workspaces/rootbox/headless', { prompt: 'x', agent: 'probe', wait: true }, auth);
+    const body = (await res.json()) as { code: string; detail: string };
+    expect(res.status, JSON.stringify(body)).toBe(500);
+    expect(body.code).toBe('spawn_failed');
+    expect(body.detail).toContain(`chown -R ${SANDBOX_USER} ${join(cwd, 'rootbox')}`);
   });
 
   it('cancel stops the whole sandbox: the agent, its grandchild, the network bridge and bubblewrap', async () => {
@@ -251,6 +284,8 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
       'has-caps': 'no',
       'home-key': 'no',
       'config-write': 'no',
+      'root-file': 'no',
+      'proc-sys': 'no',
     });
     expect(record.policy).toEqual({ permissions: 'read-only', sandbox: true });
   });

@@ -204,6 +204,7 @@ export class RunLauncher {
       config: [...(adapter.config ?? []), ...(adapter.credentials?.files ?? [])],
       env,
       network: workspace.network ?? [],
+      madeForRun: placed.worktree !== undefined,
     });
   }
 

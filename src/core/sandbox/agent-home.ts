@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lchownSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { Mount } from './bubblewrap';
+import type { Mount, SandboxUser } from './bubblewrap';
 import { insideOf, realPath } from './paths';
 
 /** What a sandboxed run's agent keeps and reads in its home. */
@@ -12,6 +12,8 @@ export interface AgentHomeInput {
   config: string[];
   /** The run's environment: its `HOME`, XDG variables and `CODEX_HOME` place the entries. */
   env: Record<string, string>;
+  /** Under a root service: the sandbox's user, who must own its state (only the entries themselves: what is inside them it wrote). */
+  owner?: SandboxUser;
 }
 
 /** Where the XDG variables move an entry that defaults under HOME. */
@@ -52,6 +54,7 @@ export function agentHomeMounts(root: string, input: AgentHomeInput): Mount[] {
       mkdirSync(dirname(source), { recursive: true });
       if (!existsSync(source)) writeFileSync(source, '{}\n');
     } else mkdirSync(source, { recursive: true });
+    if (input.owner) lchownSync(source, input.owner.uid, input.owner.gid);
     const path = realPath(place);
     state.push({ entry, source, path });
     mounts.push({ kind: 'rw', source, path });

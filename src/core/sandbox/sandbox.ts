@@ -1,13 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { findExecutable } from '../agents/preflight';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { builtFile } from '../util/package-file';
 import { agentHomeMounts } from './agent-home';
-import { type Mount, bubblewrapArgs } from './bubblewrap';
+import { type Mount, type SandboxLayout, type SandboxUser, bubblewrapArgs } from './bubblewrap';
 import { startEgressProxy } from './egress-proxy';
 import { realPath } from './paths';
 import { hiddenMounts, installMounts, systemMounts } from './view';
@@ -21,7 +22,17 @@ export interface SandboxOptions {
   agentState?: string;
   /** Where `bwrap` is looked up. @default process.env.PATH */
   path?: string;
+  /**
+   * The host user sandboxed agents run as when the service runs as root (never root itself).
+   * Ignored otherwise: agents then run as the service's own user. @default { uid: 65532, gid: 65532 }
+   */
+  user?: SandboxUser;
 }
+
+/** The sandbox user under a root service: the unprivileged "nonroot" id distroless images use, so it owns nothing else on most hosts. */
+export const DEFAULT_SANDBOX_USER: SandboxUser = { uid: 65532, gid: 65532 };
+
+const isRoot = () => process.getuid?.() === 0;
 
 export interface ConfineInput {
   workspaceId: string;
@@ -39,6 +50,8 @@ export interface ConfineInput {
   env: Record<string, string>;
   /** `host:port` it may reach besides the service (`HEADLESS_API_URL`); `*`: the host's network. */
   network: string[];
+  /** The service made `workspace` for this run's Session (its worktree): under a root service it is handed to the sandbox's user. */
+  madeForRun?: boolean;
 }
 
 /**
@@ -73,13 +86,29 @@ export class Sandbox {
   /** Throws, saying why, where bubblewrap is missing or cannot make this sandbox (no user namespaces): never a weaker one. */
   check(): void {
     const bwrap = this.executable();
-    const args = bubblewrapArgs({ mounts: this.system(), isolateNetwork: true }, '/', 'true', []);
+    const args = bubblewrapArgs(this.layout(this.system(), true), '/', 'true', []);
     const tried = spawnSync(bwrap, args, { encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
     if (tried.status === 0) return;
     const said = (tried.stderr || tried.error?.message || `exit ${tried.status}`).trim();
     throw new SpawnFailure(
       `bubblewrap cannot make a sandbox here (${said}): it needs user namespaces (sysctl user.max_user_namespaces > 0; on Ubuntu 24.04, an AppArmor profile that allows bwrap them)`,
     );
+  }
+
+  /** Under a root service: who its agents run as, and the programs that switch to that user inside. */
+  private layout(mounts: Mount[], isolateNetwork: boolean): SandboxLayout {
+    if (!isRoot()) return { mounts, isolateNetwork };
+    const setpriv = findExecutable('setpriv', '/usr/bin:/bin:/usr/sbin:/sbin');
+    if (!setpriv)
+      throw new SpawnFailure("a root service's sandbox needs setpriv (util-linux) to run agents as an unprivileged user: apt-get install util-linux");
+    const user = this.user();
+    return { mounts, isolateNetwork, drop: { ...user, setpriv, bwrap: this.executable() } };
+  }
+
+  private user(): SandboxUser {
+    const user = this.o.user ?? DEFAULT_SANDBOX_USER;
+    if (user.uid === 0 || user.gid === 0) throw new SpawnFailure('sandbox.user must not be root (uid or gid 0)');
+    return user;
   }
 
   /** Removes the folders the runs' private ones were made in (each is removed when its run ends). */
@@ -97,11 +126,14 @@ export class Sandbox {
       const tmp = mkdtempSync(join(this.runs, 'run-'));
       let egress: Egress | undefined;
       try {
-        egress = run.network.includes('*') ? undefined : await openEgress(tmp, run.network, spawn.env.HEADLESS_API_URL);
+        const user = isRoot() ? this.user() : undefined;
+        if (user) await handOver({ run, tmp, user });
+        egress = run.network.includes('*') ? undefined : await openEgress(tmp, run.network, spawn.env.HEADLESS_API_URL, user);
         const inside = egress ? { command: process.execPath, args: [egress.bridge, '--', spawn.command, ...spawn.args] } : spawn;
-        const mounts = this.view(run, tmp, spawn.command);
-        const args = bubblewrapArgs({ mounts, isolateNetwork: egress !== undefined }, run.cwd, inside.command, inside.args);
-        const child = await inner({ ...spawn, command: bwrap, args, env: { ...spawn.env, ...egress?.env, TMPDIR: tmp } });
+        const mounts = this.view(run, tmp, spawn.command, user);
+        const args = bubblewrapArgs(this.layout(mounts, egress !== undefined), run.cwd, inside.command, inside.args);
+        const env = { ...spawn.env, ...egress?.env, TMPDIR: tmp, ...(user ? trustOwnRepository(spawn.env) : {}) };
+        const child = await inner({ ...spawn, command: bwrap, args, env });
         child.exit.finally(() => closeSandbox(tmp, egress)).catch(() => undefined);
         return child;
       } catch (error) {
@@ -112,7 +144,7 @@ export class Sandbox {
   }
 
   /** Everything the run sees, from an empty root. */
-  private view(run: ConfineInput, tmp: string, command: string): Mount[] {
+  private view(run: ConfineInput, tmp: string, command: string, user: SandboxUser | undefined): Mount[] {
     const workspace = realPath(run.workspace);
     const home = run.env.HOME ? realPath(run.env.HOME) : undefined;
     const agentState = this.agentState();
@@ -130,7 +162,7 @@ export class Sandbox {
       { kind: run.readOnly ? 'ro' : 'rw', source: workspace, path: workspace },
       ...run.readable.map((path) => ({ kind: 'ro', source: path, path }) as const),
       { kind: 'rw', source: tmp, path: tmp },
-      ...agentHomeMounts(agentState, { workspaceId: run.workspaceId, state: run.state, config: run.config, env: run.env }),
+      ...agentHomeMounts(agentState, { workspaceId: run.workspaceId, state: run.state, config: run.config, env: run.env, owner: user }),
     ];
     return [...mounts, ...hiddenMounts(hidden, mounts)];
   }
@@ -152,7 +184,7 @@ interface Egress {
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\]):\d+$/;
 
 /** The egress proxy of a run whose network is limited to `network` and the service; its socket lives in the run's folder. */
-async function openEgress(tmp: string, network: string[], apiUrl: string | undefined): Promise<Egress> {
+async function openEgress(tmp: string, network: string[], apiUrl: string | undefined, user: SandboxUser | undefined): Promise<Egress> {
   const bridge = builtFile('sandbox-bridge.js');
   if (!bridge) throw new SpawnFailure('the sandbox network bridge is not built (dist/sandbox-bridge.js): run npm run build');
   const service = apiUrl === undefined ? [] : [new URL(apiUrl)].map((u) => `${u.hostname}:${u.port || (u.protocol === 'https:' ? 443 : 80)}`);
@@ -164,10 +196,43 @@ async function openEgress(tmp: string, network: string[], apiUrl: string | undef
   while (taken.has(proxyPort)) proxyPort += 1;
   const socket = join(tmp, 'egress.sock');
   const proxy = await startEgressProxy(socket, allowed);
+  // Under a root service the bridge connects as the sandbox's user; the folder holding the socket is its alone.
+  if (user) chownSync(socket, user.uid, user.gid);
   return { proxy, bridge, env: { HEADLESS_SANDBOX_BRIDGE: JSON.stringify({ socket, forwards, proxyPort }) } };
 }
 
 function closeSandbox(tmp: string, egress: Egress | undefined): void {
   egress?.proxy.close();
   rmSync(tmp, { recursive: true, force: true });
+}
+
+/**
+ * Under a root service, what the run may write must be its user's: its private temporary folder,
+ * and its workspace. A worktree the service made for the run's Session is handed over whole
+ * (links themselves, never what they point to; no agent of that Session runs meanwhile); a
+ * workspace the operator chose must already be the sandbox user's, or the run is refused saying how.
+ */
+async function handOver(a: { run: ConfineInput; tmp: string; user: SandboxUser }): Promise<void> {
+  const { run, tmp, user } = a;
+  chownSync(tmp, user.uid, user.gid);
+  chmodSync(tmp, 0o700);
+  if (run.madeForRun) {
+    const owned = await execa('chown', ['-R', '-h', '-P', '--', `${user.uid}:${user.gid}`, run.workspace], { reject: false, stdin: 'ignore' });
+    if (owned.exitCode !== 0) throw new SpawnFailure(`the run's worktree could not be handed to the sandbox's user: ${String(owned.stderr).trim()}`);
+    return;
+  }
+  if (run.readOnly || statSync(run.workspace).uid === user.uid) return;
+  throw new SpawnFailure(
+    `workspace "${run.workspaceId}" is sandboxed under a root service, whose agents run as uid ${user.uid} (sandbox.user), but its folder is not theirs: chown -R ${user.uid}:${user.gid} ${run.workspace}, or use isolation "worktree"`,
+  );
+}
+
+/**
+ * The agent's own git, as the sandbox's user, in a repository whose git folder is root's (a
+ * worktree's): git would refuse it as of dubious ownership. Inside its sandbox that repository is
+ * the only one it sees, and nothing it runs there reaches the service.
+ */
+function trustOwnRepository(env: Record<string, string>): Record<string, string> {
+  const count = Number(env.GIT_CONFIG_COUNT ?? '0') || 0;
+  return { GIT_CONFIG_COUNT: String(count + 1), [`GIT_CONFIG_KEY_${count}`]: 'safe.directory', [`GIT_CONFIG_VALUE_${count}`]: '*' };
 }

@@ -49,7 +49,8 @@ function lfsArgs(): string[] {
 
 /** Runs git; throws a GitError with its stderr when it fails. */
 export async function git(args: string[], o: GitOptions): Promise<{ stdout: string; truncated: boolean }> {
-  const full = ['-c', 'core.hooksPath=/dev/null', ...lfsArgs(), ...args];
+  // A worktree a root service handed to its sandbox's user is that user's: git would refuse it as of dubious ownership.
+  const full = ['-c', 'core.hooksPath=/dev/null', '-c', `safe.directory=${o.cwd}`, ...lfsArgs(), ...args];
   const result = await execa('git', full, {
     cwd: o.cwd,
     env: gitEnv(o.env),
