@@ -154,7 +154,9 @@ const TriggerSchema = v.strictObject({
   when: v.optional(v.record(v.string(), v.union([v.string(), v.array(v.string())]))),
   dedupe: v.optional(v.strictObject({ key: v.optional(v.string()), windowSeconds: v.optional(positiveInt) })),
   resolved: v.optional(v.picklist(['cancel', 'annotate', 'run', 'ignore'])),
-  limits: v.optional(v.strictObject({ perMinute: v.optional(positiveInt), concurrent: v.optional(positiveInt), ...DailyLimitsEntries })),
+  limits: v.optional(
+    v.strictObject({ perMinute: v.optional(positiveInt), concurrent: v.optional(positiveInt), queued: v.optional(positiveInt), ...DailyLimitsEntries }),
+  ),
   outputSchema: v.optional(v.record(v.string(), v.unknown())),
   enabled: v.optional(v.boolean()),
   permissions,

@@ -264,6 +264,12 @@ export const ANSWERS = {
       }),
     ),
     nextCursor: v.nullable(v.string()),
+    /** Deliveries that failed verification: counted and sampled in memory on this instance, never logged one by one. */
+    unverified: v.object({
+      count: v.number(),
+      since: v.string(),
+      recent: v.array(v.object({ receivedAt: v.string(), peer: v.optional(v.string()) })),
+    }),
   }),
   ScheduleList: v.object({
     schedules: v.array(

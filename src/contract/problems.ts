@@ -51,6 +51,7 @@ const STATUS = {
   shutting_down: 503,
   run_owner_unreachable: 503,
   not_ready: 503,
+  trigger_busy: 503,
 } as const;
 
 export type ProblemCode = keyof typeof STATUS;

@@ -74,6 +74,14 @@ export interface QueuedStart {
   expiresAt: string;
   /** The caller's W3C `traceparent`, for the run's span when it starts. */
   traceparent?: string;
+  /** Its source's runs at once (a trigger's `limits.concurrent`): it waits while that many run here. */
+  share?: SlotShare;
+}
+
+/** A source's cap on its runs at once, held by admission on each instance. */
+export interface SlotShare {
+  key: string;
+  running: number;
 }
 
 /** Where a start comes from, beyond its request: one shape for every path that starts a run (the API, the queue, schedules). */
@@ -90,6 +98,12 @@ export interface RunOrigin {
   queueWhenBusy?: boolean;
   /** The schedule's or trigger's own daily limits. */
   limits?: DailyLimits;
+  /**
+   * Its source's share of the run slots and the queue (a trigger's `limits.concurrent` and
+   * `limits.queued`; defaults: half the slots, a quarter of the queue), so one burst leaves room
+   * for other callers (docs/triggers.md: Limits).
+   */
+  share?: { key: string; running?: number; queued?: number };
 }
 
 /** A queue for starts that find every slot busy (docs/queue-and-schedules.md). */

@@ -20,7 +20,7 @@ import { newRunRecord, queuedEventOf, startedEventOf } from '../runs/new-record'
 import type { RunRecords } from '../runs/records';
 import { runPolicy } from '../sandbox/policy';
 import type { SessionBook } from '../sessions';
-import type { QueuedStart, RunOrigin, StoredRun, WebhookTarget, Workspace } from '../types';
+import type { QueuedStart, RunOrigin, SlotShare, StoredRun, WebhookTarget, Workspace } from '../types';
 import { newSortableId } from '../util/ids';
 import type { QueuePolicy } from './policy';
 import { QueueRunner, type TakeResult } from './runner';
@@ -51,6 +51,8 @@ export interface EnqueueInput {
   policy: QueuePolicy;
   webhookTargets: WebhookTarget[];
   origin: RunOrigin;
+  /** Its source's runs at once, kept with it: whichever instance takes it holds it to them. */
+  share?: SlotShare;
 }
 
 export class RunQueue {
@@ -114,6 +116,7 @@ export class RunQueue {
         expiresAt: new Date(now.getTime() + policy.ttlMs).toISOString(),
         ...(after ? { after } : {}),
         ...(traceparent ? { traceparent } : {}),
+        ...(a.share ? { share: a.share } : {}),
       };
       const policyOfRun = runPolicy(workspace, a.origin.policy, request);
       const record = newRunRecord({
@@ -146,7 +149,7 @@ export class RunQueue {
     let reservation: Reservation;
     try {
       workspace = await this.$.workspace(record.workspaceId);
-      const decision = await this.$.admission.admitQueued(workspace, { agent, resumeId, taskId, resumes: queued.resumes });
+      const decision = await this.$.admission.admitQueued(workspace, { agent, resumeId, taskId, resumes: queued.resumes, share: queued.share });
       if ('wait' in decision) return 'waiting';
       reservation = decision.admitted;
     } catch (error) {

@@ -7,7 +7,7 @@ import { Refusal } from '../../contract/problems';
 import type { StartRequest } from '../../contract/requests';
 import type { SessionBook } from '../sessions';
 import type { HeadlessStore } from '../store/keyv-store';
-import type { SessionState, Workspace } from '../types';
+import type { SessionState, SlotShare, Workspace } from '../types';
 
 const lastAgentKey = (workspaceId: string) => `workspace:${workspaceId}`;
 
@@ -43,6 +43,10 @@ export type AdmissionDecision = { admitted: Reservation } | { wait: 'capacity' |
 const waitForSlot = (max: number): AdmissionDecision => ({
   wait: 'capacity',
   problem: new Refusal('capacity_reached', `All ${max} run slots are busy; retry later.`, { retryAfterSeconds: 5 }),
+});
+const waitForShare = (share: SlotShare): AdmissionDecision => ({
+  wait: 'capacity',
+  problem: new Refusal('capacity_reached', `${share.key} has ${share.running} runs running, all of its share; retry later.`, { retryAfterSeconds: 5 }),
 });
 const waitForMemory = (freeMb: number, floorMb: number): AdmissionDecision => ({
   wait: 'capacity',
@@ -80,6 +84,8 @@ export interface AdmissionOptions {
  */
 export class Admission {
   private active = 0;
+  /** Each source's runs holding a slot here: none takes more than its share. */
+  private readonly bySource = new Map<string, number>();
   private closed = false;
   private readonly lastAgent = new Map<string, string>();
   private readonly freed: Array<() => void> = [];
@@ -101,6 +107,11 @@ export class Admission {
   /** From now on every start is refused with 503 shutting_down. */
   close(): void {
     this.closed = true;
+  }
+
+  /** Run slots in all. */
+  get slots(): number {
+    return this.o.maxConcurrentRuns;
   }
 
   /** Slots free now. */
@@ -130,20 +141,26 @@ export class Admission {
     return { adapter, ...(known ? { known } : {}) };
   }
 
-  /** Admits a run, or says what it waits for; `plannedTaskId` is the id an idempotent start planned for it. */
-  async admit(workspace: Workspace, request: StartRequest, plannedTaskId?: string): Promise<AdmissionDecision> {
+  /**
+   * Admits a run, or says what it waits for; `plannedTaskId` is the id an idempotent start planned
+   * for it; `share`: its source's runs at once, past which it waits as for a slot.
+   */
+  async admit(workspace: Workspace, request: StartRequest, plannedTaskId?: string, share?: SlotShare): Promise<AdmissionDecision> {
     const { adapter, known } = await this.plan(workspace, request);
     const taskId = plannedTaskId ?? newSortableId('run_');
     const claimed = await this.claimSession(workspace, known, adapter, taskId);
     if (!claimed) return waitForSession(known?.resumeId ?? '');
-    return this.reserve(adapter, claimed.session, claimed.resumeId, taskId, claimed.claim);
+    return this.reserve({ adapter, session: claimed.session, resumeId: claimed.resumeId, taskId, claim: claimed.claim, share });
   }
 
   /**
    * Admits a queued run leaving the queue: its Session (a resumed one checked again: it may have
    * been retired meanwhile), then a slot. Throws a problem when it can never start.
    */
-  async admitQueued(workspace: Workspace, run: { agent: string; resumeId: string; taskId: string; resumes: boolean }): Promise<AdmissionDecision> {
+  async admitQueued(
+    workspace: Workspace,
+    run: { agent: string; resumeId: string; taskId: string; resumes: boolean; share?: SlotShare },
+  ): Promise<AdmissionDecision> {
     this.refuseIfClosed();
     const adapter = this.o.registry.check(workspace, run.agent);
     const { sessions } = this.o;
@@ -152,15 +169,24 @@ export class Admission {
     const claimed = known ? await this.claimSession(workspace, known, adapter, run.taskId) : undefined;
     if (known && !claimed) return waitForSession(run.resumeId);
     const claim = claimed?.claim ?? once(() => sessions.release(run.resumeId, run.taskId));
-    return this.reserve(adapter, claimed?.session, run.resumeId, run.taskId, claim);
+    return this.reserve({ adapter, session: claimed?.session, resumeId: run.resumeId, taskId: run.taskId, claim, share: run.share });
   }
 
-  /** Takes a slot for a run whose Session is held; without one, the Session is let go. */
-  private async reserve(adapter: AgentAdapter, session: SessionState | undefined, resumeId: string, taskId: string, claim: Held): Promise<AdmissionDecision> {
+  /** Takes a slot (within its source's share) for a run whose Session is held; without one, the Session is let go. */
+  private async reserve(r: {
+    adapter: AgentAdapter;
+    session: SessionState | undefined;
+    resumeId: string;
+    taskId: string;
+    claim: Held;
+    share: SlotShare | undefined;
+  }): Promise<AdmissionDecision> {
+    const { adapter, session, resumeId, taskId, claim, share } = r;
     const low = this.lowOnMemory();
-    const slot = low === undefined ? this.takeSlot() : undefined;
-    if (!slot) {
+    const slot = low === undefined ? this.takeSlot(share) : 'memory';
+    if (typeof slot === 'string') {
       await claim.release();
+      if (slot === 'share' && share) return waitForShare(share);
       return low === undefined ? waitForSlot(this.o.maxConcurrentRuns) : waitForMemory(low, this.o.minFreeMemoryMb ?? 0);
     }
     const admitted: Reservation = {
@@ -209,14 +235,27 @@ export class Admission {
     return free < floor ? Math.floor(free) : undefined;
   }
 
-  /** A capacity slot, or none free. From the check to taking it: no await, so no other request can pass it meanwhile. */
-  private takeSlot(): Held | undefined {
-    if (this.active >= this.o.maxConcurrentRuns) return undefined;
+  /**
+   * A capacity slot, or why none: every slot is busy, or the source's share is. From the check to
+   * taking it: no await, so no other request can pass it meanwhile.
+   */
+  private takeSlot(share: SlotShare | undefined): Held | 'full' | 'share' {
+    if (this.active >= this.o.maxConcurrentRuns) return 'full';
+    const mine = share === undefined ? 0 : (this.bySource.get(share.key) ?? 0);
+    if (share !== undefined && mine >= share.running) return 'share';
     this.active += 1;
+    if (share !== undefined) this.bySource.set(share.key, mine + 1);
     return once(async () => {
       this.active -= 1;
+      if (share !== undefined) this.untake(share.key);
       for (const listener of this.freed) listener();
     });
+  }
+
+  private untake(key: string): void {
+    const left = (this.bySource.get(key) ?? 1) - 1;
+    if (left > 0) this.bySource.set(key, left);
+    else this.bySource.delete(key);
   }
 
   /** The Session rules of a resume that need no lock; returns the adapter the run will use. */

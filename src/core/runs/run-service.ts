@@ -17,9 +17,10 @@ import type { ProcessOutput } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import { DEFAULT_QUEUE, type QueuePolicy, queuePolicy } from '../queue/policy';
 import type { RunQueue } from '../queue/queue';
+import { type Share, ShareSeats } from '../queue/shares';
 import { runPolicy } from '../sandbox/policy';
 import type { SessionBook } from '../sessions';
-import type { QueueSettings, RunOrigin, StoredRun, WebhookTarget, Workspace } from '../types';
+import type { QueueSettings, RunOrigin, SlotShare, StoredRun, WebhookTarget, Workspace } from '../types';
 import { settleWithin } from '../util/settle-within';
 import type { Admission, Reservation } from './admission';
 import { cancelElsewhere } from './cancel';
@@ -59,6 +60,8 @@ export interface RunServiceResources {
 export class RunService {
   /** Per workspace with daily limits: its starts being accepted, one after another. */
   private readonly dayChains = new Map<string, Promise<unknown>>();
+  /** Each source's runs here, running or queued: its share of the queue. */
+  private readonly seats = new ShareSeats();
 
   constructor(private readonly $: RunServiceResources) {}
 
@@ -106,8 +109,29 @@ export class RunService {
     if (schema !== undefined) throw new Refusal('invalid_body', `Field "outputSchema" is invalid: ${schema}.`);
     const refusal = await this.$.placement.check({ workspace, policy: runPolicy(workspace, origin.policy, request) });
     if (refusal !== undefined) throw new Refusal('worktree_unavailable', `${refusal}.`);
-    const accepted = await this.withinDailyLimits(workspace, origin, () => this.accept(workspace, request, apiUrl, taskId, origin));
-    return 'queued' in accepted ? accepted.queued : this.$.launcher.launch(accepted.launch);
+    const share = origin.share === undefined ? undefined : this.shareOf(workspace, origin.share);
+    // Taken before any wait, so simultaneous starts of one source never all pass the check.
+    const seat = share === undefined ? undefined : this.seats.take(share);
+    try {
+      const slots = share === undefined ? undefined : { key: share.key, running: share.running };
+      const accepted = await this.withinDailyLimits(workspace, origin, () => this.accept(workspace, request, apiUrl, taskId, origin, slots));
+      const run = 'queued' in accepted ? accepted.queued : await this.$.launcher.launch(accepted.launch);
+      if (seat) void run.done.catch(() => undefined).finally(() => seat.release());
+      return run;
+    } catch (error) {
+      seat?.release();
+      throw error;
+    }
+  }
+
+  /** A source's share, its defaults filled in: half the run slots, a quarter of the workspace's queue (at least one each). */
+  private shareOf(workspace: Workspace, share: NonNullable<RunOrigin['share']>): Share {
+    const queue = queuePolicy(this.$.queueSettings, workspace) ?? DEFAULT_QUEUE;
+    return {
+      key: share.key,
+      running: share.running ?? Math.max(1, Math.floor(this.$.admission.slots / 2)),
+      queued: share.queued ?? Math.max(1, Math.floor(queue.max / 4)),
+    };
   }
 
   /**
@@ -138,16 +162,17 @@ export class RunService {
     apiUrl: string,
     taskId: string | undefined,
     origin: RunOrigin,
+    share: SlotShare | undefined,
   ): Promise<{ queued: StartedRun } | { launch: LaunchInput }> {
     const { admission, events, records } = this.$;
     const webhookTargets = this.$.webhooks.targetsFor(workspace, request.webhook);
     const enqueue = async (policy: QueuePolicy) => ({
-      queued: await this.$.queue.enqueue({ workspace, request, apiUrl, taskId, policy, webhookTargets, origin }),
+      queued: await this.$.queue.enqueue({ workspace, request, apiUrl, taskId, policy, webhookTargets, origin, ...(share ? { share } : {}) }),
     });
     const before = origin.after === undefined ? undefined : await this.find(origin.after);
     // Behind a run that has not ended (a schedule's overlap "queue"): queued, with or without a queue configured.
     if (before && !hasEnded(before.status)) return enqueue(queuePolicy(this.$.queueSettings, workspace) ?? DEFAULT_QUEUE);
-    const decision = await admission.admit(workspace, request, taskId);
+    const decision = await admission.admit(workspace, request, taskId, share);
     if ('wait' in decision) {
       // A trigger's burst waits in the default queue where none is configured, unless the workspace has `queue: false`.
       const fallback = origin.queueWhenBusy && workspace.queue !== false ? DEFAULT_QUEUE : undefined;

@@ -11,8 +11,8 @@ export interface ServiceObserver {
   deliveryAttempted(outcome: 'delivered' | 'retried' | 'failed', lagMs?: number): void;
   /** A schedule's occurrence: a run started (or queued), skipped for overlap, or not started (refused). */
   scheduleFired(schedule: string, outcome: 'started' | 'skipped' | 'refused'): void;
-  /** A trigger's delivery, by what became of it (docs/triggers.md). */
-  triggerDelivered(trigger: string, outcome: DeliveryOutcome): void;
+  /** A trigger's delivery, by what became of it, or `unverified` (docs/triggers.md). */
+  triggerDelivered(trigger: string, outcome: DeliveryOutcome | 'unverified'): void;
 }
 
 /** Tells every observer, each on its own: one that fails does not stop the others or the service. */

@@ -20,6 +20,8 @@ export interface Sender {
   verify?: VerifySettings;
   /** A payload of its shape: templates and filters are checked against it when the config loads. */
   example?: Record<string, unknown>;
+  /** Its delivery id is a header its signature does not cover: a repeat is also the same body (docs/triggers.md). */
+  unsignedId?: boolean;
   read(payload: Record<string, unknown>, headers: Headers): DeliveryFacts;
 }
 
@@ -79,6 +81,7 @@ const SENDERS: Record<SenderName, Sender> = {
     read: alertGroup,
   },
   github: {
+    unsignedId: true,
     verify: { method: 'github' },
     example: {
       action: 'opened',
@@ -105,6 +108,7 @@ const SENDERS: Record<SenderName, Sender> = {
     },
   },
   gitlab: {
+    unsignedId: true,
     verify: { method: 'gitlab-token' },
     example: {
       object_kind: 'issue',
@@ -135,6 +139,7 @@ const SENDERS: Record<SenderName, Sender> = {
     },
   },
   sentry: {
+    unsignedId: true,
     verify: { method: 'sentry' },
     example: {
       action: 'created',
@@ -171,6 +176,7 @@ const SENDERS: Record<SenderName, Sender> = {
     },
   },
   pagerduty: {
+    unsignedId: true,
     verify: { method: 'pagerduty' },
     example: {
       event: {

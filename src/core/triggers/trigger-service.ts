@@ -10,6 +10,7 @@ import type { DeliveryLog, DeliveryOutcome, DeliveryRecord } from './deliveries'
 import type { DeliveryFacts } from './senders';
 import { type PromptTemplate, preamble, renderTemplate } from './template';
 import type { Trigger } from './trigger-spec';
+import { UnverifiedDeliveries } from './unverified';
 import { unmatched } from './when';
 
 export interface TriggerDeps {
@@ -26,7 +27,7 @@ export interface TriggerDeps {
   apiUrl(): string;
   logger: HeadlessLogger;
   /** Counted in `headless_trigger_deliveries_total`. */
-  observe(trigger: string, outcome: DeliveryOutcome): void;
+  observe(trigger: string, outcome: DeliveryOutcome | 'unverified'): void;
 }
 
 /** What a delivery came to; the HTTP edge answers `refused` ones with their problem, the rest `202`. */
@@ -51,6 +52,14 @@ class DeliveryRefusal extends Error {
 const SECRET_HEADER = /authorization|signature|token|secret|cookie|api-key/i;
 const MAX_PROMPT = 16_000;
 const incidentKey = (trigger: string, incident: string) => `trigger-incident:${trigger}:${sha256(incident)}`;
+/** The metrics' label of a delivery to a name that is no trigger: not the name, which anyone may choose. */
+const NO_TRIGGER = '(none)';
+
+/** One way a delivery is a repeat: a key, kept in its scope for the dedupe window. */
+interface RepeatKey {
+  scope: string;
+  key: string;
+}
 
 /**
  * Turns a sender's verified delivery into a run (docs/triggers.md): read the sender's way,
@@ -62,8 +71,7 @@ const incidentKey = (trigger: string, incident: string) => `trigger-incident:${t
 export class TriggerService {
   /** Deliveries taken per trigger this minute (this instance). */
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
-  /** Each trigger's latest runs: a new one waits behind the one `concurrent` places back. */
-  private readonly chains = new Map<string, string[]>();
+  private readonly unverified = new UnverifiedDeliveries();
 
   constructor(private readonly $: TriggerDeps) {}
 
@@ -76,8 +84,9 @@ export class TriggerService {
     return this.$.triggers.has(name);
   }
 
-  deliveries(name: string, limit: number, cursor?: string) {
-    return this.$.deliveries.list(name, limit, cursor);
+  /** Its deliveries log, and the sample of those that failed verification (never logged one by one). */
+  async deliveries(name: string, limit: number, cursor?: string) {
+    return { ...(await this.$.deliveries.list(name, limit, cursor)), unverified: this.unverified.of(name) };
   }
 
   list() {
@@ -92,15 +101,15 @@ export class TriggerService {
     }));
   }
 
-  /** Logs a delivery refused before it was read (a wrong signature): no content of it is kept. */
-  async refusedUnverified(name: string): Promise<void> {
-    await this.log({
-      id: this.$.deliveries.newId(),
-      trigger: name,
-      receivedAt: new Date().toISOString(),
-      outcome: 'refused',
-      reason: 'signature not verified',
-    });
+  /**
+   * Counts a delivery refused before it was read (a wrong or missing signature), and samples it
+   * for a configured trigger: in memory, never a durable write, the same steps whether the name
+   * is a trigger or not. No content of it is kept.
+   */
+  refusedUnverified(name: string, peer: string | undefined): void {
+    const known = this.$.triggers.has(name);
+    this.$.observe(known ? name : NO_TRIGGER, 'unverified');
+    if (known) this.unverified.add(name, peer);
   }
 
   /** Handles a verified delivery of `trigger`. */
@@ -112,58 +121,84 @@ export class TriggerService {
       const facts = trigger.sender.read(payload, headers);
       const record = { ...base, ...pick(facts) };
       const context = contextOf(trigger, payload, headers, facts);
-      const decision: Decided = await this.decide(trigger, context, facts, record, traceparent);
+      const decision: Decided = await this.decide(trigger, { context, facts, body }, record, traceparent);
       await this.log({ ...record, ...decision });
       return { ...decision, delivery: id };
     } catch (error) {
-      if (!(error instanceof DeliveryRefusal)) throw error;
-      await this.log({ ...base, reason: error.message });
-      return { outcome: 'refused', delivery: id, code: error.code, reason: error.message };
+      if (error instanceof DeliveryRefusal) {
+        await this.log({ ...base, reason: error.message });
+        return { outcome: 'refused', delivery: id, code: error.code, reason: error.message };
+      }
+      // Not taken now (its trigger's share is full, the service is closing): answered 429 or 503 for the sender to retry.
+      if (error instanceof Refusal) await this.log({ ...base, reason: error.message });
+      throw error;
     }
   }
 
   private async decide(
     trigger: Trigger,
-    context: Record<string, unknown>,
-    facts: DeliveryFacts,
+    read: { context: Record<string, unknown>; facts: DeliveryFacts; body: string },
     record: DeliveryRecord,
     traceparent?: string,
   ): Promise<Decided> {
+    const { context, facts } = read;
     const missed = unmatched(trigger.definition.when, context);
     if (missed !== undefined) return { outcome: 'filtered' as const, reason: `${missed} does not match` };
     const onResolved = trigger.definition.resolved ?? 'annotate';
     if (facts.status === 'resolved' && onResolved !== 'run') return this.resolve(trigger, facts, record.id, onResolved);
-    const key = trigger.dedupeKey ? await this.render(trigger.dedupeKey, context) : facts.dedupeKey;
     const start = (taskId: string) => this.start(trigger, context, facts, { taskId, delivery: record.id, traceparent });
-    if (key === undefined) return this.started(await start(newSortableId('run_')));
-    return this.dedupe(trigger, key, start);
+    const [first, ...rest] = await this.repeatKeys(trigger, read);
+    if (first === undefined) return this.started(await start(newSortableId('run_')));
+    return this.dedupe(trigger, [first, ...rest], start);
   }
 
-  /** One run per key within the window: a repeat gets the first run's id and starts nothing. */
-  private async dedupe(trigger: Trigger, key: string, start: (taskId: string) => Promise<StartedRun>) {
+  /**
+   * What makes a delivery a repeat: the sender's key (or `dedupe.key`) and, where the sender's
+   * delivery id is not signed, the signed body too, so a captured delivery sent again under a new
+   * id is still a repeat (docs/triggers.md: Filters, repeats and resolutions).
+   */
+  private async repeatKeys(trigger: Trigger, read: { context: Record<string, unknown>; facts: DeliveryFacts; body: string }): Promise<RepeatKey[]> {
     const name = trigger.definition.name;
-    const execute = async (taskId: string): Promise<StoredAnswer> => {
-      const { record } = await start(taskId);
-      return { status: 202, body: { taskId: record.taskId, status: record.status }, headers: {} };
-    };
-    const replay = async (taskId: string) => ((await this.$.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
+    const key = trigger.dedupeKey ? await this.render(trigger.dedupeKey, read.context) : read.facts.dedupeKey;
+    return [
+      ...(key === undefined ? [] : [{ scope: `trigger:${name}`, key: `trigger:${name}:${sha256(key)}` }]),
+      ...(trigger.sender.unsignedId ? [{ scope: `trigger-body:${name}`, key: sha256(read.body) }] : []),
+    ];
+  }
+
+  /** One run per key within the window: a repeat by any of its keys gets the first run's id and starts nothing. */
+  private async dedupe(trigger: Trigger, keys: [RepeatKey, ...RepeatKey[]], start: (taskId: string) => Promise<StartedRun>) {
     try {
-      const { answer, replayed } = await this.$.idempotency.run(
-        `trigger:${name}`,
-        `trigger:${name}:${sha256(key)}`,
-        { trigger: name },
-        execute,
-        replay,
-        trigger.windowMs,
-      );
-      const { taskId, status } = answer.body as { taskId: string; status?: string };
-      if (replayed) return { outcome: 'deduplicated' as const, taskId, reason: 'seen within the dedupe window' };
+      const { answer, replayed } = await this.once(trigger, keys, start);
+      const { taskId, status, repeat } = answer.body as { taskId: string; status?: string; repeat?: boolean };
+      if (replayed || repeat === true) return { outcome: 'deduplicated' as const, taskId, reason: 'seen within the dedupe window' };
       return { outcome: status === 'queued' ? ('queued' as const) : ('started' as const), taskId };
     } catch (error) {
       if (error instanceof Refusal && error.code === 'idempotency_key_in_use')
         return { outcome: 'deduplicated' as const, reason: 'the same delivery is being handled' };
       throw error;
     }
+  }
+
+  /** Claims the first key, then within it the rest: the run starts only if none was seen; each key keeps the answer. */
+  private async once(
+    trigger: Trigger,
+    [first, ...rest]: [RepeatKey, ...RepeatKey[]],
+    start: (taskId: string) => Promise<StartedRun>,
+  ): Promise<{ answer: StoredAnswer; replayed: boolean }> {
+    const execute = async (taskId: string): Promise<StoredAnswer> => {
+      const [next, ...after] = rest;
+      if (next !== undefined) {
+        const inner = await this.once(trigger, [next, ...after], start);
+        // A repeat by an inner key is kept as one under this key too.
+        return inner.replayed ? { ...inner.answer, body: { ...(inner.answer.body as object), repeat: true } } : inner.answer;
+      }
+      const { record } = await start(taskId);
+      return { status: 202, body: { taskId: record.taskId, status: record.status }, headers: {} };
+    };
+    const replay = async (taskId: string) => ((await this.$.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
+    const name = trigger.definition.name;
+    return this.$.idempotency.run(first.scope, first.key, { trigger: name }, execute, replay, trigger.windowMs);
   }
 
   private started(run: StartedRun) {
@@ -189,18 +224,15 @@ export class TriggerService {
       ...(d.metadata === undefined ? {} : { metadata: d.metadata }),
       ...(d.outputSchema === undefined ? {} : { outputSchema: d.outputSchema }),
     };
-    const chain = this.chains.get(d.name) ?? [];
-    const after = d.limits?.concurrent === undefined ? undefined : chain[chain.length - d.limits.concurrent];
     const origin: RunOrigin = {
       source: { kind: 'trigger', name: d.name, delivery: at.delivery, ...(facts.deliveryId ? { deliveryId: facts.deliveryId } : {}) },
       policy: { permissions: d.permissions, approvals: d.approvals, sandbox: d.sandbox, isolation: d.isolation, ref: d.ref },
       ...(d.limits === undefined ? {} : { limits: d.limits }),
       queueWhenBusy: true,
-      ...(after === undefined ? {} : { after }),
+      share: { key: `trigger:${d.name}`, running: d.limits?.concurrent, queued: d.limits?.queued },
       ...(at.traceparent === undefined ? {} : { traceparent: at.traceparent }),
     };
     const run = await this.$.start(await this.$.workspace(d.workspace), body, this.$.apiUrl(), at.taskId, origin);
-    if (d.limits?.concurrent !== undefined) this.chains.set(d.name, [...chain, run.record.taskId].slice(-d.limits.concurrent));
     if (facts.incident !== undefined) await this.$.store.set(incidentKey(d.name, facts.incident), run.record.taskId, trigger.windowMs);
     return run;
   }

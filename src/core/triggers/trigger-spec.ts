@@ -40,9 +40,11 @@ export interface TriggerDefinition {
   resolved?: OnResolved;
   /**
    * `perMinute`: deliveries taken per minute (more are `429`); `concurrent`: its runs at once (more
-   * wait in the queue); `runsPerDay`, `spendPerDayUsd`: its runs and spend per UTC day (more are `429 daily_limit_reached`).
+   * wait in the queue; default half the run slots); `queued`: its runs waiting at most (more are
+   * `503 trigger_busy`; default a quarter of the queue); `runsPerDay`, `spendPerDayUsd`: its runs and
+   * spend per UTC day (more are `429 daily_limit_reached`).
    */
-  limits?: { perMinute?: number; concurrent?: number } & DailyLimits;
+  limits?: { perMinute?: number; concurrent?: number; queued?: number } & DailyLimits;
   /** @default true */
   enabled?: boolean;
   /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
@@ -132,7 +134,12 @@ function verifyOf(d: TriggerDefinition, sender: Sender, where: string): VerifySe
 }
 
 function checkNumbers(d: TriggerDefinition, where: string): void {
-  const positive = { 'dedupe.windowSeconds': d.dedupe?.windowSeconds, 'limits.perMinute': d.limits?.perMinute, 'limits.concurrent': d.limits?.concurrent };
+  const positive = {
+    'dedupe.windowSeconds': d.dedupe?.windowSeconds,
+    'limits.perMinute': d.limits?.perMinute,
+    'limits.concurrent': d.limits?.concurrent,
+    'limits.queued': d.limits?.queued,
+  };
   checkDailyLimits(d.limits, `${where}: limits`);
   const schema = d.outputSchema === undefined ? undefined : schemaProblem(d.outputSchema);
   if (schema !== undefined) throw new Error(`${where}: outputSchema is invalid: ${schema}`);

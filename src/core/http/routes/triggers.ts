@@ -1,33 +1,51 @@
 import { ANSWERS } from '../../../contract/answers';
 import { HttpProblem } from '../../../contract/problems';
 import { DeliveriesQuery, parseDeliveriesQuery } from '../../../contract/requests';
+import { standIn } from '../../triggers/stand-in';
 import type { Trigger } from '../../triggers/trigger-spec';
 import { verifyDelivery } from '../../triggers/verification';
 import type { RouteVerifier } from '../auth';
 import { readLimited } from '../body';
+import { FailedAttempts } from '../failed-attempts';
+import type { RouteServices } from '../route-services';
 import { type Route, answer, json, route } from '../router';
 
 /** What the sender's verifier read and let in, for the route's handler: the body is read once. */
 const verified = new WeakMap<Request, { trigger: Trigger; body: string }>();
 
-/** Compared against when no such trigger is enabled, so its answer takes the time a wrong signature does. */
-const NOBODY = { method: 'hmac', header: 'x-none' } as const;
+/** Each handler's count of unverified deliveries per peer address (several handlers may share a process). */
+const failures = new WeakMap<RouteServices, FailedAttempts>();
+function failuresOf(services: RouteServices): FailedAttempts {
+  const known = failures.get(services);
+  if (known) return known;
+  const made = new FailedAttempts();
+  failures.set(services, made);
+  return made;
+}
 
 /**
  * A sender's delivery is let in by its trigger's own verification alone (docs/triggers.md):
  * no admin token, no gate, and it opens nothing but its trigger. An unknown trigger, a disabled
- * one and a wrong signature get the same `401`, so an outsider learns nothing of which exist.
+ * one and a wrong signature get the same `401` after the same steps (a name with no enabled
+ * trigger is checked against a stand-in, the way its headers claim), so an outsider learns
+ * nothing of which exist. A peer that sends 10 unverified deliveries in a minute is refused
+ * `429 too_many_attempts` for the rest of it, whatever it sends.
  */
 export const SENDER_SIGNATURE: RouteVerifier = {
   name: 'sender signature',
   runTokens: 'none',
   security: [{ senderSignature: [] }],
-  async verify(request, { params, services }) {
-    const trigger = services.triggers.get(params.name ?? '');
+  async verify(request, { params, services, auth }) {
+    const throttle = failuresOf(services);
+    throttle.check(auth.remoteAddress);
+    const name = params.name ?? '';
+    const trigger = services.triggers.get(name);
     const body = await readLimited(request);
-    const ok = await verifyDelivery(trigger?.verify ?? NOBODY, trigger?.secret ?? 'none', body, request.headers);
+    const check = trigger ?? standIn(request.headers);
+    const ok = verifyDelivery(check.verify, check.secret, body, request.headers);
     if (!trigger || !ok) {
-      if (trigger) await services.triggers.refusedUnverified(trigger.definition.name);
+      throttle.record(auth.remoteAddress);
+      services.triggers.refusedUnverified(name, auth.remoteAddress);
       throw new HttpProblem('unauthorized', 'This delivery could not be verified.');
     }
     verified.set(request, { trigger, body });
@@ -54,6 +72,8 @@ export const TRIGGER_ROUTES: Route[] = [
           'unsupported_media_type',
           'capacity_reached',
           'queue_full',
+          'trigger_busy',
+          'too_many_attempts',
           'spawn_failed',
         ],
       },

@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sign as signGithub } from '@octokit/webhooks-methods';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TriggerDefinition } from '../../src/core/triggers/trigger-spec';
+import { type TestHost, closeAllHosts, createTestHost } from '../helpers/harness';
+
+/** docs/triggers.md: what an outsider's deliveries cost, replays of a captured one, and a trigger's share of the slots. */
+
+/** Its runs wait until this file exists (bounded): made once the test is done with them. */
+let release = '';
+beforeEach(() => {
+  release = join(mkdtempSync(join(tmpdir(), 'hrw-triggers-')), 'release');
+});
+afterEach(async () => {
+  await closeAllHosts();
+  rmSync(join(release, '..'), { recursive: true, force: true });
+});
+
+const GITHUB_SECRET = 'a-github-webhook-secret';
+/** A GitHub issue, as GitHub sends it (trimmed). */
+const ISSUE = JSON.stringify({ action: 'opened', issue: { number: 7, title: 'Login fails' }, repository: { full_name: 'acme/app' } });
+
+const github = (): TriggerDefinition => ({
+  name: 'gh',
+  workspace: 'ws',
+  sender: 'github',
+  agent: 'fake',
+  secret: GITHUB_SECRET,
+  prompt: `go; wait-file ${release}`,
+});
+
+const githubHeaders = async (body: string, delivery: string) => ({
+  'content-type': 'application/json',
+  'x-github-event': 'issues',
+  'x-github-delivery': delivery,
+  'x-hub-signature-256': await signGithub(GITHUB_SECRET, body),
+});
+
+async function send(host: TestHost, trigger: string, body: string, headers: Record<string, string>, remote?: string) {
+  const res = await host.request('POST', `/api/triggers/${trigger}`, { body, headers: { 'content-type': 'application/json', ...headers }, remote });
+  return { status: res.status, retryAfter: res.headers.get('retry-after'), body: (await res.json()) as Record<string, any> };
+}
+
+async function deliveriesOf(host: TestHost, trigger: string) {
+  return (await (await host.request('GET', `/api/triggers/${trigger}/deliveries`)).json()) as Record<string, any>;
+}
+
+describe('deliveries that fail verification', () => {
+  it('write no row to the deliveries log: they are counted in the metrics and sampled in memory, with the peer', async () => {
+    const host = await createTestHost({ triggers: [github()] });
+    const wrong = { 'x-hub-signature-256': await signGithub('not-the-secret', ISSUE) };
+    for (const remote of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) expect((await send(host, 'gh', ISSUE, wrong, remote)).status).toBe(401);
+    expect((await send(host, 'no-such-trigger', ISSUE, wrong, '203.0.113.4')).status).toBe(401);
+    const log = await deliveriesOf(host, 'gh');
+    expect(log.deliveries).toEqual([]);
+    expect(log.unverified).toMatchObject({ count: 3, recent: [{ peer: '203.0.113.3' }, { peer: '203.0.113.2' }, { peer: '203.0.113.1' }] });
+    const metrics = await (await host.request('GET', '/metrics')).text();
+    expect(metrics).toContain('headless_trigger_deliveries_total{trigger="gh",outcome="unverified"} 3');
+    // A name that is no trigger is counted without it: an outsider's names never become labels.
+    expect(metrics).toContain('headless_trigger_deliveries_total{trigger="(none)",outcome="unverified"} 1');
+    expect(metrics).not.toContain('no-such-trigger');
+  });
+
+  it('a peer that sends 10 in a minute is refused 429 with Retry-After, its right signature included; other peers are not', async () => {
+    const host = await createTestHost({ triggers: [github()] });
+    const wrong = { 'x-hub-signature-256': await signGithub('not-the-secret', ISSUE) };
+    for (let i = 0; i < 10; i++) expect((await send(host, i % 2 ? 'gh' : 'nope', ISSUE, wrong, '198.51.100.9')).status).toBe(401);
+    const right = await githubHeaders(ISSUE, 'd-1');
+    const throttled = await send(host, 'gh', ISSUE, right, '198.51.100.9');
+    expect(throttled).toMatchObject({ status: 429, body: { code: 'too_many_attempts' } });
+    expect(Number(throttled.retryAfter)).toBeGreaterThan(0);
+    expect(await send(host, 'gh', ISSUE, right, '198.51.100.10')).toMatchObject({ status: 202, body: { outcome: 'started' } });
+  });
+});
+
+describe('a captured GitHub delivery sent again', () => {
+  it('under a new X-GitHub-Delivery, or none, is a repeat of the first: the signed body is part of the key', async () => {
+    const host = await createTestHost({ triggers: [github()] });
+    const first = await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-1'));
+    expect(first).toMatchObject({ status: 202, body: { outcome: 'started' } });
+    const renamed = await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-2'));
+    expect(renamed).toMatchObject({ status: 202, body: { outcome: 'deduplicated', taskId: first.body.taskId } });
+    const { 'x-github-delivery': _, ...unnamed } = await githubHeaders(ISSUE, 'x');
+    expect(await send(host, 'gh', ISSUE, unnamed)).toMatchObject({ status: 202, body: { outcome: 'deduplicated', taskId: first.body.taskId } });
+    // Another body under another id is another event; under the first's id, a repeat still.
+    const other = ISSUE.replace('Login fails', 'Logout fails');
+    expect(await send(host, 'gh', other, await githubHeaders(other, 'delivery-3'))).toMatchObject({ status: 202, body: { outcome: 'started' } });
+    expect(await send(host, 'gh', other, await githubHeaders(other, 'delivery-1'))).toMatchObject({
+      body: { outcome: 'deduplicated', taskId: first.body.taskId },
+    });
+  });
+});
+
+describe("a trigger's share of the slots and the queue", () => {
+  const burst = (): TriggerDefinition => ({
+    name: 'burst',
+    workspace: 'ws',
+    sender: 'generic',
+    verify: { method: 'bearer' },
+    agent: 'fake',
+    secret: 'burst-token',
+    prompt: `go; wait-file ${release}`,
+  });
+
+  it('by default half the slots and a quarter of the queue: the rest of a burst is 503 with Retry-After, other callers still run', async () => {
+    const host = await createTestHost({ triggers: [burst()], maxConcurrentRuns: 4, queue: { max: 8 } });
+    const answers = await Promise.all([1, 2, 3, 4, 5, 6].map((n) => send(host, 'burst', JSON.stringify({ n }), { authorization: 'Bearer burst-token' })));
+    const outcomes = answers.map((a) => (a.status === 202 ? a.body.outcome : `${a.status} ${a.body.code}`)).sort();
+    expect(outcomes).toEqual(['503 trigger_busy', '503 trigger_busy', 'queued', 'queued', 'started', 'started']);
+    for (const refused of answers.filter((a) => a.status === 503)) expect(refused.retryAfter).toBe('30');
+    // Two slots are left for everyone else, and the queue has room.
+    const others = [await host.start(`wait-file ${release}`), await host.start(`wait-file ${release}`)];
+    for (const { taskId } of others) expect(await (await host.request('GET', `/api/headless/${taskId}`)).json()).toMatchObject({ status: 'running' });
+    expect((await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo later', agent: 'fake' } })).status).toBe(202);
+    // Refused for now, not lost: the deliveries log says why, and the sender's retry is taken once there is room.
+    expect((await deliveriesOf(host, 'burst')).deliveries.filter((d: Record<string, any>) => d.outcome === 'refused')).toHaveLength(2);
+    writeFileSync(release, '');
+    const queued = answers.find((a) => a.body.outcome === 'queued')?.body.taskId as string;
+    expect(await host.waitEnded(queued)).toMatchObject({ status: 'succeeded' });
+    expect(await send(host, 'burst', JSON.stringify({ n: 7 }), { authorization: 'Bearer burst-token' })).toMatchObject({ status: 202 });
+  });
+
+  it('limits.concurrent and limits.queued set its share', async () => {
+    const host = await createTestHost({ triggers: [{ ...burst(), limits: { concurrent: 1, queued: 1 } }], maxConcurrentRuns: 4, queue: { max: 8 } });
+    const outcomes: string[] = [];
+    for (const n of [1, 2, 3]) {
+      const a = await send(host, 'burst', JSON.stringify({ n }), { authorization: 'Bearer burst-token' });
+      outcomes.push(a.status === 202 ? a.body.outcome : `${a.status} ${a.body.code}`);
+    }
+    expect(outcomes).toEqual(['started', 'queued', '503 trigger_busy']);
+  });
+});
