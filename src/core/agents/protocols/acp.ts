@@ -9,6 +9,7 @@
  */
 import type { RunUsage } from '../../../contract/records';
 import { loadOptional } from '../../util/optional-package';
+import { tokenCount } from '../reported-usage';
 import type { AgentConversation, AgentEvent, AgentIO, AgentProtocol, AgentRunInput, AgentVerdict, ProtocolFacts } from '../types';
 
 type Sdk = typeof import('@agentclientprotocol/sdk');
@@ -128,7 +129,7 @@ class AcpConversation implements AgentConversation {
     const input = usage?.inputTokens ?? quota?.token_count?.input_tokens;
     const output = usage?.outputTokens ?? quota?.token_count?.output_tokens;
     if (typeof input !== 'number' || typeof output !== 'number') return;
-    this.usage = { inputTokens: input, outputTokens: output };
+    this.usage = { inputTokens: tokenCount(input), outputTokens: tokenCount(output) };
     this.emit({ type: 'usage', usage: this.usage });
   }
 
