@@ -314,7 +314,10 @@ describe('who may answer', () => {
       return runToken !== '';
     });
     const asRun = { authorization: `Bearer ${runToken}` };
-    expect((await h.request('POST', `/api/approvals/${question!.id}`, { json: { decision: 'allow' }, headers: asRun })).status).toBe(401);
+    // Answering with it is refused as coming from a run (docs/approvals.md: Who answers).
+    const byRun = await h.request('POST', `/api/approvals/${question!.id}`, { json: { decision: 'allow' }, headers: asRun });
+    expect(byRun.status).toBe(403);
+    expect(await byRun.json()).toMatchObject({ code: 'approval_from_run', detail: expect.stringContaining(`run "${otherId}" (its run token)`) });
     expect((await h.request('GET', '/api/approvals', { headers: asRun })).status).toBe(401);
     expect(((await (await h.request('GET', `/api/approvals/${question!.id}`, { headers: admin })).json()) as ApprovalRecord).status).toBe('pending');
     expect((await h.request('GET', '/api/approvals', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
