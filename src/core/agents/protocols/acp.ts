@@ -159,6 +159,7 @@ class AcpConversation implements AgentConversation {
       ...(toolCall.kind ? { kind: toolCall.kind } : {}),
       paths,
       canAlways: options.some((o) => o.kind === 'allow_always'),
+      ...argumentsOf(toolCall.rawInput),
     });
     // A question that cannot be asked is refused.
     const decision = await asked.catch(() => ({ allow: false, always: false }));
@@ -223,4 +224,10 @@ async function handshake(start: { file: string; args: string[]; env: Record<stri
     clearTimeout(timer);
     stop();
   }
+}
+
+/** A tool call's arguments: its raw input, an object of named arguments, or one value (`input`). */
+function argumentsOf(raw: unknown): { input?: Record<string, unknown> } {
+  if (raw === undefined || raw === null) return {};
+  return { input: typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { input: raw } };
 }
