@@ -5,7 +5,7 @@
 import type { HeadlessHandler } from '../core/handler';
 
 export interface DenoServeInfo {
-  remoteAddr: { hostname: string };
+  remoteAddr: { hostname: string; port?: number };
   /** Settles once the response is delivered; rejects when the client went away first (Deno 2.5+). */
   completed?: Promise<void>;
 }
@@ -22,7 +22,8 @@ export interface DenoServeOptions {
 /** A `Deno.serve` handler for the core. */
 export function toDenoHandler(handler: HeadlessHandler, hostname = '127.0.0.1'): (request: Request, info: DenoServeInfo) => Promise<Response> {
   return async (request, info) => {
-    const context = { remoteAddress: info.remoteAddr.hostname, localAddress: hostname };
+    const { port } = info.remoteAddr;
+    const context = { remoteAddress: info.remoteAddr.hostname, localAddress: hostname, ...(port === undefined ? {} : { remotePort: port }) };
     if (!info.completed) return handler.fetch(request, context);
     // A signal of its own, aborted once the exchange is over (delivered, or the client gone): what
     // the service needs, without touching Deno's request.signal, whose legacy behaviour Deno

@@ -6,14 +6,10 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { HeadlessHandler } from '../core/handler';
-import { handleNodeRequest } from './node';
+import { connectionOf, handleNodeRequest } from './node';
 
 export function toExpressMiddleware(handler: HeadlessHandler): (req: Request, res: Response, next: NextFunction) => void {
   return (req, res, next) => {
-    handleNodeRequest(handler, req, res, {
-      remoteAddress: req.socket.remoteAddress,
-      localAddress: req.socket.localAddress,
-      mountPath: req.baseUrl,
-    }).catch(next);
+    handleNodeRequest(handler, req, res, { ...connectionOf(req.socket), mountPath: req.baseUrl }).catch(next);
   };
 }

@@ -3,6 +3,7 @@
  * here from the socket itself (never from a header), with the bound `localAddress`.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import type { HeadlessHandler, HeadlessServerContext } from '../core/handler';
 
@@ -47,9 +48,25 @@ export async function handleNodeRequest(handler: HeadlessHandler, req: IncomingM
 const nodeReadable = (body: ReadableStream<Uint8Array>): Readable =>
   (body as { readable?: Readable }).readable ?? Readable.from(body as unknown as AsyncIterable<Uint8Array>, { objectMode: false });
 
+/**
+ * What the core reads of the connection: the peer's address and port and ours, and the socket's
+ * descriptor (node keeps it on its handle; no public API gives it), by which the process at the
+ * other end is found when it answers a permission question (docs/approvals.md).
+ */
+export function connectionOf(socket: Socket): HeadlessServerContext {
+  const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+  return {
+    remoteAddress: socket.remoteAddress,
+    localAddress: socket.localAddress,
+    ...(socket.remotePort === undefined ? {} : { remotePort: socket.remotePort }),
+    ...(socket.localPort === undefined ? {} : { localPort: socket.localPort }),
+    ...(typeof fd === 'number' && fd >= 0 ? { socketFd: fd } : {}),
+  };
+}
+
 export function toNodeListener(handler: HeadlessHandler, options: { unixSocket?: boolean } = {}): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    const context = { remoteAddress: req.socket.remoteAddress, localAddress: req.socket.localAddress, unixSocket: options.unixSocket === true };
+    const context = { ...connectionOf(req.socket), unixSocket: options.unixSocket === true };
     handleNodeRequest(handler, req, res, context).catch((error: unknown) => {
       handler.log('could not answer a request', error);
       if (!res.headersSent) res.writeHead(500);

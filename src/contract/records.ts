@@ -75,7 +75,7 @@ export interface ApprovalRecord {
   workspaceId: string;
   agent: string;
   status: (typeof APPROVAL_STATUSES)[number];
-  /** What the agent wants to do, as it says it: never the tool's full input. */
+  /** What the agent wants to do, as it says it, shown (docs/approvals.md): invisible characters escaped, bounded, marked where cut. */
   tool: ApprovalTool;
   createdAt: string;
   /** When it gets its policy's fallback. */
@@ -92,6 +92,10 @@ export interface ApprovalTool {
   paths: string[];
   /** The agent offers to remember an allow for the rest of its session. */
   canAlways: boolean;
+  /** Every argument of the tool call, one `name: value` a line (a URL, a query, a path, a command), shown as the title is. */
+  input?: string;
+  /** The title or the arguments were cut (marked where): no rule allows it, a caller or the fallback answers. */
+  truncated?: true;
 }
 
 export interface ApprovalAnswer {

@@ -149,6 +149,18 @@ describe('a run under permissions "ask" (docs/approvals.md)', () => {
     expect(list.approvals).toEqual([]);
   });
 
+  it('a question whose shown title is cut is asked whatever the rules say, marked where cut', async () => {
+    const h = await host({ rules: [{ kinds: ['edit'], answer: 'allow' }] });
+    const name = `long-${'x'.repeat(600)}`;
+    const taskId = await start(h, `WRITE_FILE ${name}`);
+    const question = await pendingOf(h, taskId);
+    expect(question.tool).toMatchObject({ kind: 'edit', truncated: true });
+    expect(question.tool.title).toMatch(/^Writing to long-x+… \[cut: \d+ more characters\]$/);
+    expect(question.tool.title.length).toBeLessThan(560);
+    expect((await answer(h, question.id, { decision: 'deny' })).status).toBe(200);
+    expect(await h.waitEnded(taskId)).toMatchObject({ status: 'succeeded', approvals: { denied: 1 } });
+  });
+
   it('an answer for the run: the agent is offered its own "always" option', async () => {
     const h = await host();
     const taskId = await start(h, 'WRITE_FILE always.txt');
@@ -314,7 +326,10 @@ describe('who may answer', () => {
       return runToken !== '';
     });
     const asRun = { authorization: `Bearer ${runToken}` };
-    expect((await h.request('POST', `/api/approvals/${question!.id}`, { json: { decision: 'allow' }, headers: asRun })).status).toBe(401);
+    // Answering with it is refused as coming from a run (docs/approvals.md: Who answers).
+    const byRun = await h.request('POST', `/api/approvals/${question!.id}`, { json: { decision: 'allow' }, headers: asRun });
+    expect(byRun.status).toBe(403);
+    expect(await byRun.json()).toMatchObject({ code: 'approval_from_run', detail: expect.stringContaining(`run "${otherId}" (its run token)`) });
     expect((await h.request('GET', '/api/approvals', { headers: asRun })).status).toBe(401);
     expect(((await (await h.request('GET', `/api/approvals/${question!.id}`, { headers: admin })).json()) as ApprovalRecord).status).toBe('pending');
     expect((await h.request('GET', '/api/approvals', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);

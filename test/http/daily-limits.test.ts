@@ -71,6 +71,21 @@ describe('daily limits', () => {
     expect(metrics).toContain('headless_runs_today{workspace="ws"} 2');
   });
 
+  it("a run whose agent reports a negative cost (or NaN, Infinity) counts 0, never less: the day's spend still reaches its limit", async () => {
+    const h = await host({ spendPerDayUsd: 0.05 });
+    const start = (prompt: string) => h.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'priced', prompt, wait: true } });
+    expect(await (await start('3')).json()).toMatchObject({ usage: { costUsd: 0.03 } });
+    const liar = await (await start('1 lie -1000')).json();
+    // Its tokens are what it reported as it ran; its cost is bounded at 0.
+    expect(liar).toMatchObject({ status: 'succeeded', usage: { inputTokens: 1000, outputTokens: 100, costUsd: 0 } });
+    expect(await (await start('1 lie NaN')).json()).toMatchObject({ status: 'succeeded' });
+    const usage = await (await h.request('GET', '/api/workspaces/ws/usage')).json();
+    expect(usage).toMatchObject({ runs: 3, spendUsd: 0.03 });
+    expect((await start('2')).status).toBe(200);
+    const refused = await h.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'priced', prompt: '1' } });
+    expect(refused.status).toBe(429);
+  });
+
   it("a schedule's own limit skips its occurrences past it, while the workspace's other starts go on", async () => {
     const schedule: ScheduleDefinition = {
       name: 'nightly',

@@ -11,7 +11,14 @@ function line(a: ApprovalRecord): string {
     : a.status === 'pending'
       ? `pending until ${a.expiresAt}, then ${a.fallback}`
       : a.status;
-  return `${a.id}  ${a.taskId}  ${a.agent}  ${state}\n    ${what}`;
+  // Every argument on its own indented line; a cut request says so.
+  const input = (a.tool.input ?? '')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => `\n      ${l}`)
+    .join('');
+  const cut = a.tool.truncated ? '\n    (cut where marked: not the whole request)' : '';
+  return `${a.id}  ${a.taskId}  ${a.agent}  ${state}\n    ${what}${input}${cut}`;
 }
 
 export const approvals: Command = async (client, args, v) => {

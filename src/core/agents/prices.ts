@@ -5,6 +5,7 @@
  * `prices` (another model, their own provider) win.
  */
 import type { RunUsage } from '../../contract/records';
+import { boundedUsage } from './reported-usage';
 
 /** US dollars per million tokens. */
 export interface TokenPrice {
@@ -31,8 +32,9 @@ export function checkPrices(prices: Record<string, TokenPrice> | undefined, wher
   }
 }
 
-/** The usage with its cost estimated from the price, where the agent reported none. */
-export function priced(usage: RunUsage, price: TokenPrice | undefined): RunUsage {
+/** The usage, bounded (an agent's report is input), with its cost estimated from the price where the agent reported none. */
+export function priced(reported: RunUsage, price: TokenPrice | undefined): RunUsage {
+  const usage = boundedUsage(reported);
   if (usage.costUsd !== undefined || price === undefined) return usage;
   const cost = (usage.inputTokens * price.inputPerMillionUsd + usage.outputTokens * price.outputPerMillionUsd) / 1_000_000;
   return { ...usage, costUsd: Math.round(cost * 1e6) / 1e6, costEstimated: true };

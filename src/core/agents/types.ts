@@ -9,6 +9,8 @@ export interface PermissionQuestion {
   paths: string[];
   /** The agent offers to remember an allow for its session. */
   canAlways: boolean;
+  /** The tool call's arguments, as the agent gave them: all of them are shown to the approver. */
+  input?: Readonly<Record<string, unknown>>;
 }
 
 /** The answer an agent is given. */

@@ -47,13 +47,15 @@ export function checkApprovalSettings(settings: ApprovalSettings | undefined, wh
 
 /**
  * The policy's own answer: `full` allows and `read-only` denies everything; under `ask` the
- * first rule that matches answers, and `ask` means a caller must.
+ * first rule that matches answers, and `ask` means a caller must. A question the approver would
+ * not see whole (`truncated`: its shown text was cut) is never allowed by a rule.
  */
-export function answerByPolicy(policy: RunPolicy | undefined, question: PermissionQuestion, cwd: string): 'allow' | 'deny' | 'ask' {
+export function answerByPolicy(policy: RunPolicy | undefined, question: PermissionQuestion, cwd: string, truncated = false): 'allow' | 'deny' | 'ask' {
   const permissions = policy?.permissions ?? 'full';
   if (permissions === 'full') return 'allow';
   if (permissions === 'read-only') return 'deny';
-  const rule = policy?.approvals?.rules?.find((r) => matches(r, question, cwd));
+  const rules = (policy?.approvals?.rules ?? []).filter((r) => !(truncated && r.answer === 'allow'));
+  const rule = rules.find((r) => matches(r, question, cwd));
   return rule?.answer ?? 'ask';
 }
 

@@ -12,6 +12,7 @@ import type { Fleet } from '../fleet/fleet';
 import type { Log } from '../logger';
 import type { RecordTable, HeadlessStore } from '../store/headless-store';
 import { newSortableId } from '../util/ids';
+import { shownTool } from './shown-request';
 
 /** An approval as stored: with the instance whose run waits for it. */
 export interface StoredApproval extends ApprovalRecord {
@@ -62,7 +63,7 @@ export class Approvals {
       id: newSortableId('apr_'),
       ...run,
       status: 'pending',
-      tool: { title: question.title.slice(0, 500), ...(question.kind ? { kind: question.kind } : {}), paths: question.paths, canAlways: question.canAlways },
+      tool: shownTool(question),
       createdAt: new Date(now).toISOString(),
       expiresAt: new Date(now + policy.timeoutMs).toISOString(),
       fallback: policy.fallback,

@@ -104,6 +104,11 @@ export interface AuthContext {
   localAddress?: string;
   /** Through a Unix-domain socket (`serve --socket`): the file's mode decided who may connect. */
   unixSocket?: boolean;
+  /** The TCP peer's port, and ours, where the adapter read them. */
+  remotePort?: number;
+  localPort?: number;
+  /** The accepted Unix-domain socket's descriptor, where the adapter read it. */
+  socketFd?: number;
   /** The matched route, e.g. `runs.start`, `inbox.push`, or `unknown`. */
   route: string;
   /** Who the matched route lets in: its verifier's name (`caller`, ...); absent for no route. */

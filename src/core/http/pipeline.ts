@@ -16,6 +16,11 @@ export interface HeadlessServerContext {
   mountPath?: string;
   /** It came through a Unix-domain socket: who could connect was decided by the socket file's mode. */
   unixSocket?: boolean;
+  /** The TCP peer's port, and ours: with `remoteAddress`, how a local peer's process is found (docs/approvals.md). */
+  remotePort?: number;
+  localPort?: number;
+  /** The accepted Unix-domain socket's descriptor: how its peer's process is found. */
+  socketFd?: number;
 }
 
 export interface PipelineOptions {
@@ -34,6 +39,13 @@ export interface PipelineOptions {
   /** Closes the service: what the adapter's `dispose()` and `await using` do. */
   close(): Promise<void>;
 }
+
+/** The context's connection fields that are set: a peer's ports and descriptor. */
+const peerFields = ({ remotePort, localPort, socketFd }: HeadlessServerContext) => ({
+  ...(remotePort === undefined ? {} : { remotePort }),
+  ...(localPort === undefined ? {} : { localPort }),
+  ...(socketFd === undefined ? {} : { socketFd }),
+});
 
 /** A HEAD answer: a GET's status and headers; its body (a stream, perhaps) is let go. */
 function withoutBody(response: Response): Response {
@@ -55,6 +67,7 @@ export function createPipeline(o: PipelineOptions) {
       remoteAddress: ctx.remoteAddress,
       localAddress: ctx.localAddress,
       unixSocket: ctx.unixSocket === true,
+      ...peerFields(ctx),
       route: match?.route.name ?? 'unknown',
       ...(match ? { auth: verifier.name } : {}),
       workspaceId: match?.params.workspaceId,

@@ -41,6 +41,21 @@ function signalPid(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** The run marker (`HEADLESS_TASK_ID`) in the start-up environment of process `pid`, if it has one and it is readable. */
+export function markerOf(pid: number): string | undefined {
+  let environ: string;
+  try {
+    environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  const needle = `${MARKER_VARIABLE}=`;
+  return environ
+    .split('\0')
+    .find((variable) => variable.startsWith(needle))
+    ?.slice(needle.length);
+}
+
 /** Pids of live processes whose start-up environment has `HEADLESS_TASK_ID` in `taskIds`. */
 export function findMarkedProcesses(taskIds: ReadonlySet<string>): Map<number, string> {
   const found = new Map<number, string>();
@@ -51,21 +66,11 @@ export function findMarkedProcesses(taskIds: ReadonlySet<string>): Map<number, s
   } catch {
     return found;
   }
-  const needle = `${MARKER_VARIABLE}=`;
   for (const entry of entries) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === process.pid) continue;
-    let environ: string;
-    try {
-      environ = readFileSync(`/proc/${pid}/environ`, 'latin1');
-    } catch {
-      continue;
-    }
-    const at = environ.indexOf(needle);
-    if (at === -1) continue;
-    const end = environ.indexOf('\0', at);
-    const value = environ.slice(at + needle.length, end === -1 ? undefined : end);
-    if (taskIds.has(value)) found.set(pid, value);
+    const value = markerOf(pid);
+    if (value !== undefined && taskIds.has(value)) found.set(pid, value);
   }
   return found;
 }

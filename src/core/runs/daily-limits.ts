@@ -5,6 +5,7 @@
  * over a limit is refused until the next UTC midnight; it is never held.
  */
 import type { DailyLimits, StoredRun } from '../types';
+import { costUsd } from '../agents/reported-usage';
 import { sourceOf } from '../public-record';
 import { sortableIdBound } from '../util/ids';
 import type { RunRecords } from './records';
@@ -77,7 +78,8 @@ export class DailyUsage {
       triggers: {},
     };
     for await (const run of this.today(workspaceId, now)) {
-      const cost = run.usage?.costUsd ?? 0;
+      // Bounded again: a record stored by an older version (or another instance) may hold a negative cost.
+      const cost = costUsd(run.usage?.costUsd) ?? 0;
       usage.runs += 1;
       usage.spendUsd += cost;
       const source = sourceOf(run);

@@ -7,6 +7,7 @@
 import { StorageError } from '../../contract/problems';
 import type { RunError } from '../../contract/records';
 import { type TokenPrice, priced } from '../agents/prices';
+import { higherUsage } from '../agents/reported-usage';
 import type { AgentVerdict } from '../agents/types';
 import type { RunEvents } from '../events/run-events';
 import type { Log } from '../logger';
@@ -85,7 +86,9 @@ export class RunEnding {
     if (!record) return;
     const reported = live.verdict ?? this.verdictOf(live, end.exitCode);
     const price = this.$.prices[live.reservation.adapter.name];
-    const verdict = reported.usage ? { ...reported, usage: priced(reported.usage, price) } : reported;
+    // Never lower than what it reported as it ran: a last report cannot undo the spend before it.
+    const usage = reported.usage ? higherUsage(live.usage, priced(reported.usage, price)) : live.usage;
+    const verdict = usage ? { ...reported, usage } : reported;
     const judged = structuredFields(record, live, finalFields(live, end, verdict), verdict);
     // A question still waiting ends with its run: `interrupted` with the service, else `abandoned`.
     await live.questions?.abandon(judged.status === 'interrupted' ? 'interrupted' : 'abandoned');

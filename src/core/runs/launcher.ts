@@ -8,6 +8,7 @@ import { Refusal } from '../../contract/problems';
 import { policyRefusal, preflight } from '../agents/preflight';
 import { protocolOf } from '../agents/protocols/lines';
 import { type TokenPrice, priced } from '../agents/prices';
+import { higherUsage } from '../agents/reported-usage';
 import type { AgentEvent, AgentIO, AgentRunInput } from '../agents/types';
 import { type RunEvents, fromAgentEvent } from '../events/run-events';
 import type { Log } from '../logger';
@@ -240,8 +241,9 @@ export class RunLauncher {
         flush();
       },
       emit: (reported) => {
-        // Its cost, where it reports tokens only, estimated here: the budget guard and the timeline see the same.
-        const event = reported.type === 'usage' ? { ...reported, usage: priced(reported.usage, price) } : reported;
+        // Its cost, where it reports tokens only, estimated here, and never lower than it was: the budget guard and the timeline see the same.
+        if (reported.type === 'usage') live.usage = higherUsage(live.usage, priced(reported.usage, price));
+        const event = reported.type === 'usage' && live.usage ? { ...reported, usage: live.usage } : reported;
         const { type, data } = fromAgentEvent(event);
         this.$.events.append(live.taskId, type, data);
         for (const watch of watchers) watch(event);

@@ -1,4 +1,4 @@
-import type { RunRecord, RunStatus } from '../../contract/records';
+import type { RunRecord, RunStatus, RunUsage } from '../../contract/records';
 import type { AgentConversation, AgentVerdict } from '../agents/types';
 import type { ProcessOutput } from '../process/spawner';
 import type { Reservation } from './admission';
@@ -42,6 +42,8 @@ export interface LiveRun {
   repaired?: boolean;
   /** The answer it sent with `headless-inbox result`, once one matched its schema. */
   answer?: { value: unknown };
+  /** The highest usage its agent reported so far (bounded and priced): what its budget and final record count. */
+  usage?: RunUsage;
   /** Its permission questions (docs/approvals.md), once its agent is being started. */
   questions?: RunQuestions;
   /** A stop asked for while the process was still being spawned; applied once it is. */

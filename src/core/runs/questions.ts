@@ -9,6 +9,7 @@ import type { PermissionDecision, PermissionQuestion } from '../agents/types';
 import { answerByPolicy } from '../approvals/approval-policy';
 import type { Approvals, StoredApproval } from '../approvals/approvals';
 import { publicApproval } from '../approvals/approvals';
+import { shownTool } from '../approvals/shown-request';
 import type { RunEvents } from '../events/run-events';
 import type { Log } from '../logger';
 import type { StoredRun } from '../types';
@@ -47,10 +48,12 @@ export class RunQuestions {
   /** The answer to one question. */
   async ask(question: PermissionQuestion): Promise<PermissionDecision> {
     const { record, cwd } = this.run;
-    const byPolicy = answerByPolicy(record.policy, question, cwd);
+    // A request shown cut is answered by a caller (or the fallback): no rule, no earlier "always" allows what nobody saw.
+    const truncated = shownTool(question).truncated === true;
+    const byPolicy = answerByPolicy(record.policy, question, cwd, truncated);
     if (byPolicy !== 'ask') return { allow: byPolicy === 'allow', always: false };
     const remembered = question.kind === undefined ? undefined : this.remembered.get(question.kind);
-    if (remembered !== undefined) return { allow: remembered, always: false };
+    if (remembered !== undefined && !(truncated && remembered)) return { allow: remembered, always: false };
     const policy = record.policy?.approvals;
     if (!policy) return { allow: false, always: false };
     const { taskId, resumeId, workspaceId, agent } = record;

@@ -28,6 +28,7 @@ import type { DailyUsage, WorkspaceDay } from './daily-limits';
 import type { LaunchInput, RunLauncher } from './launcher';
 import type { RunLifecycle } from './lifecycle';
 import type { RunOutputView, StartedRun } from './live-run';
+import type { RunProcesses } from '../process/run-membership';
 import type { RunPlacement } from './placement';
 import { newRunRecord, startedEvent } from './new-record';
 import { tailOf } from './output-tail';
@@ -96,6 +97,13 @@ export class RunService {
     if (!this.$.launcher.get(request.taskId)) return { ok: false, code: 'run_not_running', message: `Run "${request.taskId}" has already ended.` };
     await this.cancel(request.taskId);
     return { ok: true };
+  }
+
+  /** This instance's running runs' processes: an answer from one of them is refused (docs/approvals.md). */
+  processes(): RunProcesses {
+    const live = this.$.launcher.all();
+    const pids = new Map(live.flatMap(({ process, taskId }) => (process ? [[process.pid, taskId] as const] : [])));
+    return { pids, taskIds: new Set(live.map((l) => l.taskId)) };
   }
 
   /** This instance's lease ran out and its runs were recorded `interrupted` elsewhere: they are stopped. */

@@ -41,10 +41,26 @@ function tunnel(client: Socket, target: string, rest: Buffer): void {
   const colon = target.lastIndexOf(':');
   const host = target.slice(0, colon).replace(/^\[|\]$/g, '');
   const upstream = connect(Number(target.slice(colon + 1)), host, () => {
+    noteForwarded(upstream);
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     if (rest.length > 0) upstream.write(rest);
     client.pipe(upstream).pipe(client);
   });
   upstream.on('error', () => (upstream.connecting ? refuse(client, '502 Bad Gateway') : client.destroy()));
   client.on('close', () => upstream.destroy());
+}
+
+/** The local ends (`address port`) of the tunnels open now: a connection to the service from one of them is a sandboxed run's. */
+const forwarded = new Set<string>();
+
+/** Keeps the tunnel's local end while it is open, so the service can tell it was forwarded for a run (docs/approvals.md). */
+function noteForwarded(upstream: Socket): void {
+  const end = `${upstream.localAddress?.replace(/^::ffff:/, '')} ${upstream.localPort}`;
+  forwarded.add(end);
+  upstream.once('close', () => forwarded.delete(end));
+}
+
+/** This process's egress proxy forwarded the connection whose peer is `address`:`port`, for a sandboxed run. */
+export function forwardedForRun(address: string | undefined, port: number | undefined): boolean {
+  return forwarded.has(`${address?.replace(/^::ffff:/, '')} ${port}`);
 }

@@ -1,4 +1,5 @@
 import type { RunBudget, RunUsage } from '../../../contract/records';
+import { costUsd as reportedCost, tokenCount } from '../reported-usage';
 import type { AgentEvent, AgentOutputParser, AgentVerdict } from '../types';
 
 /** The parsing kit every built-in adapter shares: JSON lines, tool calls, usage, and one parser over them. */
@@ -60,13 +61,11 @@ export function toolEnded(state: ParseState, emit: Emit, id: string | undefined,
 
 export const num = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined);
 
-/** Usage from token counts as the agent names them; undefined when it gave none. */
+/** Usage from token counts as the agent names them, each bounded at 0 (a negative step would undo earlier ones); undefined when it gave none. */
 export function usageOf(input: unknown, output: unknown, cost?: unknown): RunUsage | undefined {
-  const inputTokens = num(input);
-  const outputTokens = num(output);
-  if (inputTokens === undefined && outputTokens === undefined) return undefined;
-  const costUsd = num(cost);
-  return { inputTokens: inputTokens ?? 0, outputTokens: outputTokens ?? 0, ...(costUsd === undefined ? {} : { costUsd }) };
+  if (num(input) === undefined && num(output) === undefined) return undefined;
+  const costUsd = num(cost) === undefined ? undefined : reportedCost(cost);
+  return { inputTokens: tokenCount(input), outputTokens: tokenCount(output), ...(costUsd === undefined ? {} : { costUsd }) };
 }
 
 /** Adds a step's usage to the run's (opencode reports one per step). */

@@ -9,6 +9,7 @@
  */
 import type { RunUsage } from '../../../contract/records';
 import { loadOptional } from '../../util/optional-package';
+import { tokenCount } from '../reported-usage';
 import type { AgentConversation, AgentEvent, AgentIO, AgentProtocol, AgentRunInput, AgentVerdict, ProtocolFacts } from '../types';
 
 type Sdk = typeof import('@agentclientprotocol/sdk');
@@ -128,7 +129,7 @@ class AcpConversation implements AgentConversation {
     const input = usage?.inputTokens ?? quota?.token_count?.input_tokens;
     const output = usage?.outputTokens ?? quota?.token_count?.output_tokens;
     if (typeof input !== 'number' || typeof output !== 'number') return;
-    this.usage = { inputTokens: input, outputTokens: output };
+    this.usage = { inputTokens: tokenCount(input), outputTokens: tokenCount(output) };
     this.emit({ type: 'usage', usage: this.usage });
   }
 
@@ -158,6 +159,7 @@ class AcpConversation implements AgentConversation {
       ...(toolCall.kind ? { kind: toolCall.kind } : {}),
       paths,
       canAlways: options.some((o) => o.kind === 'allow_always'),
+      ...argumentsOf(toolCall.rawInput),
     });
     // A question that cannot be asked is refused.
     const decision = await asked.catch(() => ({ allow: false, always: false }));
@@ -222,4 +224,10 @@ async function handshake(start: { file: string; args: string[]; env: Record<stri
     clearTimeout(timer);
     stop();
   }
+}
+
+/** A tool call's arguments: its raw input, an object of named arguments, or one value (`input`). */
+function argumentsOf(raw: unknown): { input?: Record<string, unknown> } {
+  if (raw === undefined || raw === null) return {};
+  return { input: typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { input: raw } };
 }

@@ -71,6 +71,7 @@ function question(request: CanUseTool['request']): PermissionQuestion {
     ...(kind ? { kind } : {}),
     paths: path ? [path] : [],
     canAlways: false,
+    input,
   };
 }
 

@@ -1,12 +1,13 @@
 import { ANSWERS } from '../../../contract/answers';
 import { HttpProblem } from '../../../contract/problems';
 import { ApprovalAnswerBody, ApprovalQuery, parseApprovalAnswer, parseApprovalQuery } from '../../../contract/requests';
+import { CALLER_NOT_A_RUN } from '../answering';
 import { readJsonObject } from '../body';
 import { type Route, json, route } from '../router';
 
 /**
  * The questions of runs under `permissions: "ask"` (docs/approvals.md): list, read one, answer.
- * Only a caller: a run's own token never answers its own questions.
+ * Only a caller, never a run (answering.ts): no agent answers its own questions, nor another run's.
  */
 export const APPROVAL_ROUTES: Route[] = [
   route(
@@ -55,12 +56,12 @@ export const APPROVAL_ROUTES: Route[] = [
       name: 'approvals.answer',
       method: 'POST',
       path: '/api/approvals/:approvalId',
-      auth: 'caller',
+      auth: CALLER_NOT_A_RUN,
       doc: {
         summary: 'Answer a question: allow or deny, once or for the rest of its run',
         body: ApprovalAnswerBody,
         responses: { 200: { description: 'The question with its answer; the agent is told at once.', schema: ANSWERS.Approval } },
-        problems: ['invalid_body', 'approval_not_found', 'approval_answered', 'body_too_large', 'unsupported_media_type'],
+        problems: ['invalid_body', 'approval_not_found', 'approval_answered', 'approval_from_run', 'body_too_large', 'unsupported_media_type'],
       },
     },
     async ({ request, params, services }) => {

@@ -159,6 +159,9 @@ function question(a) {
   li.dataset.approval = a.id;
   const what = `${a.tool.kind ? `${a.tool.kind}: ` : ''}${a.tool.title}`;
   li.append(el('div', what, 'what'));
+  // Every argument, as the service shows it (invisible characters escaped): what Allow allows.
+  if (a.tool.input) li.append(el('pre', a.tool.input));
+  if (a.tool.truncated) li.append(el('div', 'Cut where marked: this is not the whole request.', 'cut'));
   if (a.tool.paths.length > 0) li.append(el('div', a.tool.paths.join(', '), 'muted'));
   const run = el('a', `${a.agent} ${a.taskId.slice(-8)}`);
   run.href = `#${a.taskId}`;
