@@ -42,9 +42,15 @@ function builtFromNow() {
 }
 
 // The browser test drives Debian's chromium (no browser download: none is reachable here), the
-// sandbox tests Debian's bubblewrap, a trigger test Debian's Alertmanager. As root with apt they are
+// sandbox tests Debian's bubblewrap, a trigger test Debian's Alertmanager, the approval tests iproute2's ss. As root with apt they are
 // installed once; otherwise those tests say they are skipped, except in CI.
-const DEBIAN = { '/usr/bin/chromium': 'chromium', '/usr/bin/bwrap': 'bubblewrap', '/usr/bin/prometheus-alertmanager': 'prometheus-alertmanager' };
+const DEBIAN = {
+  '/usr/bin/chromium': 'chromium',
+  '/usr/bin/bwrap': 'bubblewrap',
+  '/usr/bin/prometheus-alertmanager': 'prometheus-alertmanager',
+  // ss: who is at the other end of the daemon's Unix socket (an approval answered by a run is refused).
+  '/usr/bin/ss': 'iproute2',
+};
 const missing = Object.entries(DEBIAN)
   .filter(([file]) => !existsSync(file))
   .map(([, name]) => name);
