@@ -6,7 +6,8 @@ import { checkGuards } from './runs/guards';
 import { Scheduler } from './schedules/scheduler';
 import { DeliveryLog } from './triggers/deliveries';
 import { TriggerService } from './triggers/trigger-service';
-import { loadTriggers } from './triggers/trigger-spec';
+import { loadTriggers, triggerSecrets } from './triggers/trigger-spec';
+import type { HeldSecrets } from './runs/env';
 import { diagnoseWorkspace } from './agents/doctor';
 import { AgentRegistry } from './agents/registry';
 import { Webhooks } from './delivery/webhooks';
@@ -210,7 +211,7 @@ function buildRuns($: ServiceResources): RunService {
   const guards = { stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb };
   checkPrices(options.prices, '');
   const prices = { ...DEFAULT_PRICES, ...options.prices };
-  const launcher = new RunLauncher({ ...shared, lifecycle, adminToken: options.adminToken, baseEnv: $.env, sandbox, guards, prices });
+  const launcher = new RunLauncher({ ...shared, lifecycle, secrets: heldSecrets(options, $.env, workspaces), baseEnv: $.env, sandbox, guards, prices });
   const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
   return new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
 }
@@ -309,6 +310,14 @@ async function diagnose({ workspaces, registry, env, options }: ServiceResources
   if (workspaceId === undefined && !listed) throw new Refusal('invalid_body', 'Query parameter "wsId" is required: workspaces come from a resolver.');
   const targets = workspaceId === undefined ? (listed ?? []) : [await workspaces.require(workspaceId)];
   return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
+}
+
+/** What the service holds that no run may see: the admin token, the webhooks' secrets, the triggers' (docs/security.md: What runs get). */
+function heldSecrets(options: HeadlessHandlerOptions, env: NodeJS.ProcessEnv, workspaces: Workspaces): HeldSecrets {
+  const triggers = triggerSecrets(options.triggers ?? [], env);
+  const webhooks = [options.webhooks?.secret, ...(workspaces.all() ?? []).map((ws) => ws.webhook?.secret)];
+  const values = [options.adminToken, ...webhooks, ...triggers.values].filter((v): v is string => typeof v === 'string' && v !== '');
+  return { names: triggers.names, values };
 }
 
 /** The sandbox of confined runs: it hides the service's own files and every other listed workspace; bubblewrap must make one up front where one is asked for. */

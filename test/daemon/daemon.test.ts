@@ -227,6 +227,43 @@ describe('the daemon', () => {
   });
 });
 
+describe('secrets the service holds', () => {
+  it("no run sees a trigger's secret (by its variable or its value) or a webhook secret, nor a descriptor the daemon inherited", async () => {
+    const cwd = dir();
+    const webhookSecret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    writeConfig(cwd, {
+      webhooks: { secret: webhookSecret },
+      triggers: [
+        { name: 'by-env', workspace: 'ws', sender: 'github', agent: 'fake', secret: { env: 'HRW_TEST_TRIGGER_SECRET' }, prompt: 'x' },
+        { name: 'by-value', workspace: 'ws', sender: 'github', agent: 'fake', secret: 'trigger-secret-by-value-1234', prompt: 'x' },
+      ],
+    });
+    const environment = {
+      HRW_TEST_TRIGGER_SECRET: 'trigger-secret-from-env-5678',
+      // The same value under another name, as a copy in a URL.
+      OTHER_COPY: 'https://x:trigger-secret-by-value-1234@example.invalid',
+      HARMLESS: 'kept',
+    };
+    const inherited = join(cwd, 'inherited-descriptor.txt');
+    writeFileSync(inherited, 'what a parent left open');
+    const daemon = await startDaemon(cwd, ['--port', '0'], environment, { inherit: inherited });
+    const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'dump-env; sh ls -l /proc/self/fd', wait: true });
+    const record = (await res.json()) as { output: { stdout: string } };
+    expect(res.status, JSON.stringify(record)).toBe(200);
+    const [envLine, ...listing] = record.output.stdout.split('\n');
+    const env = JSON.parse(envLine ?? '{}') as Record<string, string>;
+    expect(env.HARMLESS).toBe('kept');
+    const text = JSON.stringify(env);
+    for (const secret of ['HRW_TEST_TRIGGER_SECRET', 'trigger-secret-from-env-5678', 'trigger-secret-by-value-1234', 'OTHER_COPY', webhookSecret]) {
+      expect(text).not.toContain(secret);
+    }
+    // The daemon was started holding a file open as descriptor 3: the agent has 0, 1 and 2 only (and what ls opens).
+    expect(listing.join('\n')).toContain('/proc/');
+    expect(listing.join('\n')).not.toContain('inherited-descriptor');
+    await daemon.stop();
+  });
+});
+
 describe('a store locked by another process', () => {
   it('waits the busy timeout, answers 503 storage_unavailable, and writes again once the lock is gone', async () => {
     const cwd = dir();

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { afterEach } from 'vitest';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -74,12 +74,15 @@ export function startDaemon(
   dir: string,
   args: string[] = ['--port', '0'],
   env: NodeJS.ProcessEnv = {},
-  /** Another user to run it as (the test runs as root). */
-  as: { uid?: number; gid?: number } = {},
+  /** Another user to run it as (the test runs as root); `inherit`: a file it is started holding open as descriptor 3, as a careless parent leaves one. */
+  as: { uid?: number; gid?: number; inherit?: string } = {},
 ): Promise<Daemon> {
   return new Promise((done, fail) => {
     const childEnv = { ...process.env, HEADLESS_DATA_DIR: join(dir, '.headless'), ...env };
-    const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'], ...as });
+    const { inherit, ...user } = as;
+    const held = inherit === undefined ? [] : [openSync(inherit, 'r')];
+    const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe', ...held], ...user });
+    for (const fd of held) closeSync(fd);
     running.add(child);
     let out = '';
     let stdout = '';

@@ -54,10 +54,25 @@ export const runVariables = (o: {
   ...(o.traceparent === undefined ? {} : { TRACEPARENT: o.traceparent }),
 });
 
+/**
+ * Secrets the service holds besides its own variables (the admin token, webhook and trigger
+ * secrets): no run sees them, by the name the config reads them from or by value under any name.
+ */
+export interface HeldSecrets {
+  names: string[];
+  values: string[];
+}
+
+/** Shorter values are removed only where a variable is exactly them: as a substring they would take innocent variables along. */
+const SUBSTRING_MIN = 8;
+
+const holdsSecret = (value: string, held: HeldSecrets | undefined): boolean =>
+  held?.values.some((secret) => value === secret || (secret.length >= SUBSTRING_MIN && value.includes(secret))) === true;
+
 export interface RunEnvInput {
   base: NodeJS.ProcessEnv;
-  /** Removed wherever it appears, under any variable name. */
-  adminToken?: string;
+  /** Removed wherever they appear. */
+  secrets?: HeldSecrets;
   adapterEnv?: Record<string, string>;
   workspaceEnv?: Record<string, string>;
   /** The run's working directory, also given as `PWD`: some CLIs (opencode) work where `PWD` says. */
@@ -78,8 +93,7 @@ export function buildRunEnv(input: RunEnvInput): Record<string, string> {
   const layers = [input.base, input.adapterEnv ?? {}, input.workspaceEnv ?? {}];
   for (const layer of layers) {
     for (const [key, value] of Object.entries(layer)) {
-      if (value === undefined || stripped(key)) continue;
-      if (input.adminToken !== undefined && value.includes(input.adminToken)) continue;
+      if (value === undefined || stripped(key) || input.secrets?.names.includes(key) || holdsSecret(value, input.secrets)) continue;
       env[key] = value;
     }
   }

@@ -22,7 +22,7 @@ import type { RunTracing } from '../telemetry/run-tracing';
 import type { StoredRun, Workspace } from '../types';
 import type { Reservation } from './admission';
 import { RunEnding, emptyEnd, processOutcome } from './ending';
-import { buildRunEnv, runVariables } from './env';
+import { type HeldSecrets, buildRunEnv, runVariables } from './env';
 import { type Guard, budgetGuard, memoryGuard, stallGuard, watchdog } from './guards';
 import { InboxCommand } from './inbox-command';
 import type { RunLifecycle } from './lifecycle';
@@ -50,7 +50,8 @@ export interface LauncherResources {
   events: RunEvents;
   records: RunRecords;
   placement: RunPlacement;
-  adminToken?: string;
+  /** What no run's environment may hold. */
+  secrets: HeldSecrets;
   /** The environment runs start from (minus what `buildRunEnv` strips). */
   baseEnv: NodeJS.ProcessEnv;
   log: Log;
@@ -155,7 +156,7 @@ export class RunLauncher {
     const run = runVariables({ apiUrl: input.apiUrl, workspaceId: workspace.id, taskId, resumeId, token, traceparent });
     const env = buildRunEnv({
       base: this.$.baseEnv,
-      adminToken: this.$.adminToken,
+      secrets: this.$.secrets,
       adapterEnv: invocation.env,
       workspaceEnv: { ...workspace.env, ...placed.env },
       cwd,

@@ -95,6 +95,21 @@ function readSecret(source: SecretSource, where: string, env: NodeJS.ProcessEnv)
   return value;
 }
 
+/** The triggers' secrets, for runs never to see: by value, and by the variable they are read from. A secret that cannot be read is the loader's to report. */
+export function triggerSecrets(definitions: TriggerDefinition[], env: NodeJS.ProcessEnv): { names: string[]; values: string[] } {
+  const names: string[] = [];
+  const values: string[] = [];
+  for (const d of definitions) {
+    if (typeof d.secret === 'object' && d.secret !== null && 'env' in d.secret) names.push(d.secret.env);
+    try {
+      values.push(readSecret(d.secret, d.name, env));
+    } catch {
+      // loadTriggers refuses it, naming it.
+    }
+  }
+  return { names, values };
+}
+
 /** A template's variables: each must be one the context has; payload fields missing from the example are warnings. */
 function templateOf(source: string, where: string, example: Record<string, unknown> | undefined, warnings: string[]): PromptTemplate {
   let template: PromptTemplate;
