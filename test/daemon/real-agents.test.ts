@@ -123,7 +123,7 @@ describe.each(REAL)('%s (the real CLI) through the daemon', (agent) => {
   it.skipIf(!hasBwrap)('runs in a sandbox: succeeded, its file written in its workspace, and a resume carries the earlier turns', async () => {
     const write = WRITES.includes(agent) ? ` WRITE_FILE box-${agent}.txt` : '';
     const first = await run('box', { agent, prompt: `Remember the word GAMMA-${agent}.${write}`, wait: true });
-    expect(first).toMatchObject({ status: 'succeeded', policy: { permissions: 'full', sandbox: true } });
+    expect(first, JSON.stringify(first)).toMatchObject({ status: 'succeeded', policy: { permissions: 'full', sandbox: true } });
     expect(first.lastMessage).toMatch(/^MOCK REPLY \d+$/);
     if (write) expect(existsSync(join(paths.box, `box-${agent}.txt`))).toBe(true);
     if (!resumes) return;

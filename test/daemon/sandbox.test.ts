@@ -147,7 +147,8 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
     };
     const workspace = (id: string, extra: Record<string, unknown> = {}) => ({ id, path: id, agents: ['probe', 'fake'], env, ...extra });
     // The probe keeps its state in ~/.agent; its settings and hooks there are configuration.
-    const probeAgent = { command: '/bin/sh', args: [PROBE], stdin: '{prompt}', state: ['.agent'], config: ['.agent/settings.json', '.agent/hooks'] };
+    // Only its sessions are state (an allow list): anything else it writes in ~/.agent is gone at the next run.
+    const probeAgent = { command: '/bin/sh', args: [PROBE], stdin: '{prompt}', state: ['.agent/sessions'], config: ['.agent/settings.json', '.agent/hooks'] };
     writeConfig(cwd, {
       localCallers: 'token',
       // The probe and the fake agent are scripts outside the view: the operator lets sandboxes read them.
@@ -179,7 +180,7 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
     await probe(daemon, 'open');
     // The second run finds what the first planted and kept.
     const { reach, record } = await probe(daemon, 'open');
-    expect(Object.keys(reach).length).toBe(31);
+    expect(Object.keys(reach).length).toBe(32);
     // What it writes is the daemon's user's: root's, under a root daemon.
     expect(statSync(join(cwd, 'open', 'owner-mark')).uid).toBe(variant === 'root' ? 0 : daemonUid());
     expect(
@@ -194,6 +195,7 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
       join(cwd, 'outside', 'written.txt'),
       join(home, '.agent', 'hooks'),
       join(home, '.agent', 'sessions'),
+      join(home, '.agent', '.env'),
     ]) {
       rmSync(file, { recursive: true });
     }
@@ -232,6 +234,7 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
       // The operator's agent configuration is read-only; a hook it planted is gone at the next run; its sessions are kept.
       'config-write': 'no',
       planted: 'no',
+      'planted-env': 'no',
       kept: 'yes',
       'tmp-socket': 'no',
       'home-socket': 'no',
@@ -345,5 +348,15 @@ describe('sandbox settings', () => {
     const r = await runCli(['serve', '--port', '0'], { cwd });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/workspaces\[0\]\.permissions/);
+  });
+
+  it('a sandbox user that is root, or not "uid:gid", is a config error naming it', async () => {
+    for (const user of ['0:0', '1000', 'nobody']) {
+      const cwd = dir();
+      writeConfig(cwd, { sandbox: { user } });
+      const r = await runCli(['serve', '--port', '0'], { cwd });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/sandbox\.user.*must be "uid:gid", neither of them 0/);
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { afterAll, beforeAll, expect } from 'vitest';
@@ -74,6 +74,8 @@ export function realTier(): void {
       homes[mode] = join(root, `home-${mode}`);
       paths[mode] = join(root, `ws-${mode}`);
       mkdirSync(paths[mode]);
+      // Under a root daemon a sandboxed workspace is the sandbox user's, as its operator makes it (docs/security.md).
+      if (POLICIES[mode]?.sandbox && process.getuid?.() === 0) chownSync(paths[mode], 65532, 65532);
       writeHome(homes[mode], mock.url);
       return {
         id: mode,

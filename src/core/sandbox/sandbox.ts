@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -66,6 +66,8 @@ export class Sandbox {
   private runs: string | undefined;
   /** The agents' state when no folder was given: made at first use, removed at close. */
   private ownState: string | undefined;
+  /** Under a root service: `/etc/passwd` and `/etc/group` naming the sandbox user, made at first use. */
+  private identityFiles: Array<{ name: 'passwd' | 'group'; file: string }> | undefined;
   /** The host's system as every sandbox sees it: read when a sandbox is first asked for, not at every start. */
   private systemView: Mount[] | undefined;
 
@@ -115,6 +117,7 @@ export class Sandbox {
   close(): void {
     for (const dir of [this.runs, this.ownState]) if (dir) rmSync(dir, { recursive: true, force: true });
     this.runs = undefined;
+    this.identityFiles = undefined;
     this.ownState = undefined;
   }
 
@@ -122,8 +125,7 @@ export class Sandbox {
   confine(inner: Spawner, run: ConfineInput): Spawner {
     const bwrap = this.executable();
     return async (spawn) => {
-      this.runs ??= mkdtempSync(join(tmpdir(), 'hrw-sandboxes-'));
-      const tmp = mkdtempSync(join(this.runs, 'run-'));
+      const tmp = mkdtempSync(join(this.runsFolder(), 'run-'));
       let egress: Egress | undefined;
       try {
         const user = isRoot() ? this.user() : undefined;
@@ -163,8 +165,32 @@ export class Sandbox {
       ...run.readable.map((path) => ({ kind: 'ro', source: path, path }) as const),
       { kind: 'rw', source: tmp, path: tmp },
       ...agentHomeMounts(agentState, { workspaceId: run.workspaceId, state: run.state, config: run.config, env: run.env, owner: user }),
+      ...(user ? this.identity(user) : []),
     ];
     return [...mounts, ...hiddenMounts(hidden, mounts)];
+  }
+
+  /**
+   * The sandbox user's name in `/etc/passwd` and `/etc/group`, as seen inside: a program that
+   * asks who it is (Node's `os.userInfo()`, ssh, git) fails for a uid the host does not list.
+   * Written once, root's and read-only, beside the runs' folders.
+   */
+  private identity(user: SandboxUser): Mount[] {
+    if (!this.identityFiles) {
+      const folder = mkdtempSync(join(this.runsFolder(), 'identity-'));
+      chmodSync(folder, 0o755);
+      this.identityFiles = (['passwd', 'group'] as const).map((name) => {
+        const file = join(folder, name);
+        writeFileSync(file, identityFile(name, user), { mode: 0o644 });
+        return { name, file };
+      });
+    }
+    return this.identityFiles.map(({ name, file }) => ({ kind: 'ro', source: file, path: `/etc/${name}` }) as const);
+  }
+
+  private runsFolder(): string {
+    this.runs ??= mkdtempSync(join(tmpdir(), 'hrw-sandboxes-'));
+    return this.runs;
   }
 
   private agentState(): string {
@@ -235,4 +261,20 @@ async function handOver(a: { run: ConfineInput; tmp: string; user: SandboxUser }
 function trustOwnRepository(env: Record<string, string>): Record<string, string> {
   const count = Number(env.GIT_CONFIG_COUNT ?? '0') || 0;
   return { GIT_CONFIG_COUNT: String(count + 1), [`GIT_CONFIG_KEY_${count}`]: 'safe.directory', [`GIT_CONFIG_VALUE_${count}`]: '*' };
+}
+
+/** The host's `/etc/passwd` or `/etc/group`, with an entry for the sandbox user where it has none. */
+function identityFile(name: 'passwd' | 'group', user: SandboxUser): string {
+  let host = '';
+  try {
+    host = readFileSync(`/etc/${name}`, 'utf8');
+  } catch {
+    host = '';
+  }
+  const id = name === 'passwd' ? user.uid : user.gid;
+  const listed = host.split('\n').some((line) => line.split(':')[2] === String(id));
+  if (listed) return host;
+  const entry =
+    name === 'passwd' ? `headless-agent:x:${user.uid}:${user.gid}:headless-run-webhook sandbox:/nonexistent:/bin/sh` : `headless-agent:x:${user.gid}:`;
+  return `${host}${host === '' || host.endsWith('\n') ? '' : '\n'}${entry}\n`;
 }

@@ -16,7 +16,8 @@ export const claude = agent('claude', {
   // Accepted in print mode, though its usage does not list it (the real-CLI tier runs with it).
   unlistedFlags: ['--max-turns'],
   // Not ~/.claude.json: it holds MCP servers and is rewritten at every start, so a sandbox starts without one.
-  stateDirs: ['.claude', '.config/claude'],
+  // Its transcripts only (an allow list): the rest of ~/.claude starts empty at every run, so nothing else a run writes there reaches the next.
+  stateDirs: ['.claude/projects', '.config/claude/projects'],
   config: [
     '.claude/settings.json',
     '.claude/settings.local.json',

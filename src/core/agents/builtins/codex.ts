@@ -17,7 +17,8 @@ export const codex = agent('codex', {
   },
   readOnly: true,
   structuredOutput: 'native',
-  stateDirs: ['.codex'],
+  // Its rollouts only: what else a run writes in CODEX_HOME is gone at the next.
+  stateDirs: ['.codex/sessions'],
   config: ['.codex/config.toml', '.codex/AGENTS.md', '.codex/prompts', '.codex/rules'],
   run: (input) => ({
     // Every flag before `resume` (older parsers require it); `-` reads the prompt from stdin.

@@ -10,7 +10,8 @@ export const gemini = agent('gemini', {
   // only asks for headless mode.
   // Read-only: the default approval mode, in which headless gemini leaves out every tool that would ask.
   readOnly: true,
-  stateDirs: ['.gemini'],
+  // Its chats only (~/.gemini/tmp/<project>/chats): a `.env` or anything else a run leaves in ~/.gemini is gone at the next.
+  stateDirs: ['.gemini/tmp'],
   config: ['.gemini/settings.json', '.gemini/GEMINI.md', '.gemini/extensions', '.gemini/commands', '.gemini/google_accounts.json'],
   run: (input) => ({
     args: [

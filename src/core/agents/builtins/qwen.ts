@@ -6,7 +6,8 @@ export const qwen = agent('qwen', {
   // Read-only as gemini's (qwen is its fork): the default approval mode.
   readOnly: true,
   structuredOutput: 'native',
-  stateDirs: ['.qwen'],
+  // Its chats only (~/.qwen/projects/<project>/chats, and its temporary project folders): a planted ~/.qwen/.env is gone at the next run.
+  stateDirs: ['.qwen/projects', '.qwen/tmp'],
   config: ['.qwen/settings.json', '.qwen/QWEN.md', '.qwen/extensions', '.qwen/commands'],
   run: (input) => ({
     // The prompt on stdin: `-p` is deprecated and a positional prompt could be read as an option.
