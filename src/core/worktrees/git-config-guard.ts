@@ -59,7 +59,8 @@ function subsection(key: string, section: string): string | undefined {
  */
 export function commandKeyOverrides(keys: string[], lfs: boolean): Array<[string, string]> {
   const overrides = new Map<string, string>();
-  const filters = new Set<string>(lfs ? [] : ['lfs']);
+  // LFS always: `git lfs install` writes its filters to the user's configuration, which is not read.
+  const filters = new Set<string>(['lfs']);
   for (const key of keys) {
     if (key === '') continue;
     const lower = key.toLowerCase();

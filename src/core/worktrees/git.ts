@@ -99,8 +99,10 @@ function operatorConfig(): Array<[string, string]> {
 let memoryLimit: string[] | undefined;
 /** `prlimit --as` where it exists (util-linux); else git runs with the service's own limits (docs/worktrees.md). */
 function bounded(): string[] {
-  const prlimit = findExecutable('prlimit', process.env.PATH);
-  memoryLimit ??= prlimit === undefined ? [] : [prlimit, `--as=${GIT_MEMORY_BYTES}`, '--'];
+  if (memoryLimit === undefined) {
+    const prlimit = findExecutable('prlimit', process.env.PATH);
+    memoryLimit = prlimit === undefined ? [] : [prlimit, `--as=${GIT_MEMORY_BYTES}`, '--'];
+  }
   return memoryLimit;
 }
 
