@@ -49,6 +49,7 @@ export const RunChangesSchema = v.object({
   committed: v.boolean(),
   files: v.array(v.object({ path: v.string(), status: v.picklist(['added', 'modified', 'deleted', 'renamed']), from: v.optional(v.string()) })),
   filesTruncated: v.optional(v.boolean()),
+  notCommitted: v.optional(v.string()),
   worktree: nullableString,
 });
 

@@ -131,6 +131,8 @@ export interface RunChanges {
   /** Files changed between `base` and `head` (at most 1000; `filesTruncated` says when there were more). */
   files: ChangedFile[];
   filesTruncated?: boolean;
+  /** Why the work the agent left uncommitted was not committed (too large, the worktree off its branch): it stays in the kept worktree. */
+  notCommitted?: string;
   /** The worktree's folder, while it is kept (its workspace's `worktree.cleanup`); null once removed. */
   worktree: string | null;
 }

@@ -204,7 +204,7 @@ function buildRuns($: ServiceResources): RunService {
   });
   const spawner = options.spawner ?? createExecaSpawner();
   const root = options.worktreeRoot ?? join(tmpdir(), 'headless-run-webhook-worktrees');
-  const placement = new WorktreePlacement({ inner: inWorkspace(spawner), spawner, root, log: $.log });
+  const placement = new WorktreePlacement({ inner: inWorkspace(spawner), spawner, root, workspaces: () => workspaces.all() ?? [], log: $.log });
   const shared = { ...$, admission, placement };
   const lifecycle = new RunLifecycle(shared);
   const sandbox = buildSandbox(options, workspaces);

@@ -323,3 +323,171 @@ describe.skipIf(!hasBwrap)('a sandboxed run in a worktree', () => {
     await daemon.stop();
   });
 });
+
+/** A script that writes a marker: the proof that whoever ran it ran it. */
+function marker(dir: string, name: string): { script: string; mark: string } {
+  const mark = join(dir, `${name}-ran`);
+  const script = join(dir, `${name}.sh`);
+  // A filter passes its input on; an fsmonitor hook reads none.
+  writeFileSync(script, `#!/bin/sh\ntouch "${mark}"\n${name === 'fsmonitor' ? '' : 'cat\n'}`, { mode: 0o755 });
+  return { script, mark };
+}
+
+describe('the service never runs what an agent wrote (issue 50)', () => {
+  it("a .git the agent replaced with a repository of its own (fsmonitor, a clean filter) is never read: the work goes to the run's branch", async () => {
+    const { dir, repo } = setUp();
+    const fsmonitor = marker(dir, 'fsmonitor');
+    const clean = marker(dir, 'clean');
+    const daemon = await startDaemon(dir);
+    // The agent's own git never runs after it plants its repository: only the service's could run them.
+    const plant = [
+      'rm .git && git init --quiet . 2>&1',
+      `git config core.fsmonitor ${fsmonitor.script}`,
+      `git config filter.evil.clean ${clean.script}`,
+      "echo '* filter=evil' > .gitattributes && echo work > work.txt",
+    ].join(' && ');
+    const run = await start(daemon, { prompt: `sh ${plant}` });
+    const ended = (await waitRun(daemon, run.taskId)) as RunRecord;
+    expect(await stdoutOf(daemon, run.taskId)).toContain('sh exit 0');
+    expect(existsSync(fsmonitor.mark)).toBe(false);
+    expect(existsSync(clean.mark)).toBe(false);
+    expect(ended.changes).toMatchObject({ branch: `headless/${run.resumeId}`, committed: true });
+    expect(git(repo, 'show', `headless/${run.resumeId}:work.txt`)).toBe('work');
+    // The kept worktree is git's again.
+    expect(git(ended.changes?.worktree ?? '', 'rev-parse', '--abbrev-ref', 'HEAD')).toBe(`headless/${run.resumeId}`);
+    await daemon.stop();
+  });
+
+  it("a .git pointed at the repository's own git folder does not make the service commit onto main", async () => {
+    const { dir, repo } = setUp();
+    const main = git(repo, 'rev-parse', 'main');
+    const daemon = await startDaemon(dir);
+    const run = await start(daemon, { prompt: `sh echo "gitdir: ${join(repo, '.git')}" > .git && echo evil > evil.txt` });
+    const ended = (await waitRun(daemon, run.taskId)) as RunRecord;
+    expect(git(repo, 'rev-parse', 'main')).toBe(main);
+    expect(git(repo, 'log', '--format=%s', 'main')).toBe('first');
+    expect(ended.changes).toMatchObject({ branch: `headless/${run.resumeId}`, committed: true, files: [{ path: 'evil.txt', status: 'added' }] });
+    expect(git(repo, 'show', `headless/${run.resumeId}:evil.txt`)).toBe('evil');
+    await daemon.stop();
+  });
+
+  it("the repository's own configuration (as an agent in its folder could write it: fsmonitor, filters, an include) is not obeyed", async () => {
+    const { dir, repo } = setUp();
+    const fsmonitor = marker(dir, 'fsmonitor');
+    const clean = marker(dir, 'clean');
+    const smudge = marker(dir, 'smudge');
+    writeFileSync(join(repo, '.gitattributes'), '*.txt filter=evil\n');
+    git(repo, 'add', '.gitattributes');
+    git(repo, 'commit', '--quiet', '-m', 'attributes');
+    writeFileSync(join(dir, 'included.config'), `[filter "evil"]\n\tclean = ${clean.script}\n\tsmudge = ${smudge.script}\n`);
+    git(repo, 'config', 'include.path', join(dir, 'included.config'));
+    git(repo, 'config', 'core.fsmonitor', fsmonitor.script);
+    const daemon = await startDaemon(dir);
+    const run = await start(daemon, { prompt: 'sh echo more >> a.txt && echo new > new.txt' });
+    const ended = (await waitRun(daemon, run.taskId)) as RunRecord;
+    expect(ended.changes?.committed, JSON.stringify(ended)).toBe(true);
+    expect([fsmonitor.mark, clean.mark, smudge.mark].filter((mark) => existsSync(mark))).toEqual([]);
+    await daemon.stop();
+  });
+
+  it("setup runs on a worktree fresh from the ref, never on one made again from a Session's branch (agent-written)", async () => {
+    const outside = tempDir();
+    dirs.push(outside);
+    const setupRan = join(outside, 'setup-ran');
+    const preinstall = join(outside, 'preinstall-ran');
+    // As `npm ci` runs a package's preinstall script: the setup runs what the worktree holds.
+    const { dir, repo } = setUp({ worktree: { cleanup: 'always', setup: `echo x >> "${setupRan}" && if [ -x ./preinstall.sh ]; then ./preinstall.sh; fi` } });
+    const daemon = await startDaemon(dir);
+    const first = await start(daemon, { prompt: `session p1; sh printf '#!/bin/sh\\ntouch ${preinstall}\\n' > preinstall.sh && chmod +x preinstall.sh` });
+    await waitRun(daemon, first.taskId);
+    expect(readFileSync(setupRan, 'utf8')).toBe('x\n');
+    expect(git(repo, 'show', `headless/${first.resumeId}:preinstall.sh`)).toContain(preinstall);
+    await gone(join(dir, '.headless', 'worktrees', 'ws', first.resumeId));
+    // The resume finds no folder: its worktree is made again from the branch the agent wrote.
+    const resumed = await start(daemon, { prompt: 'sh cat preinstall.sh', resumeId: first.resumeId });
+    expect(await waitRun(daemon, resumed.taskId)).toMatchObject({ status: 'succeeded' });
+    // A new Session started from another Session's branch: the same.
+    const other = await start(daemon, { prompt: 'sh ls', ref: `headless/${first.resumeId}`, isolation: 'worktree' });
+    expect(await waitRun(daemon, other.taskId)).toMatchObject({ status: 'succeeded' });
+    expect(existsSync(preinstall)).toBe(false);
+    expect(readFileSync(setupRan, 'utf8')).toBe('x\n');
+    await daemon.stop();
+  });
+
+  it('leftovers past the ceiling (a huge file, too many files) are not committed: the run keeps its outcome, the record says why, the worktree stays', async () => {
+    const { dir, repo } = setUp({ worktree: { cleanup: 'always' } });
+    const daemon = await startDaemon(dir);
+    const big = await start(daemon, { prompt: 'sh truncate -s 200M big.bin && echo small > small.txt' });
+    const many = await start(daemon, { prompt: 'sh mkdir many && cd many && seq 1 10001 | xargs touch' });
+    for (const [run, why] of [
+      [big, /bytes, more than/],
+      [many, /more than 10000 files/],
+    ] as const) {
+      const ended = (await waitRun(daemon, run.taskId)) as RunRecord;
+      expect(ended.status).toBe('succeeded');
+      expect(ended.changes).toMatchObject({ committed: false, files: [], notCommitted: expect.stringMatching(why) });
+      expect(ended.changes?.worktree).toBe(join(dir, '.headless', 'worktrees', 'ws', run.resumeId));
+      expect(git(repo, 'rev-parse', `headless/${run.resumeId}`)).toBe(git(repo, 'rev-parse', 'main'));
+    }
+    expect(existsSync(join(dir, '.headless', 'worktrees', 'ws', big.resumeId, 'small.txt'))).toBe(true);
+    expect(existsSync(join(dir, '.headless', 'worktrees', 'ws', many.resumeId, 'many', '10001'))).toBe(true);
+    await daemon.stop();
+  });
+});
+
+/** As test/daemon/sandbox.test.ts: the daemon also runs as an unprivileged user made for the test, where the test runs as root. */
+const isRoot = process.getuid?.() === 0;
+function escapeUser(): { uid: number; gid: number } {
+  const name = 'hrw-escape';
+  if (spawnSync('id', ['-u', name]).status !== 0) {
+    const made = spawnSync('useradd', ['--no-create-home', '--shell', '/bin/sh', name], { encoding: 'utf8' });
+    if (made.status !== 0) throw new Error(`useradd ${name}: ${made.stderr}`);
+  }
+  const id = (flag: string) => Number(spawnSync('id', [flag, name], { encoding: 'utf8' }).stdout.trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+describe.skipIf(!hasBwrap).each(isRoot ? (['root', 'user'] as const) : (['user'] as const))(
+  'a sandboxed run in a worktree, the daemon run as %s',
+  (variant) => {
+    it("sees neither the other workspaces' folders in its worktree nor other Sessions' branches; the service still commits its work", async () => {
+      const { dir, repo } = setUp();
+      for (const folder of ['app', 'lib']) mkdirSync(join(repo, folder));
+      writeFileSync(join(repo, 'app', 'main.txt'), 'app\n');
+      writeFileSync(join(repo, 'lib', 'secret.txt'), 'the lib workspace secret\n');
+      git(repo, 'add', '.');
+      git(repo, 'commit', '--quiet', '-m', 'two workspaces');
+      git(repo, 'branch', 'headless/ses_someone_else');
+      git(repo, 'pack-refs', '--all');
+      const workspace = (id: string, extra: Record<string, unknown> = {}) => ({ id, path: `repo/${id}`, agents: ['fake'], ...extra });
+      writeConfig(dir, {
+        sandbox: { readable: [FAKE_AGENT] },
+        workspaces: [workspace('app', { isolation: 'worktree', sandbox: true }), workspace('lib')],
+      });
+      const as: { uid?: number; gid?: number } = variant === 'user' && isRoot ? escapeUser() : {};
+      if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, dir]);
+      const daemon = await startDaemon(dir, ['--port', '0'], {}, as);
+      const probe = [
+        '(cat ../lib/secret.txt || echo lib-hidden)',
+        "git for-each-ref '--format=%(refname)'",
+        '(git log --oneline headless/ses_someone_else || echo other-branch-unknown)',
+        'echo work > work.txt',
+      ].join(' && ');
+      const res = await api(daemon, 'POST', '/api/workspaces/app/headless', { prompt: `sh ${probe}`, timeoutMs: 120_000 });
+      expect(res.status, await res.clone().text()).toBe(202);
+      const run = (await res.json()) as { taskId: string; resumeId: string };
+      const ended = (await waitRun(daemon, run.taskId)) as RunRecord;
+      const out = await stdoutOf(daemon, run.taskId);
+      expect(out, JSON.stringify(ended)).toContain('lib-hidden');
+      expect(out).not.toContain('the lib workspace secret');
+      expect(out).toContain(`refs/heads/headless/${run.resumeId}`);
+      expect(out).toContain('refs/heads/main');
+      expect(out).not.toContain('ses_someone_else\n');
+      expect(out).toContain('other-branch-unknown');
+      expect(ended.changes).toMatchObject({ committed: true, files: [{ path: 'app/work.txt', status: 'added' }] });
+      // The service commits the whole worktree, the hidden folder as it is (the test's git reads a repository another user owns).
+      expect(git(repo, '-c', 'safe.directory=*', 'show', `headless/${run.resumeId}:lib/secret.txt`)).toBe('the lib workspace secret');
+      await daemon.stop();
+    });
+  },
+);

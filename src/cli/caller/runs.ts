@@ -86,6 +86,7 @@ export const changes: Command = async (client, args, v) => {
   const { branch, base, head, files, worktree } = view.changes;
   process.stderr.write(`(${files.length} files changed on ${branch}, ${base.slice(0, 12)}..${head.slice(0, 12)}${worktree ? `; worktree ${worktree}` : ''})\n`);
   if (view.patchTruncated) process.stderr.write('(the patch was cut at 1 MB: git diff on the branch shows it whole)\n');
+  if (view.changes.notCommitted) process.stderr.write(`(not committed: ${visible(view.changes.notCommitted)})\n`);
   return EXIT.succeeded;
 };
 

@@ -200,6 +200,8 @@ export class RunLauncher {
       workspaceId: workspace.id,
       workspace: placed.view?.root ?? workspace.path,
       readable: placed.view?.readable ?? [],
+      hidden: placed.view?.hidden ?? [],
+      replaced: placed.view?.replaced ?? [],
       cwd: placed.cwd,
       readOnly: record.policy.permissions === 'read-only',
       state: adapter.stateDirs ?? [],

@@ -14,8 +14,20 @@ export interface Placed extends PlacementRecord {
   spawner: Spawner;
   /** Added to the run's environment. */
   env?: Record<string, string>;
-  /** In a sandbox: the folder shown as its workspace, and what else it may read. @default the workspace's folder */
-  view?: { root: string; readable: string[] };
+  /** In a sandbox: what it sees. @default the workspace's folder */
+  view?: SandboxView;
+}
+
+/** What a placed run sees in a sandbox. */
+export interface SandboxView {
+  /** The folder shown as its workspace. */
+  root: string;
+  /** What else it may read. */
+  readable: string[];
+  /** What it must not see inside them (other workspaces' folders in its worktree). */
+  hidden: string[];
+  /** Folders shown, read-only, in the place of another path (a per-run view of its repository's git folder). */
+  replaced: Array<{ source: string; path: string }>;
 }
 
 /** A run's patch: what it changed, as `git diff` prints it, cut at a bound. */

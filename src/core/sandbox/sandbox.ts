@@ -40,6 +40,10 @@ export interface ConfineInput {
   workspace: string;
   /** What else it may read (a worktree's repository's git folder: it commits nothing there, the service does). */
   readable: string[];
+  /** What it must not see inside its workspace (other workspaces' folders in its worktree). */
+  hidden: string[];
+  /** Folders shown read-only in another path's place (a per-run view of its repository's git folder). */
+  replaced: Array<{ source: string; path: string }>;
   cwd: string;
   readOnly: boolean;
   /** The agent's state (sessions, history), relative to `HOME`: the workspace's own inside the sandbox. */
@@ -150,7 +154,7 @@ export class Sandbox {
     const workspace = realPath(run.workspace);
     const home = run.env.HOME ? realPath(run.env.HOME) : undefined;
     const agentState = this.agentState();
-    const hidden = [...this.o.hidden, this.runs as string, agentState].filter((path) => realPath(path) !== workspace);
+    const hidden = [...this.o.hidden, ...run.hidden, this.runs as string, agentState].filter((path) => realPath(path) !== workspace);
     const mounts: Mount[] = [
       ...this.system(),
       ...installMounts({
@@ -163,6 +167,7 @@ export class Sandbox {
       ...(home ? [{ kind: 'tmpfs', path: home, readOnly: false } as const] : []),
       { kind: run.readOnly ? 'ro' : 'rw', source: workspace, path: workspace },
       ...run.readable.map((path) => ({ kind: 'ro', source: path, path }) as const),
+      ...run.replaced.map(({ source, path }) => ({ kind: 'ro', source, path }) as const),
       { kind: 'rw', source: tmp, path: tmp },
       ...agentHomeMounts(agentState, { workspaceId: run.workspaceId, state: run.state, config: run.config, env: run.env, owner: user }),
       ...(user ? this.identity(user) : []),

@@ -1,5 +1,5 @@
 /** @module A repository's worktrees as git lists them, and the lock naming the run that uses one. */
-import { git } from './git';
+import { type GitPlace, git } from './git';
 
 export interface Listed {
   path: string;
@@ -20,8 +20,8 @@ export function runOfLock(reason: string | undefined): string | undefined {
 }
 
 /** `git worktree list --porcelain -z`, read. */
-export async function listWorktrees(repo: string): Promise<Listed[]> {
-  const { stdout } = await git(['worktree', 'list', '--porcelain', '-z'], { cwd: repo });
+export async function listWorktrees(at: GitPlace): Promise<Listed[]> {
+  const { stdout } = await git(['worktree', 'list', '--porcelain', '-z'], { at });
   const listed: Listed[] = [];
   let current: Listed | undefined;
   for (const line of stdout.split('\0')) {

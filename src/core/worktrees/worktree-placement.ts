@@ -13,15 +13,19 @@ import { execa } from 'execa';
 import { MARKER_VARIABLE } from '../process/process-tree';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { GIT_REF } from '../../contract/requests';
-import type { PlaceInput, Placed, ReleaseInput, RunPlacement, Settled } from '../runs/placement';
+import type { PlaceInput, Placed, ReleaseInput, RunPlacement, SandboxView, Settled } from '../runs/placement';
 import type { Log } from '../logger';
 import type { PlacementRecord, Workspace, WorktreeRecord, WorktreeSettings } from '../types';
 import { clip } from '../util/text';
 import { changedAnything, settleWorktree, untrackedFiles } from './changes';
-import { GitError, git, gitLine } from './git';
+import { type GitPlace, git, gitLine } from './git';
+import { type Repository, repoPlace, repositoryOf, worktreePlace } from './places';
+import { makeRefView } from './ref-view';
 import { type Listed, listWorktrees, lockReason, runOfLock } from './worktree-list';
 
 const SETUP_TIMEOUT_MS = 600_000;
+/** Under the root, the per-run views of a repository's git folder that sandboxed runs see (ref-view.ts). */
+const VIEWS = '.views';
 
 export interface WorktreePlacementOptions {
   /** Places the runs that do not ask for a worktree; its spawner starts every run. */
@@ -29,6 +33,8 @@ export interface WorktreePlacementOptions {
   spawner: Spawner;
   /** The folder worktrees are made in, a folder per workspace: never inside a workspace. */
   root: string;
+  /** Every configured workspace: those in a run's repository are hidden from it in a sandbox. */
+  workspaces: () => Workspace[];
   log: Log;
 }
 
@@ -67,7 +73,7 @@ export class WorktreePlacement implements RunPlacement {
     if (ref === undefined) return undefined;
     const repo = await repositoryOf(run.workspace.path);
     if (repo === undefined) return `workspace "${run.workspace.id}" is not in a git repository: isolation "worktree" needs one`;
-    const known = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { cwd: repo }).then(
+    const known = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { at: repoPlace(repo) }).then(
       () => true,
       () => false,
     );
@@ -83,20 +89,22 @@ export class WorktreePlacement implements RunPlacement {
     const settings = workspace.worktree ?? {};
     const path = join(this.root, workspace.id, resumeId);
     const branch = `headless/${resumeId}`;
-    const { created, added } = await this.inRepo(repo, () => this.checkOut({ repo, path, branch, ref, taskId }));
+    const { created } = await this.inRepo(repo.top, () => this.checkOut({ repo, path, branch, ref, taskId }));
+    const at = await worktreePlace({ repo: repo.top, path });
     let setupFiles: string[] = [];
     try {
-      // A resume that finds its Session's worktree works on as it was left.
-      if (added) await initSubmodules(path, this.o.log);
-      if (added && settings.setup !== undefined) await runSetup(settings, { workspace: workspace.path, worktree: path, taskId });
-      setupFiles = await rememberedSetupFiles(path, added && settings.setup !== undefined);
+      // Set up only what the operator chose: a worktree fresh from its ref, never a Session's branch (what agents wrote).
+      const fresh = created && !(await namesSessionBranch(repo, ref));
+      if (fresh) await initSubmodules(at, this.o.log);
+      if (fresh && settings.setup !== undefined) await runSetup(settings, { workspace: workspace.path, worktree: path, taskId });
+      setupFiles = await rememberedSetupFiles(at, fresh && settings.setup !== undefined);
     } catch (error) {
-      await this.inRepo(repo, () => removeWorktree({ repo, path, branch, deleteBranch: created }));
+      await this.inRepo(repo.top, () => removeWorktree({ repo, path, branch, deleteBranch: created }));
       throw error;
     }
-    const base = await gitLine(['rev-parse', 'HEAD'], path);
+    const base = await gitLine(['rev-parse', '--verify', `refs/heads/${branch}^{commit}`], at);
     const worktree: WorktreeRecord = {
-      repo,
+      repo: repo.top,
       path,
       branch,
       base,
@@ -104,21 +112,30 @@ export class WorktreePlacement implements RunPlacement {
       cleanup: settings.cleanup ?? 'if-unchanged',
       ...(setupFiles.length > 0 ? { setupFiles } : {}),
     };
-    const commonDir = await gitLine(['rev-parse', '--path-format=absolute', '--git-common-dir'], path);
-    const cwd = join(path, relative(repo, realpathSync(workspace.path)));
-    return { cwd, worktree, spawner: this.o.spawner, env: await hooksEnv(repo), view: { root: path, readable: [commonDir] } };
+    const cwd = join(path, relative(repo.top, realpathSync(workspace.path)));
+    const view = run.policy?.sandbox ? await this.sandboxView({ repo, at, branch, taskId, workspace }) : undefined;
+    return { cwd, worktree, spawner: this.o.spawner, env: await hooksEnv(repo), ...(view ? { view } : {}) };
   }
 
-  /** Makes (or finds) the Session's worktree, locked for this run: whether it made the branch, and the folder. */
-  private async checkOut(a: { repo: string; path: string; branch: string; ref: string; taskId: string }): Promise<{ created: boolean; added: boolean }> {
+  /** What a sandboxed run sees: its worktree but the other workspaces' folders, and its own view of the repository's refs. */
+  private async sandboxView(a: { repo: Repository; at: GitPlace; branch: string; taskId: string; workspace: Workspace }): Promise<SandboxView> {
+    const root = a.at.workTree ?? '';
+    const refs = await makeRefView({ repo: a.repo, admin: a.at.gitDir, branch: a.branch, folder: join(this.root, VIEWS, a.taskId) });
+    const hidden = siblingFolders(a.repo.top, root, a.workspace, this.o.workspaces());
+    return { root, readable: refs?.readable ?? [a.repo.commonDir], hidden, replaced: refs?.replaced ?? [] };
+  }
+
+  /** Makes (or finds) the Session's worktree, locked for this run: whether it made the branch. */
+  private async checkOut(a: { repo: Repository; path: string; branch: string; ref: string; taskId: string }): Promise<{ created: boolean }> {
     // A worktree whose folder a crash or a person removed still holds its branch: pruned first.
-    await git(['worktree', 'prune'], { cwd: a.repo });
-    let listed = (await listWorktrees(a.repo)).find((w) => w.path === a.path);
+    const at = repoPlace(a.repo);
+    await git(['worktree', 'prune'], { at });
+    let listed = (await listWorktrees(at)).find((w) => w.path === a.path);
     if (listed?.locked !== undefined) {
-      await git(['worktree', 'unlock', a.path], { cwd: a.repo });
+      await git(['worktree', 'unlock', a.path], { at });
       // Removed while the run before was still releasing it: the prune left it for its lock.
       if (!existsSync(a.path)) {
-        await git(['worktree', 'prune'], { cwd: a.repo });
+        await git(['worktree', 'prune'], { at });
         listed = undefined;
       }
     }
@@ -127,63 +144,72 @@ export class WorktreePlacement implements RunPlacement {
       // A folder git does not know is what a crash left midway: it goes.
       rmSync(a.path, { recursive: true, force: true });
       mkdirSync(join(a.path, '..'), { recursive: true });
-      const exists = await git(['rev-parse', '--verify', '--quiet', `refs/heads/${a.branch}`], { cwd: a.repo }).then(
+      const exists = await git(['rev-parse', '--verify', '--quiet', `refs/heads/${a.branch}`], { at }).then(
         () => true,
         () => false,
       );
       const from = exists ? [a.path, a.branch] : ['-b', a.branch, a.path, `${a.ref}^{commit}`];
-      await git(['worktree', 'add', '--quiet', ...from], { cwd: a.repo });
+      // Its checkout (a git of its own) has the same configuration overrides: no filter, no hook runs.
+      await git(['worktree', 'add', '--quiet', ...from], { at });
       created = !exists;
     }
-    await git(['worktree', 'lock', '--reason', lockReason(a.taskId), a.path], { cwd: a.repo });
-    return { created, added: !listed };
+    await git(['worktree', 'lock', '--reason', lockReason(a.taskId), a.path], { at });
+    return { created };
   }
 
   async settle(run: { taskId: string; placement: PlacementRecord }): Promise<Settled | undefined> {
     const w = run.placement.worktree;
     if (!w || !existsSync(w.path)) return undefined;
     const settled = await this.inRepo(w.repo, () => settleWorktree(w, run.taskId));
-    const kept = w.cleanup === 'never' || (w.cleanup === 'if-unchanged' && changedAnything(settled.changes));
+    // Work that could not be committed is only in the folder: it stays.
+    const kept = settled.changes.notCommitted !== undefined || w.cleanup === 'never' || (w.cleanup === 'if-unchanged' && changedAnything(settled.changes));
     return { ...settled, kept };
   }
 
   async release(run: ReleaseInput): Promise<void> {
     const w = run.placement.worktree;
     if (!w) return this.o.inner.release(run);
+    rmSync(join(this.root, VIEWS, run.taskId), { recursive: true, force: true });
     if (!existsSync(w.path)) return;
+    const repo = await repositoryOf(w.repo);
+    if (repo === undefined) return;
     await this.inRepo(w.repo, async () => {
       // Its change unknown (it could not be read): kept, so nothing is lost.
-      if (run.changes === undefined || run.changes.worktree !== null) return git(['worktree', 'unlock', w.path], { cwd: w.repo }).catch(() => undefined);
-      return removeWorktree({ repo: w.repo, path: w.path, branch: w.branch, deleteBranch: w.created && !changedAnything(run.changes) });
+      if (run.changes === undefined || run.changes.worktree !== null)
+        return git(['worktree', 'unlock', w.path], { at: repoPlace(repo) }).catch(() => undefined);
+      return removeWorktree({ repo, path: w.path, branch: w.branch, deleteBranch: w.created && !changedAnything(run.changes) });
     });
   }
 
   /**
    * After a restart (recovery has ended what was running): the worktrees still locked by a run
    * that has ended are settled and released as its workspace says, and folders git does not know
-   * are removed. A run that crashed before its placement was recorded is found this way.
+   * are removed, with the sandbox views of runs that have ended. A run that crashed before its
+   * placement was recorded is found this way.
    */
   async sweep(a: { workspaces: Workspace[]; hasEnded: (taskId: string) => Promise<boolean> }): Promise<void> {
     if (!existsSync(this.o.root)) return;
+    const views = join(this.root, VIEWS);
+    if (existsSync(views)) for (const taskId of readdirSync(views)) if (await a.hasEnded(taskId)) rmSync(join(views, taskId), { recursive: true, force: true });
     for (const workspace of a.workspaces) {
       const folder = join(this.root, workspace.id);
       if (!existsSync(folder)) continue;
       const repo = await repositoryOf(workspace.path);
       if (repo === undefined) continue;
-      await git(['worktree', 'prune'], { cwd: repo });
-      const listed = (await listWorktrees(repo)).filter((w) => w.path.startsWith(`${folder}/`));
+      await git(['worktree', 'prune'], { at: repoPlace(repo) });
+      const listed = (await listWorktrees(repoPlace(repo))).filter((w) => w.path.startsWith(`${folder}/`));
       for (const w of listed) await this.sweepOne(repo, workspace, w, a.hasEnded);
       const known = new Set(listed.map((w) => w.path));
       for (const name of readdirSync(folder)) if (!known.has(join(folder, name))) rmSync(join(folder, name), { recursive: true, force: true });
     }
   }
 
-  private async sweepOne(repo: string, workspace: Workspace, w: Listed, hasEnded: (taskId: string) => Promise<boolean>): Promise<void> {
+  private async sweepOne(repo: Repository, workspace: Workspace, w: Listed, hasEnded: (taskId: string) => Promise<boolean>): Promise<void> {
     const taskId = runOfLock(w.locked);
     if (taskId === undefined || !(await hasEnded(taskId))) return;
     // Its start is not known: what it left uncommitted is its change.
     const record: WorktreeRecord = {
-      repo,
+      repo: repo.top,
       path: w.path,
       branch: w.branch ?? '',
       base: w.head,
@@ -194,10 +220,11 @@ export class WorktreePlacement implements RunPlacement {
       this.o.log(`could not read worktree ${w.path}`, error),
     );
     const removed = settled !== undefined && !settled.kept;
-    await this.inRepo(repo, async () => {
-      if (!removed) return git(['worktree', 'unlock', w.path], { cwd: repo });
+    const at = repoPlace(repo);
+    await this.inRepo(repo.top, async () => {
+      if (!removed) return git(['worktree', 'unlock', w.path], { at });
       // Its branch goes when another ref holds all of it (a branch a crash left before any work).
-      const holders = await gitLine(['for-each-ref', '--contains', w.head, '--format=%(refname)', 'refs/'], repo);
+      const holders = await gitLine(['for-each-ref', '--contains', w.head, '--format=%(refname)', 'refs/'], at);
       const elsewhere = holders.split('\n').some((ref) => ref !== '' && ref !== `refs/heads/${record.branch}`);
       return removeWorktree({ repo, path: w.path, branch: record.branch, deleteBranch: elsewhere });
     });
@@ -215,38 +242,52 @@ export class WorktreePlacement implements RunPlacement {
   }
 }
 
-/** The top folder of the git repository holding `path`, or undefined when there is none. */
-async function repositoryOf(path: string): Promise<string | undefined> {
-  try {
-    return realpathSync(await gitLine(['rev-parse', '--show-toplevel'], path));
-  } catch (error) {
-    if (error instanceof GitError || (error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
+/** Whether `ref` names a Session's branch: what agents wrote, not what the operator chose. */
+async function namesSessionBranch(repo: Repository, ref: string): Promise<boolean> {
+  // `ref` is a ref, never an option (GIT_REF): `--end-of-options` would be printed here.
+  const full = await gitLine(['rev-parse', '--symbolic-full-name', ref], repoPlace(repo)).catch(() => '');
+  return full.startsWith('refs/heads/headless/');
 }
 
-async function removeWorktree(a: { repo: string; path: string; branch: string; deleteBranch: boolean }): Promise<void> {
-  await git(['worktree', 'remove', '--force', '--force', a.path], { cwd: a.repo });
-  if (a.deleteBranch) await git(['branch', '--quiet', '--delete', '--force', a.branch], { cwd: a.repo });
+/**
+ * The folders of the other configured workspaces inside the run's repository, as they are in
+ * its worktree: hidden from it in a sandbox. One holding the run's own workspace cannot be.
+ */
+function siblingFolders(top: string, worktree: string, own: Workspace, all: Workspace[]): string[] {
+  const inside = (path: string, folder: string) => {
+    const rel = relative(folder, path);
+    return rel === '' || !(rel.startsWith('..') || isAbsolute(rel));
+  };
+  const ownPath = realpathSync(own.path);
+  return all.flatMap((ws) => {
+    if (ws.id === own.id || !existsSync(ws.path)) return [];
+    const real = realpathSync(ws.path);
+    return inside(real, top) && !inside(ownPath, real) ? [join(worktree, relative(top, real))] : [];
+  });
+}
+
+async function removeWorktree(a: { repo: Repository; path: string; branch: string; deleteBranch: boolean }): Promise<void> {
+  await git(['worktree', 'remove', '--force', '--force', a.path], { at: repoPlace(a.repo) });
+  if (a.deleteBranch) await git(['branch', '--quiet', '--delete', '--force', a.branch], { at: repoPlace(a.repo) });
 }
 
 /**
  * What the setup left untracked in a worktree: read after it ran, and kept in the worktree's own
  * git folder, so a resume that continues there leaves them out of its commits too.
  */
-async function rememberedSetupFiles(path: string, justSetUp: boolean): Promise<string[]> {
-  const file = join(await gitLine(['rev-parse', '--path-format=absolute', '--git-dir'], path), 'headless-setup-files.json');
+async function rememberedSetupFiles(at: GitPlace, justSetUp: boolean): Promise<string[]> {
+  const file = join(at.gitDir, 'headless-setup-files.json');
   if (!justSetUp) return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as string[]) : [];
-  const files = await untrackedFiles(path);
+  const files = await untrackedFiles(at);
   writeFileSync(file, JSON.stringify(files));
   return files;
 }
 
 /** `git worktree add` never fills submodules: done here, best effort (a submodule that cannot be fetched is logged, not fatal). */
-async function initSubmodules(path: string, log: Log): Promise<void> {
-  if (!existsSync(join(path, '.gitmodules'))) return;
-  await git(['submodule', 'update', '--init', '--recursive', '--quiet'], { cwd: path }).catch((error: unknown) =>
-    log(`the submodules of worktree ${path} could not all be checked out`, error),
+async function initSubmodules(at: GitPlace, log: Log): Promise<void> {
+  if (!existsSync(join(at.workTree ?? '', '.gitmodules'))) return;
+  await git(['submodule', 'update', '--init', '--recursive', '--quiet'], { at }).catch((error: unknown) =>
+    log(`the submodules of worktree ${at.workTree} could not all be checked out`, error),
   );
 }
 
@@ -272,8 +313,8 @@ async function runSetup(settings: WorktreeSettings, at: { workspace: string; wor
  * A relative `core.hooksPath` (husky's) would be read inside the worktree, where its generated
  * hooks are not: the agent's git is pointed at the repository's own.
  */
-async function hooksEnv(repo: string): Promise<Record<string, string>> {
-  const hooksPath = await gitLine(['config', '--local', '--get', 'core.hooksPath'], repo).catch(() => '');
+async function hooksEnv(repo: Repository): Promise<Record<string, string>> {
+  const hooksPath = await gitLine(['config', '--local', '--get', 'core.hooksPath'], repoPlace(repo)).catch(() => '');
   if (hooksPath === '' || isAbsolute(hooksPath) || hooksPath.startsWith('~')) return {};
-  return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.hooksPath', GIT_CONFIG_VALUE_0: join(repo, hooksPath) };
+  return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.hooksPath', GIT_CONFIG_VALUE_0: join(repo.top, hooksPath) };
 }
