@@ -53,7 +53,16 @@ describe('claude asks over its control messages', () => {
     expect(c.written[0]).toEqual({ type: 'user', message: { role: 'user', content: [{ type: 'text', text: 'WRITE_FILE probe.txt' }] } });
     c.talk.line(CAN_USE_TOOL);
     await new Promise((resolve) => setImmediate(resolve));
-    expect(c.asked).toEqual([{ title: 'Write: probe.txt', kind: 'edit', paths: ['/tmp/ws/probe.txt'], canAlways: false }]);
+    // The approver sees every argument of the call (docs/approvals.md), not only its title.
+    expect(c.asked).toEqual([
+      {
+        title: 'Write: probe.txt',
+        kind: 'edit',
+        paths: ['/tmp/ws/probe.txt'],
+        canAlways: false,
+        input: { file_path: '/tmp/ws/probe.txt', content: 'written by the agent\n' },
+      },
+    ]);
     expect(c.written[1]).toEqual({
       type: 'control_response',
       response: {
