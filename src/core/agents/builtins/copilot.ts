@@ -7,7 +7,8 @@ export const copilot = agent('copilot', {
   // The prompt piped on stdin (headless when stdin is not a terminal), out of the process list.
   // Read-only: nothing allowed beyond its defaults, writes and the shell denied; it cannot ask.
   readOnly: true,
-  stateDirs: ['.copilot', '.cache/copilot'],
+  // ~/.copilot (its session store sits at the top of it, beside its WAL); not its cache, where it unpacks code a run could alter.
+  stateDirs: ['.copilot'],
   config: ['.copilot/mcp-config.json', '.copilot/agents', '.copilot/copilot-instructions.md'],
   run: (input) => ({
     stdin: input.prompt,

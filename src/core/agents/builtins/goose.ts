@@ -49,7 +49,8 @@ export const goose = agent('goose', {
   // The npm package `goose-cli` installs an unrelated database-migration tool also named goose.
   identity: { args: ['--help'], pattern: /^(?=[\s\S]*\bsession\b)(?=[\s\S]*\brun\b)/i },
   readOnly: true,
-  stateDirs: ['.config/goose', '.local/share/goose', '.local/state/goose', '.cache/goose'],
+  // Its sessions only (sessions.db): the rest of its folders start empty at every run.
+  stateDirs: ['.local/share/goose/sessions'],
   config: ['.config/goose/config.yaml', '.config/goose/secrets.yaml', '.config/goose/.goosehints', '.config/goose/recipes'],
   run: (input) => ({
     args: [

@@ -5,7 +5,8 @@ export const opencode = agent('opencode', {
   help: ['run', '--help'],
   credentials: { env: [], files: ['.local/share/opencode/auth.json'] },
   readOnly: true,
-  stateDirs: ['.local/share/opencode', '.config/opencode', '.cache/opencode', '.local/state/opencode'],
+  // Its data folder only (opencode.db, with its WAL beside it): its config, cache (downloaded binaries) and state folders start empty at every run.
+  stateDirs: ['.local/share/opencode'],
   config: [
     '.config/opencode/opencode.json',
     '.config/opencode/opencode.jsonc',
