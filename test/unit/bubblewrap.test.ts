@@ -51,12 +51,61 @@ describe('bubblewrapArgs', () => {
   it('whoever starts it: a user namespace of its own, no new ones inside, every capability dropped, a pid namespace', () => {
     for (const flag of ['--unshare-user', '--disable-userns', '--unshare-pid']) expect(args).toContain(flag);
     expect(at(args, '--cap-drop', 'ALL')).toBeGreaterThan(-1);
+    // The kernel's knobs read-only (kernel.core_pattern names a program the kernel runs as root).
+    expect(at(args, '--ro-bind', '/proc/sys', '/proc/sys')).toBeGreaterThan(-1);
     expect(args.slice(-5)).toEqual(['--chdir', '/srv/ws', '--', 'claude', '-p']);
   });
 
   it('a limited network: a network namespace of its own', () => {
     expect(args).not.toContain('--unshare-net');
     expect(bubblewrapArgs({ mounts, isolateNetwork: true }, '/srv/ws', 'x', [])).toContain('--unshare-net');
+  });
+});
+
+describe('bubblewrapArgs under a root daemon', () => {
+  const mounts: Mount[] = [
+    { kind: 'ro', source: '/usr', path: '/usr' },
+    { kind: 'tmpfs', path: '/tmp', readOnly: false },
+    { kind: 'rw', source: '/srv/deep/ws', path: '/srv/deep/ws' },
+    { kind: 'ro', source: '/usr/lib/x', path: '/usr/lib/x' },
+    { kind: 'tmpfs', path: '/home/u', readOnly: false },
+    { kind: 'rw', source: '/var/lib/hrw/agent-state/ws/sessions', path: '/home/u/.agent/sessions' },
+  ];
+  const drop = { uid: 65532, gid: 65532, setpriv: '/usr/bin/setpriv', bwrap: '/usr/bin/bwrap' };
+  const args = bubblewrapArgs({ mounts, isolateNetwork: false, drop }, '/srv/deep/ws', 'claude', ['-p'], (path) => path === '/proc/sys');
+  const inner = args.indexOf('/usr/bin/bwrap');
+
+  it('the view is set up as root with no user namespace, keeping only the right to change uid', () => {
+    expect(args.slice(0, inner)).not.toContain('--unshare-user');
+    expect(at(args, '--cap-drop', 'ALL', '--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID')).toBeGreaterThan(-1);
+  });
+
+  it('then setpriv becomes the sandbox user for good, and an inner bubblewrap gives it a user namespace with none inside', () => {
+    const setpriv = args.indexOf('/usr/bin/setpriv');
+    expect(args.slice(setpriv, inner)).toEqual([
+      '/usr/bin/setpriv',
+      '--reuid=65532',
+      '--regid=65532',
+      '--clear-groups',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      '--',
+    ]);
+    const rest = args.slice(inner);
+    for (const flag of ['--unshare-user', '--disable-userns']) expect(rest).toContain(flag);
+    expect(at(rest, '--ro-bind', '/proc/sys', '/proc/sys')).toBeGreaterThan(-1);
+    expect(at(rest, '--cap-drop', 'ALL')).toBeGreaterThan(-1);
+    expect(rest.slice(-5)).toEqual(['--chdir', '/srv/deep/ws', '--', 'claude', '-p']);
+  });
+
+  it('folders made on the way are readable by that user, open inside HOME and /tmp; none is made inside a host folder', () => {
+    expect(at(args, '--perms', '0755', '--dir', '/srv')).toBeGreaterThan(-1);
+    expect(at(args, '--perms', '0755', '--dir', '/srv/deep')).toBeGreaterThan(-1);
+    expect(at(args, '--perms', '1777', '--dir', '/home/u/.agent')).toBeGreaterThan(-1);
+    expect(at(args, '--perms', '1777', '--tmpfs', '/home/u')).toBeGreaterThan(-1);
+    expect(at(args, '--perms', '1777', '--tmpfs', '/tmp')).toBeGreaterThan(-1);
+    expect(args).not.toContain('/usr/lib');
+    expect(at(args, '--perms', '0755', '--dir', '/srv')).toBeLessThan(at(args, '--bind', '/srv/deep/ws', '/srv/deep/ws'));
   });
 });
 

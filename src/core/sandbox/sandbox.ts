@@ -1,9 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { findExecutable } from '../agents/preflight';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { builtFile } from '../util/package-file';
@@ -11,6 +10,7 @@ import { agentHomeMounts } from './agent-home';
 import { type Mount, type SandboxLayout, type SandboxUser, bubblewrapArgs } from './bubblewrap';
 import { startEgressProxy } from './egress-proxy';
 import { realPath } from './paths';
+import { DEFAULT_SANDBOX_USER, handOver, identityFile, trustOwnRepository } from './sandbox-user';
 import { hiddenMounts, installMounts, systemMounts } from './view';
 
 export interface SandboxOptions {
@@ -28,9 +28,6 @@ export interface SandboxOptions {
    */
   user?: SandboxUser;
 }
-
-/** The sandbox user under a root service: the unprivileged "nonroot" id distroless images use, so it owns nothing else on most hosts. */
-export const DEFAULT_SANDBOX_USER: SandboxUser = { uid: 65532, gid: 65532 };
 
 const isRoot = () => process.getuid?.() === 0;
 
@@ -235,51 +232,4 @@ async function openEgress(tmp: string, network: string[], apiUrl: string | undef
 function closeSandbox(tmp: string, egress: Egress | undefined): void {
   egress?.proxy.close();
   rmSync(tmp, { recursive: true, force: true });
-}
-
-/**
- * Under a root service, what the run may write must be its user's: its private temporary folder,
- * and its workspace. A worktree the service made for the run's Session is handed over whole
- * (links themselves, never what they point to; no agent of that Session runs meanwhile); a
- * workspace the operator chose must already be the sandbox user's, or the run is refused saying how.
- */
-async function handOver(a: { run: ConfineInput; tmp: string; user: SandboxUser }): Promise<void> {
-  const { run, tmp, user } = a;
-  chownSync(tmp, user.uid, user.gid);
-  chmodSync(tmp, 0o700);
-  if (run.madeForRun) {
-    const owned = await execa('chown', ['-R', '-h', '-P', '--', `${user.uid}:${user.gid}`, run.workspace], { reject: false, stdin: 'ignore' });
-    if (owned.exitCode !== 0) throw new SpawnFailure(`the run's worktree could not be handed to the sandbox's user: ${String(owned.stderr).trim()}`);
-    return;
-  }
-  if (run.readOnly || statSync(run.workspace).uid === user.uid) return;
-  throw new SpawnFailure(
-    `workspace "${run.workspaceId}" is sandboxed under a root service, whose agents run as uid ${user.uid} (sandbox.user), but its folder is not theirs: chown -R ${user.uid}:${user.gid} ${run.workspace}, or use isolation "worktree"`,
-  );
-}
-
-/**
- * The agent's own git, as the sandbox's user, in a repository whose git folder is root's (a
- * worktree's): git would refuse it as of dubious ownership. Inside its sandbox that repository is
- * the only one it sees, and nothing it runs there reaches the service.
- */
-function trustOwnRepository(env: Record<string, string>): Record<string, string> {
-  const count = Number(env.GIT_CONFIG_COUNT ?? '0') || 0;
-  return { GIT_CONFIG_COUNT: String(count + 1), [`GIT_CONFIG_KEY_${count}`]: 'safe.directory', [`GIT_CONFIG_VALUE_${count}`]: '*' };
-}
-
-/** The host's `/etc/passwd` or `/etc/group`, with an entry for the sandbox user where it has none. */
-function identityFile(name: 'passwd' | 'group', user: SandboxUser): string {
-  let host = '';
-  try {
-    host = readFileSync(`/etc/${name}`, 'utf8');
-  } catch {
-    host = '';
-  }
-  const id = name === 'passwd' ? user.uid : user.gid;
-  const listed = host.split('\n').some((line) => line.split(':')[2] === String(id));
-  if (listed) return host;
-  const entry =
-    name === 'passwd' ? `headless-agent:x:${user.uid}:${user.gid}:headless-run-webhook sandbox:/nonexistent:/bin/sh` : `headless-agent:x:${user.gid}:`;
-  return `${host}${host === '' || host.endsWith('\n') ? '' : '\n'}${entry}\n`;
 }
