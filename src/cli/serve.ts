@@ -101,7 +101,7 @@ export async function serve(argv: string[]): Promise<void> {
   if (!LOG_LEVELS.includes(level)) fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}, not "${level}"`);
   const logger = await daemonLogger(level);
   const inherited = closeInheritedDescriptors();
-  if (inherited.length > 0) logger.info({ descriptors: inherited }, 'closed the descriptors the daemon inherited, so no agent inherits them');
+  if (inherited.length > 0) logger.debug({ descriptors: inherited }, 'closed the descriptors the daemon inherited, so no agent inherits them');
   const explicitPort = values.port !== undefined;
   const port = explicitPort ? Number(values.port) : DEFAULT_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be an integer from 0 to 65535, not "${values.port}"`);

@@ -224,7 +224,8 @@ const WRITE_QUESTION = {
   'cline-acp': (_file: string) => ({
     kind: 'other',
     paths: [],
-    title: expect.stringMatching(/^apply_patch: \{"input":"\*\*\* Begin Patch\\n\*\*\* Add File: ask-/),
+    // The shown title escapes the backslash of the JSON's "\n" (docs/approvals.md: what the approver sees).
+    title: expect.stringMatching(/^apply_patch: \{"input":"\*\*\* Begin Patch\\\\n\*\*\* Add File: ask-/),
   }),
 };
 

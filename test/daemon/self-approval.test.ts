@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync } from 'node:fs';
 import { request } from 'node:http';
 import { delimiter, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -26,6 +26,8 @@ async function daemonWithQuestion(): Promise<{ daemon: Daemon; ws: string; socke
   const ws = join(dir, 'ask');
   mkdirSync(ws);
   mkdirSync(join(dir, 'box'));
+  // Under a root daemon the sandboxed workspace is the sandbox user's, as its operator makes it (docs/security.md).
+  if (process.getuid?.() === 0) chownSync(join(dir, 'box'), 65532, 65532);
   const env = { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' };
   writeConfig(dir, {
     sandbox: { readable: [FAKE_AGENT, ANSWER] },
