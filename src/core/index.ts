@@ -17,6 +17,7 @@ export { createMemoryKeyv, createPostgresKeyv, createSqliteKeyv } from './store/
 export { createPostgresStore, createSqliteStore } from './store/sql-stores';
 export type { CollectionSpec, HeadlessStore, RecordTable } from './store/headless-store';
 export type { Page } from './store/memory-index';
+export type { SqlDatabase, SqlQuery } from './store/sql-database';
 export { BUILTIN_AGENTS } from './agents/builtins';
 export { createCommandAgent } from './agents/command-agent';
 export type { CommandAgentDefinition } from './agents/command-agent';
