@@ -6,9 +6,9 @@ import { parseArgs } from 'node:util';
 import type pino from 'pino';
 import { createNodeServer } from '../adapters/node';
 import { isLoopbackAddress } from '../core/http/auth';
-import type { Keyv } from 'keyv';
 import { type HeadlessHandler, type HeadlessHandlerOptions, createHeadlessHandler } from '../core/handler';
-import { createPostgresKeyv, createSqliteKeyv } from '../core/store/keyvs';
+import type { HeadlessStore } from '../core/store/headless-store';
+import { createPostgresStore, createSqliteStore } from '../core/store/sql-stores';
 import { SERVICE_SECRETS } from '../core/runs/env';
 import { type AdminToken, readAdminToken } from './admin-token';
 import { startWarnings } from './start-warnings';
@@ -179,9 +179,9 @@ async function openStore(values: ServeValues, cwd: string, logger: pino.Logger) 
   if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl))
     fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
   try {
-    if (storeUrl !== undefined) return { store: await createPostgresKeyv(storeUrl), storeUrl };
+    if (storeUrl !== undefined) return { store: await createPostgresStore(storeUrl), storeUrl };
     const dataDir: DataDirClaim & { path: string } = openDataDir({ flag: values['data-dir'], env: process.env, cwd }, (line) => logger.info(line));
-    return { store: await createSqliteKeyv(dataDir.path), dataDir };
+    return { store: await createSqliteStore(dataDir.path), dataDir };
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error), 1);
   }
@@ -191,7 +191,7 @@ interface HandlerSetup {
   values: ServeValues;
   config: DaemonConfig;
   admin: AdminToken;
-  store: Keyv;
+  store: HeadlessStore;
   tracer: HeadlessHandlerOptions['tracer'];
   /** What no sandboxed run may see: the config, data directory, token file and socket. */
   hidden: string[];
@@ -244,7 +244,7 @@ async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
     });
   } catch (error) {
     // A bad webhook URL or secret in the config: say which.
-    await store.disconnect();
+    await store.close();
     fail(error instanceof Error ? error.message : String(error));
   }
   try {

@@ -9,6 +9,7 @@ import type { WebhookOptions } from './delivery/targets';
 import type { Authorize } from './http/auth';
 import type { Spawner } from './process/spawner';
 import type { HeadlessLogger } from './logger';
+import type { HeadlessStore } from './store/headless-store';
 import type { QueueSettings, Workspace } from './types';
 import type { WorkspaceResolver } from './workspaces';
 
@@ -17,8 +18,11 @@ export interface HeadlessHandlerOptions {
   workspaces: Workspace[] | WorkspaceResolver;
   /** Custom agents, beside the built-ins: config-style command agents or full adapters. @default {} */
   agents?: Record<string, CommandAgentDefinition | AgentAdapter>;
-  /** Where runs, Sessions and the Inbox live. @default an in-memory Keyv */
-  store?: Keyv;
+  /**
+   * Where runs, Sessions and the Inbox live: `createSqliteStore(dir)`, `createPostgresStore(url)`,
+   * a `HeadlessStore` of the host's own, or any Keyv (wrapped; its record lookups kept in memory). @default in memory
+   */
+  store?: HeadlessStore | Keyv;
   /** Starts agent processes. @default createExecaSpawner() */
   spawner?: Spawner;
   /** Replaces the default gate (docs/security.md). @default the loopback/admin-token gate */

@@ -39,7 +39,7 @@ import { RunService } from './runs/run-service';
 import { RunQueue } from './queue/queue';
 import { RunTokens } from './runs/tokens';
 import { SessionBook } from './sessions';
-import { type HeadlessStore, keyvStore } from './store/keyv-store';
+import { type HeadlessStore, asHeadlessStore } from './store/keyv-store';
 import { createMemoryKeyv } from './store/keyvs';
 import { Workspaces } from './workspaces';
 import { checkPolicy } from './sandbox/policy';
@@ -138,7 +138,7 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
 function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger): ServiceResources {
   const log = errorLog(logger);
   const registry = new AgentRegistry(options.agents);
-  const store: HeadlessStore = keyvStore(options.store ?? createMemoryKeyv());
+  const store: HeadlessStore = asHeadlessStore(options.store ?? createMemoryKeyv());
   const fleet: Fleet = createFleet(store, { leaseMs: options.instanceLeaseMs, log });
   const workspaces = new Workspaces(options.workspaces, fleet.shared);
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);

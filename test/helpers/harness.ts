@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Keyv } from 'keyv';
 import {
   type CommandAgentDefinition,
   type HeadlessHandler,
@@ -66,7 +65,7 @@ export function memoryLogger() {
 }
 
 /** An in-process handler with one workspace `ws` (fake agent enabled) in a temp dir. */
-export async function createTestHost(options: Partial<HeadlessHandlerOptions> & { store?: Keyv } = {}): Promise<TestHost> {
+export async function createTestHost(options: Partial<HeadlessHandlerOptions> = {}): Promise<TestHost> {
   const dir = mkdtempSync(join(tmpdir(), 'hrw-'));
   const spawner = countingSpawner(options.spawner);
   let handler: HeadlessHandler;

@@ -133,7 +133,7 @@ describe.each(stores.filter(([name]) => name !== 'memory'))('record tables of th
         .map((t) => t.name)
         .filter((t) => !['headless_instances', 'headless_claims'].includes(t))
         .sort(),
-    ).toEqual(['headless_approvals', 'headless_inbox', 'headless_kv', 'headless_run', 'headless_trigger_deliveries']);
+    ).toEqual(['headless_approvals', 'headless_inbox', 'headless_kv', 'headless_run', 'headless_schema_version', 'headless_trigger_deliveries']);
     const [row] = await db.query<{ grp: string; bucket: string; owner: string; record: string }>(
       'SELECT grp, bucket, owner, record FROM headless_run WHERE id = ?',
       [taskId],

@@ -19,6 +19,14 @@ function fail(operation: string, error: unknown): never {
   throw new StorageError(`store ${operation} failed: ${reason}`, { cause: error });
 }
 
+/** The `store` option as the service uses it: the service's own store type as given, a Keyv wrapped (keyvStore). */
+export function asHeadlessStore(store: HeadlessStore | Keyv): HeadlessStore {
+  return isHeadlessStore(store) ? store : keyvStore(store);
+}
+
+// A Keyv has no `table`; checked by shape, since a host's Keyv may come from another copy of the package.
+const isHeadlessStore = (store: HeadlessStore | Keyv): store is HeadlessStore => typeof (store as Partial<HeadlessStore>).table === 'function';
+
 /** Wraps a Keyv instance. `throwOnErrors` is switched on: keyv's default swallows write errors. */
 export function keyvStore(keyv: Keyv): HeadlessStore {
   const own = (keyv as Keyv & { [OWN_STORE]?: HeadlessStore })[OWN_STORE];

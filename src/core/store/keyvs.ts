@@ -1,16 +1,14 @@
 /**
- * @module The stores the service ships, as the Keyv instances the `store` option takes: in memory
- * (the library's default), SQLite (the daemon's) and PostgreSQL (a fleet's). The last two are the
- * service's own SQL database (sql-store.ts), carried by the Keyv they return: the service uses
- * the database directly, and the Keyv itself reads and writes its key-value entries.
+ * @module The stores the service ships as Keyv instances, which the `store` option took before it
+ * took the service's own store type (and still takes): in memory (the library's default), and
+ * the SQLite and PostgreSQL stores (sql-stores.ts), each carried by the Keyv returned: the service
+ * uses that store directly, and the Keyv itself reads and writes its key-value entries.
  */
 import { EventEmitter } from 'node:events';
-import { join } from 'node:path';
 import { Keyv, type KeyvStoreAdapter } from 'keyv';
 import type { HeadlessStore } from './headless-store';
 import { OWN_STORE } from './keyv-store';
-import { openPostgres, openSqlite } from './sql-database';
-import { prepareKeyValue, sqlStore } from './sql-store';
+import { createPostgresStore, createSqliteStore } from './sql-stores';
 
 export { redact } from './sql-database';
 
@@ -19,31 +17,14 @@ export function createMemoryKeyv(): Keyv {
   return new Keyv({ namespace: 'hrw', throwOnErrors: true });
 }
 
-/** The daemon's store: a SQLite file under `dataDir` (sql-database.ts: durable, private, WAL). */
+/** The SQLite store (sql-stores.ts) as a Keyv, the `store` option's older type. */
 export async function createSqliteKeyv(dataDir: string): Promise<Keyv> {
-  const db = await openSqlite(dataDir, join(dataDir, 'headless.sqlite'));
-  try {
-    await prepareKeyValue(db);
-  } catch (error) {
-    await db.close();
-    throw error;
-  }
-  return ownKeyv(sqlStore(db));
+  return ownKeyv(await createSqliteStore(dataDir));
 }
 
-/**
- * A store in PostgreSQL, which several instances may share (docs/deployment.md: Running several
- * instances). Connects once, so a wrong URL fails here, saying which.
- */
+/** The PostgreSQL store (sql-stores.ts) as a Keyv, the `store` option's older type. */
 export async function createPostgresKeyv(url: string): Promise<Keyv> {
-  const db = await openPostgres(url);
-  try {
-    await prepareKeyValue(db);
-  } catch (error) {
-    await db.close();
-    throw error;
-  }
-  return ownKeyv(sqlStore(db));
+  return ownKeyv(await createPostgresStore(url));
 }
 
 /**

@@ -91,6 +91,51 @@ export function openNodeSqlite(sqlite: NodeSqlite, file: string, pragmas: readon
   return new GroupedSqlite(db, busyMs, new WalSync(file));
 }
 
+/**
+ * Runs `work` on a connection of its own to `file`, in one transaction that holds the write lock
+ * (`BEGIN IMMEDIATE`, waiting up to the pragmas' busy_timeout for another process's), committed
+ * if `work` resolves, rolled back if it throws. For start-up work whose statements must commit
+ * together (migrations), which the grouped connection's commits cannot promise.
+ */
+export async function inOwnTransaction<T>(
+  sqlite: NodeSqlite,
+  file: string,
+  pragmas: readonly string[],
+  work: (query: GroupedConnection['query']) => Promise<T>,
+): Promise<T> {
+  let db: Connection | undefined;
+  try {
+    db = new sqlite.DatabaseSync(file);
+    for (const pragma of pragmas) db.exec(pragma);
+    db.exec('BEGIN IMMEDIATE');
+  } catch (error) {
+    db?.close();
+    throw StorageError.of(`open of ${file}`, error);
+  }
+  const open = db;
+  const query = async <R>(text: string, params: unknown[] = []) => {
+    try {
+      return open.prepare(text).all(...params.map(bindable)) as R[];
+    } catch (error) {
+      throw StorageError.of('query', error);
+    }
+  };
+  try {
+    const result = await work(query);
+    open.exec('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      open.exec('ROLLBACK');
+    } catch {
+      // Nothing to take back: SQLite already did, or the COMMIT went through before failing.
+    }
+    throw error instanceof StorageError ? error : StorageError.of('commit', error);
+  } finally {
+    open.close();
+  }
+}
+
 const isWal = (db: Connection) => (db.prepare('PRAGMA journal_mode').all()[0] as { journal_mode?: string } | undefined)?.journal_mode === 'wal';
 
 class GroupedSqlite implements GroupedConnection {

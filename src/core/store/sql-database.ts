@@ -4,9 +4,10 @@
  * library's layout. One `query` for both dialects: `?` placeholders, numbered for PostgreSQL.
  */
 import { chmodSync, closeSync, mkdirSync, openSync, readdirSync } from 'node:fs';
+import type { Pool, PoolClient } from 'pg';
 import { StorageError } from '../../contract/problems';
 import { loadOptional } from '../util/optional-package';
-import { type NodeSqlite, loadNodeSqlite, openNodeSqlite } from './node-sqlite';
+import { type NodeSqlite, inOwnTransaction, loadNodeSqlite, openNodeSqlite } from './node-sqlite';
 
 export interface SqlDatabase {
   readonly dialect: 'sqlite' | 'postgres';
@@ -14,8 +15,15 @@ export interface SqlDatabase {
   readonly connectionString?: string;
   /** Runs one statement; failures are `StorageError`s. */
   query<T>(text: string, params?: unknown[]): Promise<T[]>;
+  /**
+   * Runs `work` on a connection of its own, in one transaction: committed if it resolves, rolled
+   * back if it throws. SQLite holds its write lock throughout. For start-up work (migrations).
+   */
+  transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+export type SqlQuery = SqlDatabase['query'];
 
 function fail(operation: string, error: unknown): never {
   throw StorageError.of(operation, error);
@@ -41,7 +49,12 @@ export async function openSqlite(dataDir: string, file: string): Promise<SqlData
       `The SQLite store on Node.js ${process.versions.node} (22.13 and later have SQLite built in)`,
     ));
   const connection = openNodeSqlite(driver, file, PRAGMAS, BUSY_MS);
-  return { dialect: 'sqlite', query: (text, params) => connection.query(text, params), close: () => connection.close() };
+  return {
+    dialect: 'sqlite',
+    query: (text, params) => connection.query(text, params),
+    transaction: (work) => inOwnTransaction(driver, file, PRAGMAS, work),
+    close: () => connection.close(),
+  };
 }
 
 /** How long a write waits for another process's write lock before it fails. */
@@ -93,15 +106,7 @@ export async function openPostgres(url: string): Promise<SqlDatabase> {
     await pool.end().catch(() => undefined);
     throw new StorageError(`cannot open ${redact(url)}: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const run = async <T>(text: string, params: unknown[]) => {
-    let n = 0;
-    return (
-      await pool.query(
-        text.replace(/\?/g, () => `$${++n}`),
-        params,
-      )
-    ).rows as T[];
-  };
+  const run = async <T>(text: string, params: unknown[]) => (await pool.query(numbered(text), params)).rows as T[];
   return {
     dialect: 'postgres',
     connectionString: url,
@@ -117,6 +122,43 @@ export async function openPostgres(url: string): Promise<SqlDatabase> {
         }
       }
     },
+    transaction: (work) => pgTransaction(pool, work),
     close: () => pool.end(),
   };
+}
+
+/** `?` placeholders as PostgreSQL's `$1`, `$2`… */
+function numbered(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
+/** `work` on a connection of the pool's, between BEGIN and COMMIT (ROLLBACK if it throws); a connection that failed is dropped. */
+async function pgTransaction<T>(pool: Pool, work: (query: SqlQuery) => Promise<T>): Promise<T> {
+  let client: PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    fail('connect', error);
+  }
+  const query = async <R>(text: string, params: unknown[] = []) => {
+    try {
+      return (await client.query(numbered(text), params)).rows as R[];
+    } catch (error) {
+      fail('query', error);
+    }
+  };
+  let failed = false;
+  try {
+    await query('BEGIN');
+    const result = await work(query);
+    await query('COMMIT');
+    return result;
+  } catch (error) {
+    failed = true;
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release(failed);
+  }
 }

@@ -1,7 +1,8 @@
 /**
  * @module The store over the service's own SQL database (SQLite or PostgreSQL): key-value entries in
  * `headless_kv` (JSON, with an expiry), and a table with real columns and indexes per kind of
- * record (sql-table.ts). Keys and ids compare byte by byte in both dialects, so a prefix is a range.
+ * record (sql-table.ts), all made by the migrations (migrations.ts). Keys and ids compare byte by
+ * byte in both dialects, so a prefix is a range.
  */
 import type { HeadlessStore } from './headless-store';
 import type { SqlDatabase } from './sql-database';
@@ -10,12 +11,6 @@ import { sqlTable } from './sql-table';
 const SCAN_BATCH = 1000;
 /** The first key after every key that starts with `prefix`. */
 const after = (prefix: string) => `${prefix}\uffff`;
-
-/** Creates the key-value table; the record tables are made by their own `load`. */
-export async function prepareKeyValue(db: SqlDatabase): Promise<void> {
-  const key = db.dialect === 'postgres' ? 'TEXT COLLATE "C"' : 'TEXT';
-  await db.query(`CREATE TABLE IF NOT EXISTS headless_kv (key ${key} PRIMARY KEY, value TEXT NOT NULL, expires_at BIGINT)`);
-}
 
 export function sqlStore(db: SqlDatabase): HeadlessStore {
   const live = '(expires_at IS NULL OR expires_at > ?)';

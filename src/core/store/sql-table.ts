@@ -2,8 +2,10 @@
  * @module A record table in the service's own SQL database: `headless_<name>` with the columns its
  * lookups read (group, bucket, owner, one per flag) beside the record's JSON, all written by the
  * one statement that writes the record, so no lookup can disagree with it. Indexes serve each
- * lookup; a compare-and-set is an UPDATE on the bucket and owner columns.
+ * lookup; a compare-and-set is an UPDATE on the bucket and owner columns. The tables are made by
+ * the migrations (migrations.ts); `load` only checks that the one it reads has its columns.
  */
+import { StorageError } from '../../contract/problems';
 import { type CollectionSpec, type RecordTable, bucketOf } from './headless-store';
 import type { SqlDatabase } from './sql-database';
 
@@ -28,7 +30,7 @@ export function sqlTable<T extends object>(db: SqlDatabase, spec: CollectionSpec
   const parsed = (record: string | undefined) => (record === undefined ? undefined : (JSON.parse(record) as T));
 
   return {
-    load: () => createTable(db, table, flags),
+    load: () => checkColumns(db, table, ['id', ...columns]),
     get: async (id) => parsed((await records(`SELECT id, record FROM ${table} WHERE id = ?`, [id])).get(id)),
     async getMany(wanted) {
       if (wanted.length === 0) return [];
@@ -86,15 +88,19 @@ async function pageOf(
   return { ids: page, next: found.length > q.limit ? (page[page.length - 1] ?? null) : null };
 }
 
-/** The table and an index per lookup, made if missing. */
-async function createTable(db: SqlDatabase, table: string, flags: Array<{ column: string }>): Promise<void> {
-  const id = db.dialect === 'postgres' ? 'TEXT COLLATE "C"' : 'TEXT';
-  const flagColumns = flags.map((f) => `, ${f.column} TEXT`).join('');
-  await db.query(
-    `CREATE TABLE IF NOT EXISTS ${table} (id ${id} PRIMARY KEY, grp TEXT NOT NULL, bucket TEXT NOT NULL, owner TEXT${flagColumns}, record TEXT NOT NULL)`,
+/**
+ * Refuses a table that lacks a column its lookups read: a lookup added to a `CollectionSpec`
+ * without the migration that adds its column fails every start, saying so, instead of every query.
+ */
+async function checkColumns(db: SqlDatabase, table: string, wanted: string[]): Promise<void> {
+  const sql =
+    db.dialect === 'postgres'
+      ? 'SELECT column_name AS name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?'
+      : 'SELECT name FROM pragma_table_info(?)';
+  const found = new Set((await db.query<{ name: string }>(sql, [table])).map((row) => row.name));
+  const missing = wanted.filter((name) => !found.has(name));
+  if (missing.length === 0) return;
+  throw new StorageError(
+    `the table ${table} lacks the column(s) ${missing.join(', ')}, which its lookups read: add a migration that makes them (docs/internals.md: The store and its migrations)`,
   );
-  await db.query(`CREATE INDEX IF NOT EXISTS ${table}_grp ON ${table} (grp, id)`);
-  await db.query(`CREATE INDEX IF NOT EXISTS ${table}_grp_bucket ON ${table} (grp, bucket, id)`);
-  await db.query(`CREATE INDEX IF NOT EXISTS ${table}_bucket ON ${table} (bucket, id)`);
-  for (const f of flags) await db.query(`CREATE INDEX IF NOT EXISTS ${table}_${f.column} ON ${table} (id) WHERE ${f.column} IS NOT NULL`);
 }

@@ -1,0 +1,49 @@
+/**
+ * @module The SQL store's schema, as the migrations that make it, oldest first. A migration is
+ * never edited once released: a new column, index or table is a new entry at the end, with its
+ * statements for each dialect (docs/internals.md: The store and its migrations). `{sorted}` is
+ * the type of a key or id that must compare byte by byte (a prefix is then a range): PostgreSQL
+ * needs the "C" collation for it, SQLite's TEXT already does.
+ */
+
+export interface Migration {
+  /** 1, 2, 3… in order, no gaps: the schema version the database has once it is applied. */
+  version: number;
+  /** What it changes, for the logs and the reader. */
+  name: string;
+  sqlite: readonly string[];
+  postgres: readonly string[];
+}
+
+/** A record table as sql-table.ts reads it: its lookup columns beside the record, an index per lookup. */
+const recordTable = (name: string, flagColumns = '') => [
+  `CREATE TABLE IF NOT EXISTS headless_${name} (id {sorted} PRIMARY KEY, grp TEXT NOT NULL, bucket TEXT NOT NULL, owner TEXT${flagColumns}, record TEXT NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS headless_${name}_grp ON headless_${name} (grp, id)`,
+  `CREATE INDEX IF NOT EXISTS headless_${name}_grp_bucket ON headless_${name} (grp, bucket, id)`,
+  `CREATE INDEX IF NOT EXISTS headless_${name}_bucket ON headless_${name} (bucket, id)`,
+];
+
+/**
+ * Version 1: the tables the service made before its schema had a version. `IF NOT EXISTS`
+ * throughout, so on a database made then it changes nothing and only records the version.
+ */
+const INITIAL = [
+  'CREATE TABLE IF NOT EXISTS headless_kv (key {sorted} PRIMARY KEY, value TEXT NOT NULL, expires_at BIGINT)',
+  ...recordTable('run', ', flag_deliverydueat TEXT'),
+  'CREATE INDEX IF NOT EXISTS headless_run_flag_deliverydueat ON headless_run (id) WHERE flag_deliverydueat IS NOT NULL',
+  ...recordTable('inbox'),
+  ...recordTable('approvals'),
+  ...recordTable('trigger_deliveries'),
+];
+
+/** One statement list written once for both dialects, `{sorted}` filled in for each. */
+export function bothDialects(version: number, name: string, statements: readonly string[]): Migration {
+  return {
+    version,
+    name,
+    sqlite: statements.map((s) => s.replaceAll('{sorted}', 'TEXT')),
+    postgres: statements.map((s) => s.replaceAll('{sorted}', 'TEXT COLLATE "C"')),
+  };
+}
+
+export const MIGRATIONS: readonly Migration[] = [bothDialects(1, 'the tables made before the schema had a version', INITIAL)];
