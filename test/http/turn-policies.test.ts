@@ -151,24 +151,38 @@ describe('turn policies (docs/internals.md: The turn loop)', () => {
     expect(h.spawner.count).toBe(1);
   });
 
-  it('a run cancelled while its policies decide ends cancelled, and its next turn never starts', async () => {
+  it('a run cancelled while its policies decide ends cancelled at once: the decision is aborted, the next turn never starts', async () => {
     const deciding = deferred();
-    const decided = deferred();
+    let aborted = false;
     const waiting: TurnPolicy = {
       name: 'waiting',
-      decide: async () => {
+      decide: ({ signal }) => {
         deciding.resolve();
-        await decided.promise;
-        return { next: { prompt: 'echo too late', reason: 'again' } };
+        return new Promise((settle) => {
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            settle({ next: { prompt: 'echo too late', reason: 'again' } });
+          });
+        });
       },
     };
     const h = await host([waiting]);
     const taskId = await run(h, 'ws', { prompt: 'session s1; echo done' });
     await deciding.promise;
     expect((await h.request('POST', `/api/headless/${taskId}/cancel`)).status).toBe(202);
-    decided.resolve();
     expect(await ended(h, taskId)).toMatchObject({ status: 'cancelled' });
+    expect(aborted).toBe(true);
     expect(h.spawner.count).toBe(1);
+  });
+
+  it('over ACP, the structured-output repair turn is one more prompt on the open session', async () => {
+    const h = await host([]);
+    const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] };
+    const taskId = await run(h, 'acp', { agent: 'gemini-acp', prompt: 'Say hello.', outputSchema: schema });
+    expect(await ended(h, taskId)).toMatchObject({ status: 'failed', error: { code: 'output_missing' } });
+    expect(h.spawner.count).toBe(1);
+    const asked = (await messages(h, taskId)).filter((m) => m.startsWith('(the service asks again'));
+    expect(asked).toEqual(['(the service asks again: the agent gave no structured answer)']);
   });
 
   it('over ACP, the next prompt goes to the open session: one process, two prompt turns, the usage of both', async () => {

@@ -310,6 +310,8 @@ export class RunLauncher {
    * already decided with its session open (ACP) is not decided again.
    */
   private async ended(live: LiveRun, input: LaunchInput, placed: Placed, end: ProcessEnd): Promise<void> {
+    // A guard's stop cuts short a decision its open session was waiting on.
+    if (live.process?.stopped) live.halt.abort();
     const verdict = this.ending.verdictOf(live, end.exitCode);
     live.verdict = live.earlier ? laterTurn(live.earlier, verdict) : verdict;
     const prompt = live.turnDecided ? undefined : await this.nextTurn(live, false);
@@ -350,7 +352,7 @@ export class RunLauncher {
         asked: [...live.asked],
         canContinue: open || (adapter.supportsResume && verdict.agentSessionId !== undefined),
       },
-      this.$.log,
+      { log: this.$.log, halt: live.halt.signal },
     );
     live.turnDecided = open;
     if (!outcome || stopped()) return undefined;
@@ -368,6 +370,7 @@ export class RunLauncher {
 
   /** Stops its process; with none running (being spawned, or between turns), the stop waits for the next or ends the run. */
   stop(live: LiveRun, reason: ServiceStop): void {
+    live.halt.abort();
     if (live.process?.stop(STOPS[reason], reason === 'shutdown' ? SHUTDOWN_GRACE_MS : KILL_GRACE_MS)) return;
     if (!live.process?.stopped) live.pendingStop ??= reason;
   }

@@ -51,6 +51,8 @@ export interface LiveRun {
   usageBefore?: RunUsage;
   /** The tool calls its agent started so far, every turn: what the budget of a later turn starts from. */
   toolCalls: number;
+  /** Aborted at its first stop: a turn policy still deciding is cut short. */
+  halt: AbortController;
   /** The answer it sent with `headless-inbox result`, once one matched its schema. */
   answer?: { value: unknown };
   /** The highest usage its agent reported so far (bounded and priced): what its budget and final record count. */
@@ -73,5 +75,5 @@ export interface LiveRun {
 export type ServiceStop = 'cancel' | 'shutdown' | 'result';
 
 export function newLiveRun(a: Pick<LiveRun, 'taskId' | 'reservation' | 'resumedFrom' | 'done'>): LiveRun {
-  return { ...a, ending: false, asked: [], toolCalls: 0 };
+  return { ...a, ending: false, asked: [], toolCalls: 0, halt: new AbortController() };
 }

@@ -57,22 +57,30 @@ export function timeLeft(record: { timeoutMs: number; startedAt?: string; create
 
 /**
  * Asks the policies in order; the first with an opinion decides. A policy that throws has none
- * (it is logged); one still deciding when the run's time is up ends it `timed_out`.
+ * (it is logged); one still deciding when the run's time is up ends it `timed_out`, or when the
+ * run is stopped (`halt`: cancel, shutdown, its answer, a guard), leaves it to that stop.
  */
-export async function decideTurn(policies: readonly TurnPolicy[], context: Omit<TurnContext, 'signal'>, log: Log): Promise<TurnOutcome> {
+export async function decideTurn(
+  policies: readonly TurnPolicy[],
+  context: Omit<TurnContext, 'signal'>,
+  o: { log: Log; halt: AbortSignal },
+): Promise<TurnOutcome> {
   const left = timeLeft(context.record);
-  if (left <= 0) return undefined;
+  if (left <= 0 || o.halt.aborted) return undefined;
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
+  let halted: () => void = () => undefined;
+  const cut = new Promise<'late' | 'halted'>((resolve) => {
     timer = setTimeout(() => resolve('late'), left);
+    halted = () => resolve('halted');
+    o.halt.addEventListener('abort', halted, { once: true });
   });
   try {
     for (const policy of policies) {
-      const decision = await Promise.race([ask(policy, { ...context, signal: controller.signal }, log), late]);
-      if (decision === 'late') {
+      const decision = await Promise.race([ask(policy, { ...context, signal: controller.signal }, o.log), cut]);
+      if (decision === 'late' || decision === 'halted') {
         controller.abort();
-        return { end: timedOut(context.record.timeoutMs) };
+        return decision === 'late' ? { end: timedOut(context.record.timeoutMs) } : undefined;
       }
       if (decision === undefined) continue;
       if ('end' in decision) return { end: { reason: policy.name, ...decision.end } };
@@ -81,6 +89,7 @@ export async function decideTurn(policies: readonly TurnPolicy[], context: Omit<
     return undefined;
   } finally {
     clearTimeout(timer);
+    o.halt.removeEventListener('abort', halted);
   }
 }
 
