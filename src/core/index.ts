@@ -61,6 +61,8 @@ export type {
 } from '../contract/records';
 export type { DailyLimits, QueueSettings, Workspace, WorktreeCleanup, WorktreeSettings } from './types';
 export type { TokenPrice } from './agents/prices';
+export { MAX_TURNS } from './runs/turn-policy';
+export type { TurnContext, TurnDecision, TurnEnd, TurnPolicy } from './runs/turn-policy';
 export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/records';
 export type { RunEventType, WebhookEvent } from '../contract/records';
 export type { RunEvent, RunEventData } from '../contract/events';

@@ -11,6 +11,7 @@ import type { Spawner } from './process/spawner';
 import type { HeadlessLogger } from './logger';
 import type { HeadlessStore } from './store/headless-store';
 import type { QueueSettings, Workspace } from './types';
+import type { TurnPolicy } from './runs/turn-policy';
 import type { WorkspaceResolver } from './workspaces';
 
 export interface HeadlessHandlerOptions {
@@ -59,6 +60,12 @@ export interface HeadlessHandlerOptions {
    * runs' cost is estimated from these (for budgets and daily spend). @default agents/prices.ts: codex and gemini
    */
   prices?: Record<string, TokenPrice>;
+  /**
+   * What follows when a run's agent ends a turn, asked after the built-ins (the structured-output
+   * repair turn), in order: another turn on the same session, the run's end, or no opinion
+   * (docs/library.md: Turn policies). @default []
+   */
+  turnPolicies?: TurnPolicy[];
   /** The folder runs' git worktrees are made in, a folder per workspace (docs/worktrees.md); never inside a workspace. @default the daemon: `<data dir>/worktrees`; otherwise `<temporary folder>/headless-run-webhook-worktrees` */
   worktreeRoot?: string;
   /** Senders' webhooks that start runs: Alertmanager, Grafana, GitHub, GitLab, Sentry, PagerDuty… (docs/triggers.md). @default [] */

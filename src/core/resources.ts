@@ -30,6 +30,7 @@ import { Retention } from './retention';
 import { Admission } from './runs/admission';
 import { RunRecords } from './runs/records';
 import { RunLauncher } from './runs/launcher';
+import { turnPolicies } from './runs/turn-policies';
 import { RunLifecycle } from './runs/lifecycle';
 import { inWorkspace } from './runs/placement';
 import { WorktreePlacement, checkWorktreeSettings } from './worktrees/worktree-placement';
@@ -211,7 +212,17 @@ function buildRuns($: ServiceResources): RunService {
   const guards = { stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb };
   checkPrices(options.prices, '');
   const prices = { ...DEFAULT_PRICES, ...options.prices };
-  const launcher = new RunLauncher({ ...shared, lifecycle, secrets: heldSecrets(options, $.env, workspaces), baseEnv: $.env, sandbox, guards, prices });
+  const turns = turnPolicies(options.turnPolicies);
+  const launcher = new RunLauncher({
+    ...shared,
+    lifecycle,
+    secrets: heldSecrets(options, $.env, workspaces),
+    baseEnv: $.env,
+    sandbox,
+    guards,
+    prices,
+    turnPolicies: turns,
+  });
   const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
   return new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
 }

@@ -42,6 +42,7 @@ function conversation(allow: boolean) {
       asked.push(question);
       return { allow, always: false };
     },
+    next: async () => undefined,
   };
   const talk = claude.asking!.open(io, { prompt: 'WRITE_FILE probe.txt', workspacePath: '/tmp/ws', resumeId: 'ses_1', permissions: 'ask' });
   return { talk, written, asked, events, ended: () => ended };

@@ -147,6 +147,11 @@ export interface AgentIO {
   emit(event: AgentEvent): void;
   /** The agent asks for a permission: the run's policy answers, or a caller (docs/approvals.md). */
   ask(question: PermissionQuestion): Promise<PermissionDecision>;
+  /**
+   * A turn ended with the agent still running and its session open (ACP), with `verdict`: the
+   * next prompt on that session, as the run's turn policies decide, or undefined to end it.
+   */
+  next(verdict: AgentVerdict): Promise<string | undefined>;
 }
 
 /** One run's exchange with its agent. */

@@ -85,9 +85,7 @@ export class RunEnding {
     const record = this.$.records.current(taskId);
     if (!record) return;
     const reported = live.verdict ?? this.verdictOf(live, end.exitCode);
-    const price = this.$.prices[live.reservation.adapter.name];
-    // Never lower than what it reported as it ran: a last report cannot undo the spend before it.
-    const usage = reported.usage ? higherUsage(live.usage, priced(reported.usage, price)) : live.usage;
+    const usage = this.usageOf(live, reported);
     const verdict = usage ? { ...reported, usage } : reported;
     const judged = structuredFields(record, live, finalFields(live, end, verdict), verdict);
     // A question still waiting ends with its run: `interrupted` with the service, else `abandoned`.
@@ -133,6 +131,12 @@ export class RunEnding {
     this.$.lifecycle.settle(live.taskId, new StorageError(`${live.taskId} was taken over by another instance`));
   }
 
+  /** A run's usage after `verdict`: never lower than what it reported as it ran, as a last report cannot undo the spend before it. */
+  usageOf(live: LiveRun, verdict: AgentVerdict): LiveRun['usage'] {
+    const price = this.$.prices[live.reservation.adapter.name];
+    return verdict.usage ? higherUsage(live.usage, priced(verdict.usage, price)) : live.usage;
+  }
+
   /** The conversation's verdict (none when the agent never started); one that throws (a custom adapter's) makes the run failed, never stuck. */
   verdictOf(live: LiveRun, exitCode: number | null): AgentVerdict {
     try {
@@ -145,18 +149,20 @@ export class RunEnding {
 }
 
 /** The fields a run's final record sets, judged from its end and its agent's verdict. */
-export function finalFields(live: Pick<LiveRun, 'process'>, end: EndInput, verdict: AgentVerdict): FinishFields {
+export function finalFields(live: Pick<LiveRun, 'process' | 'endedBy'>, end: EndInput, verdict: AgentVerdict): FinishFields {
+  // The service's stop, else how the turn loop ended it (runs/turn-policy.ts).
+  const stop = live.process?.stopped ?? live.endedBy;
   const outcome = judgeOutcome({
     exitCode: end.exitCode,
     signal: end.signal,
-    stop: live.process?.stopped,
+    stop,
     runtimeError: end.runtimeError,
     agentError: verdict.error,
     stderr: end.output.stderr,
   });
   // The agent stopped itself at a limit of its budget (claude's --max-turns): the error names it.
   const error =
-    verdict.limit && outcome.status === 'failed' && !live.process?.stopped
+    verdict.limit && outcome.status === 'failed' && !stop
       ? { code: 'budget_exceeded', message: `The agent stopped at its ${verdict.limit} limit: ${verdict.error ?? 'no reason given'}` }
       : outcome.error;
   return {

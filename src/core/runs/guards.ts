@@ -107,13 +107,14 @@ function overBudget(budget: RunBudget, turns: number, usage: RunUsage | undefine
 }
 
 /**
- * A run's budget, watched from its events: each tool call it starts is a turn; its usage is what
- * the agent reports so far (an agent that reports only at its end is stopped by its own flags,
- * where it has them). Passing a limit stops it `failed`, `budget_exceeded`.
+ * A run's budget, watched from its events: each tool call it starts is a turn (`toolCalls` were
+ * started by its turns before this process); its usage is what the agent reports so far, over
+ * every turn (an agent that reports only at its end is stopped by its own flags, where it has
+ * them). Passing a limit stops it `failed`, `budget_exceeded`.
  */
-export function budgetGuard(budget: RunBudget): Guard {
+export function budgetGuard(budget: RunBudget, toolCalls = 0): Guard {
   return (run) => {
-    let turns = 0;
+    let turns = toolCalls;
     let usage: RunUsage | undefined;
     run.onEvent((event) => {
       if (event.type === 'tool' && event.status === 'started') turns += 1;

@@ -31,12 +31,15 @@ import { STOPS } from './outcome';
 import { outputPipe } from './output-pipe';
 import { type Placed, type RunPlacement, placementRecord } from './placement';
 import type { RunRecords } from './records';
-import { type Turn, laterTurn, repairTurn } from './repair-turn';
+import { answerOf, laterTurn } from './repair-turn';
 import { resultInstructions } from './structured-output';
 import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './supervisor';
 import type { RunTokens } from './tokens';
 import { RunQuestions } from './questions';
 import type { Approvals } from '../approvals/approvals';
+import { type TurnPolicy, decideTurn, timeLeft } from './turn-policy';
+import { addUsage } from '../agents/parsing/json-lines';
+import type { RunUsage } from '../../contract/records';
 
 /** Grace between SIGTERM and SIGKILL for the guards and cancel. */
 export const KILL_GRACE_MS = 5000;
@@ -64,6 +67,14 @@ export interface LauncherResources {
   tracing?: RunTracing;
   instanceId: string;
   approvals: Approvals;
+  /** What follows a turn's end, asked in order (runs/turn-policies.ts). */
+  turnPolicies: readonly TurnPolicy[];
+}
+
+/** A turn after the first, on a new process: its prompt, on the agent session the turns before printed. */
+interface LaterTurn {
+  prompt: string;
+  agentSessionId: string;
 }
 
 /** What a run's agent is started with. */
@@ -122,10 +133,10 @@ export class RunLauncher {
   }
 
   /**
-   * What its agent is given: the prompt (or the repair turn's, on the session the first turn
+   * What its agent is given: the prompt (or a later turn's, on the session the turns before
    * printed), and its schema where the CLI takes one natively; otherwise the prompt says how to answer.
    */
-  private agentInput({ prompt, record, reservation }: LaunchInput, turn: Turn | undefined, cwd: string): AgentRunInput {
+  private agentInput({ prompt, record, reservation }: LaunchInput, turn: LaterTurn | undefined, cwd: string): AgentRunInput {
     const { resumeId, outputSchema: schema } = record;
     const native = reservation.adapter.structuredOutput === 'native';
     const asked = turn?.prompt ?? prompt;
@@ -141,7 +152,7 @@ export class RunLauncher {
   }
 
   /** Builds the run's environment, checks the agent can start, and starts it, confined where its policy says, under its guards. */
-  private async start(input: LaunchInput, live: LiveRun, placed: Placed, turn?: Turn): Promise<SupervisedProcess> {
+  private async start(input: LaunchInput, live: LiveRun, placed: Placed, turn?: LaterTurn): Promise<SupervisedProcess> {
     const { workspace, record, reservation } = input;
     const { adapter } = reservation;
     const { cwd } = placed;
@@ -168,15 +179,16 @@ export class RunLauncher {
     const watchers: Array<(event: AgentEvent) => void> = [];
     live.questions ??= new RunQuestions({ ...this.$, noteApprovals: (...a) => this.$.lifecycle.noteApprovals(...a) }, { record, cwd });
     const questions = live.questions;
-    const io = this.io(live, watchers, this.$.prices[adapter.name], questions);
+    const io = this.io(live, watchers, this.$.prices[adapter.name], questions, () => this.nextTurn(live, true));
     const conversation = protocol.open(io, agentInput);
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
     const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
     // A workspace's own guard settings win over the installation's.
     const guards = guardsOf(record, {
-      // A repair turn has what is left of the run's time.
-      timeoutMs: turn ? Math.max(1, record.timeoutMs - (Date.now() - Date.parse(record.startedAt ?? record.createdAt))) : record.timeoutMs,
+      // A later turn has what is left of the run's time, and of its budget.
+      timeoutMs: turn ? Math.max(1, timeLeft(record)) : record.timeoutMs,
+      toolCalls: live.toolCalls,
       stallTimeoutMs: workspace.stallTimeoutMs ?? this.$.guards.stallTimeoutMs,
       maxMemoryMb: workspace.maxMemoryMb ?? this.$.guards.maxMemoryMb,
     });
@@ -218,6 +230,7 @@ export class RunLauncher {
     watchers: Array<(event: AgentEvent) => void>,
     price: TokenPrice | undefined,
     questions: RunQuestions,
+    next: () => Promise<string | undefined>,
   ): AgentIO & { attach(proc: SupervisedProcess): void } {
     // What the protocol writes before its process exists (ACP's `initialize`) waits for it.
     let target: SupervisedProcess | undefined;
@@ -244,14 +257,19 @@ export class RunLauncher {
         flush();
       },
       emit: (reported) => {
-        // Its cost, where it reports tokens only, estimated here, and never lower than it was: the budget guard and the timeline see the same.
-        if (reported.type === 'usage') live.usage = higherUsage(live.usage, priced(reported.usage, price));
+        // Its cost, where it reports tokens only, estimated here, over its turns before, and never lower than it was: the budget guard and the timeline see the same.
+        if (reported.type === 'usage') live.usage = higherUsage(live.usage, afterTurns(live.usageBefore, priced(reported.usage, price)));
+        if (reported.type === 'tool' && reported.status === 'started') live.toolCalls += 1;
         const event = reported.type === 'usage' && live.usage ? { ...reported, usage: live.usage } : reported;
         const { type, data } = fromAgentEvent(event);
         this.$.events.append(live.taskId, type, data);
         for (const watch of watchers) watch(event);
       },
       ask: (question) => questions.ask(question),
+      next: (verdict) => {
+        live.verdict = live.earlier ? laterTurn(live.earlier, verdict) : verdict;
+        return next();
+      },
     };
   }
 
@@ -273,7 +291,7 @@ export class RunLauncher {
     return { record: current, done: live.done };
   }
 
-  /** Records the process (crash recovery finds it by it), and what follows when it ends: a repair turn, or the run's end. */
+  /** Records the process (crash recovery finds it by it), and what follows when it ends: another turn, or the run's end. */
   private watch(live: LiveRun, input: LaunchInput, placed: Placed, proc: SupervisedProcess): Promise<unknown> {
     const { taskId } = live;
     if (live.pendingStop) this.stop(live, live.pendingStop);
@@ -289,31 +307,74 @@ export class RunLauncher {
   }
 
   /**
-   * Its process ended: the agent's verdict is read, and a run whose answer does not match its
-   * `outputSchema` gets one repair turn on the same session (docs/structured-output.md) before it ends.
+   * Its process ended: the agent's verdict is read, and the turn policies decide what follows
+   * (runs/turn-policy.ts): another turn on its session, in a new process, or the run's end. A turn
+   * already decided with its session open (ACP) is not decided again.
    */
   private async ended(live: LiveRun, input: LaunchInput, placed: Placed, end: ProcessEnd): Promise<void> {
+    // A guard's stop cuts short a decision its open session was waiting on.
+    if (live.process?.stopped) live.halt.abort();
     const verdict = this.ending.verdictOf(live, end.exitCode);
-    live.verdict = live.verdict ? laterTurn(live.verdict, verdict) : verdict;
-    const turn = live.repaired || live.process?.stopped ? undefined : repairTurn({ record: input.record, adapter: input.reservation.adapter }, live, verdict);
-    if (turn) {
-      live.repaired = true;
-      this.$.events.append(live.taskId, 'message', { text: `(the service asks again: ${turn.problem})` });
+    live.verdict = live.earlier ? laterTurn(live.earlier, verdict) : verdict;
+    const prompt = live.turnDecided ? undefined : await this.nextTurn(live, false);
+    const agentSessionId = live.verdict.agentSessionId;
+    if (prompt !== undefined && agentSessionId !== undefined) {
       try {
-        const proc = await this.start(input, live, placed, turn);
+        const proc = await this.start(input, live, placed, { prompt, agentSessionId });
         live.process = proc;
         await this.watch(live, input, placed, proc);
         return;
       } catch (error) {
-        this.$.log(`the repair turn of ${live.taskId} could not start`, error);
+        this.$.log(`turn ${live.asked.length + 1} of ${live.taskId} could not start`, error);
       }
     }
+    // A stop that came when no process ran ends it as that stop.
+    if (live.pendingStop && !live.process?.stopped) live.endedBy = STOPS[live.pendingStop];
     await this.ending.finalize(live, processOutcome(end));
   }
 
+  /**
+   * A turn ended (`open`: its session still is): the turn policies are asked, unless the service
+   * stopped it. Another turn is noted on its timeline and its prompt returned; a policy's end is kept for its final record.
+   */
+  private async nextTurn(live: LiveRun, open: boolean): Promise<string | undefined> {
+    const { verdict } = live;
+    const stored = this.$.records.current(live.taskId);
+    const stopped = () => live.ending || live.process?.stopped !== undefined || live.pendingStop !== undefined;
+    if (!verdict || !stored || stopped()) return undefined;
+    const { adapter } = live.reservation;
+    const outcome = await decideTurn(
+      this.$.turnPolicies,
+      {
+        record: { ...publicRecord(stored), ...(stored.outputSchema ? { outputSchema: stored.outputSchema } : {}) },
+        adapter,
+        verdict,
+        answer: answerOf(live, verdict, adapter.structuredOutput === 'native'),
+        turn: live.asked.length + 1,
+        asked: [...live.asked],
+        canContinue: open || (adapter.supportsResume && verdict.agentSessionId !== undefined),
+      },
+      { log: this.$.log, halt: live.halt.signal },
+    );
+    live.turnDecided = open;
+    if (!outcome || stopped()) return undefined;
+    if ('end' in outcome) {
+      live.endedBy = outcome.end;
+      return undefined;
+    }
+    live.asked.push(outcome.next.policy);
+    live.earlier = verdict;
+    live.usageBefore = this.ending.usageOf(live, verdict);
+    live.turnDecided = false;
+    this.$.events.append(live.taskId, 'message', { text: `(the service asks again: ${outcome.next.reason})` });
+    return outcome.next.prompt;
+  }
+
+  /** Stops its process; with none running (being spawned, or between turns), the stop waits for the next or ends the run. */
   stop(live: LiveRun, reason: ServiceStop): void {
-    if (live.process) live.process.stop(STOPS[reason], reason === 'shutdown' ? SHUTDOWN_GRACE_MS : KILL_GRACE_MS);
-    else live.pendingStop ??= reason;
+    live.halt.abort();
+    if (live.process?.stop(STOPS[reason], reason === 'shutdown' ? SHUTDOWN_GRACE_MS : KILL_GRACE_MS)) return;
+    if (!live.process?.stopped) live.pendingStop ??= reason;
   }
 
   /** Removes the folder of the `headless-inbox` launcher and the sandboxes'. */
@@ -324,11 +385,17 @@ export class RunLauncher {
 }
 
 /** A run's guards: the watchdog, then its budget, a stall guard and a memory ceiling where they are set. */
-function guardsOf(record: StoredRun, o: { timeoutMs: number; stallTimeoutMs?: number; maxMemoryMb?: number }): Guard[] {
+function guardsOf(record: StoredRun, o: { timeoutMs: number; toolCalls: number; stallTimeoutMs?: number; maxMemoryMb?: number }): Guard[] {
   return [
     watchdog(o.timeoutMs),
-    ...(record.budget === undefined ? [] : [budgetGuard(record.budget)]),
+    ...(record.budget === undefined ? [] : [budgetGuard(record.budget, o.toolCalls)]),
     ...(o.stallTimeoutMs === undefined ? [] : [stallGuard(o.stallTimeoutMs)]),
     ...(o.maxMemoryMb === undefined ? [] : [memoryGuard(o.maxMemoryMb)]),
   ];
+}
+
+/** A turn's usage over the usage of the turns before it. */
+function afterTurns(before: RunUsage | undefined, turn: RunUsage): RunUsage {
+  const sum = addUsage(before, turn) ?? turn;
+  return before?.costEstimated || turn.costEstimated ? { ...sum, costEstimated: true } : sum;
 }

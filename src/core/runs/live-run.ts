@@ -2,6 +2,7 @@ import type { RunRecord, RunStatus, RunUsage } from '../../contract/records';
 import type { AgentConversation, AgentVerdict } from '../agents/types';
 import type { ProcessOutput } from '../process/spawner';
 import type { Reservation } from './admission';
+import type { RunStop } from './outcome';
 import type { Placed } from './placement';
 import type { RunQuestions } from './questions';
 import type { SupervisedProcess } from './supervisor';
@@ -36,17 +37,29 @@ export interface LiveRun {
   process?: SupervisedProcess;
   /** Where it was placed, once it was. */
   placed?: Placed;
-  /** The agent's verdict, once its (last) process ended: after a repair turn, that turn's with the usage of both. */
+  /** The agent's verdict, once a turn ended: the last turn's, with the usage of every turn. */
   verdict?: AgentVerdict;
-  /** It had its repair turn (docs/structured-output.md). */
-  repaired?: boolean;
+  /** The verdict of the turns before the one under way (runs/turn-policy.ts). */
+  earlier?: AgentVerdict;
+  /** The turn policies that asked for each turn after the first, in order. */
+  asked: string[];
+  /** The turn under way was decided when it ended, its session still open (ACP): its process's end asks no policy again. */
+  turnDecided?: boolean;
+  /** How it ends when its process was not stopped: a turn policy's end, the run's time up while they decided, or a stop that came between turns. */
+  endedBy?: RunStop;
+  /** The usage of the turns before the one under way (priced): what the budget of a later turn starts from. */
+  usageBefore?: RunUsage;
+  /** The tool calls its agent started so far, every turn: what the budget of a later turn starts from. */
+  toolCalls: number;
+  /** Aborted at its first stop: a turn policy still deciding is cut short. */
+  halt: AbortController;
   /** The answer it sent with `headless-inbox result`, once one matched its schema. */
   answer?: { value: unknown };
   /** The highest usage its agent reported so far (bounded and priced): what its budget and final record count. */
   usage?: RunUsage;
   /** Its permission questions (docs/approvals.md), once its agent is being started. */
   questions?: RunQuestions;
-  /** A stop asked for while the process was still being spawned; applied once it is. */
+  /** A stop asked for while no process was running (being spawned, or between turns); applied once one is, else it ends the run. */
   pendingStop?: ServiceStop;
   /** The write of the record with its process, awaited before the final write so it cannot land after it. */
   processSaved?: Promise<unknown>;
@@ -62,5 +75,5 @@ export interface LiveRun {
 export type ServiceStop = 'cancel' | 'shutdown' | 'result';
 
 export function newLiveRun(a: Pick<LiveRun, 'taskId' | 'reservation' | 'resumedFrom' | 'done'>): LiveRun {
-  return { ...a, ending: false };
+  return { ...a, ending: false, asked: [], toolCalls: 0, halt: new AbortController() };
 }

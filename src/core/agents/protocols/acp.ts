@@ -1,7 +1,8 @@
 /**
  * @module The `acp` protocol (docs/agents.md: ACP): the service is the Agent Client Protocol
- * client, through the ACP SDK. One run is one prompt turn: `initialize`, then `session/new` (or
- * `session/load` to resume), then `session/prompt` until its stop reason; then the agent's stdin
+ * client, through the ACP SDK. A run is `initialize`, then `session/new` (or `session/load` to
+ * resume), then a `session/prompt` until its stop reason; the session stays open while the run's
+ * turn policies (runs/turn-policy.ts) give it another prompt (`io.next`), then the agent's stdin
  * is closed and it exits. The client advertises no `fs/*` or `terminal/*` capability: the agent
  * works in its own workspace with its own tools, as over its other protocol. A permission it asks
  * for (`session/request_permission`) is the run's question (`io.ask`): its policy answers, or a
@@ -17,6 +18,7 @@ type SessionUpdate = import('@agentclientprotocol/sdk').SessionNotification['upd
 type PermissionRequest = import('@agentclientprotocol/sdk').RequestPermissionRequest;
 type PermissionResponse = import('@agentclientprotocol/sdk').RequestPermissionResponse;
 type StopReason = import('@agentclientprotocol/sdk').StopReason;
+type ClientContext = import('@agentclientprotocol/sdk').ClientContext;
 
 /** Loaded at the first ACP run: the SDK is ESM only, and most runs never need it. */
 let sdk: Promise<Sdk> | undefined;
@@ -96,10 +98,21 @@ class AcpConversation implements AgentConversation {
       } else {
         this.session = (await ctx.request('session/new', { cwd, mcpServers: [] })).sessionId;
       }
-      const answer = await ctx.request('session/prompt', { sessionId: this.session, prompt: [{ type: 'text', text: this.input.prompt }] });
+      await this.turns(ctx, this.session);
+    });
+  }
+
+  /** Its prompt turns on the open session: the first prompt, then each the run asks for. */
+  private async turns(ctx: ClientContext, sessionId: string): Promise<void> {
+    let prompt: string | undefined = this.input.prompt;
+    while (prompt !== undefined) {
+      const answer = await ctx.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: prompt }] });
       this.stop = answer.stopReason;
       this.noteUsage(answer);
-    });
+      prompt = await this.io.next(this.verdict(0));
+      // A turn's verdict is its own: the run adds up the usage of its turns.
+      if (prompt !== undefined) [this.message, this.lastMessage, this.answered, this.stop, this.usage] = ['', undefined, false, undefined, undefined];
+    }
   }
 
   /** A `session/update`: the agent's message, its tool calls. */
@@ -169,6 +182,11 @@ class AcpConversation implements AgentConversation {
   }
 
   finish(exitCode: number | null): AgentVerdict {
+    return this.verdict(exitCode);
+  }
+
+  /** The verdict on the last turn; `exitCode` 0 while the agent still runs. */
+  private verdict(exitCode: number | null): AgentVerdict {
     this.flush();
     const verdict: AgentVerdict = { answered: this.answered };
     if (this.session !== undefined) verdict.agentSessionId = this.session;
