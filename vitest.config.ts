@@ -9,7 +9,6 @@ const PATH = [dirname(process.execPath), ...(process.env.PATH ?? '').split(delim
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // Generous: a busy machine (CI runs on the developer's own) must not fail a test by its clock.
     testTimeout: 600_000,
     hookTimeout: 600_000,
@@ -19,5 +18,13 @@ export default defineConfig({
     // Real processes and sockets: two cores, so keep files from starving each other.
     maxWorkers: 2,
     fileParallelism: true,
+    // Each tier runs by name for a fast inner loop (`npx vitest run --project unit`); npm test runs them all.
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
+      { extends: true, test: { name: 'http', include: ['test/http/**/*.test.ts'] } },
+      { extends: true, test: { name: 'daemon', include: ['test/daemon/**/*.test.ts'], exclude: ['test/daemon/real-agents*.test.ts'] } },
+      { extends: true, test: { name: 'real-cli', include: ['test/daemon/real-agents*.test.ts'] } },
+      { extends: true, test: { name: 'faults', include: ['test/faults/**/*.test.ts'] } },
+    ],
   },
 });
