@@ -154,7 +154,8 @@ describe('the daemon', () => {
           }
         ).taskId,
       );
-    await new Promise((r) => setTimeout(r, 300));
+    // Each run's agent and its grandchild are up: "none marked" below then checks the shutdown reached them.
+    await waitFor(() => markedCount(ids) >= 4, { what: 'both agents and their grandchildren' });
     const started = Date.now();
     expect(await daemon.stop('SIGTERM')).toBe(0);
     expect(Date.now() - started).toBeLessThan(10_000);

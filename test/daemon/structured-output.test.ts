@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
 
 /** docs/structured-output.md: an agent answers with `headless-inbox result`, through the built daemon. */
@@ -12,7 +12,7 @@ const ended = (taskId: string) => waitRun(daemon, taskId) as Promise<Record<stri
 const stdout = async (taskId: string) => ((await (await api(daemon, 'GET', `/api/headless/${taskId}/output`)).json()) as { stdout: string }).stdout;
 
 describe('headless-inbox result', () => {
-  it('starts a daemon', async () => {
+  beforeAll(async () => {
     const dir = tempDir();
     dirs.push(dir);
     writeConfig(dir, {
