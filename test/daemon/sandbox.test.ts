@@ -7,6 +7,7 @@ import { ADMIN_TOKEN, type Daemon, adminTokenFile, api, cleanupDaemons, runCli, 
 import { FAKE_AGENT, fakeAgent } from '../helpers/harness';
 import { markedCount, noneMarked } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
+import { escapeUser } from '../helpers/users';
 
 /**
  * docs/security.md, Confining agents: the same probe run unconfined (where it reaches everything,
@@ -81,15 +82,6 @@ async function probe(daemon: Daemon, workspace: string): Promise<{ reach: Reach;
  * only the current user.
  */
 const isRoot = process.getuid?.() === 0;
-function escapeUser(): { uid: number; gid: number } {
-  const name = 'hrw-escape';
-  if (spawnSync('id', ['-u', name]).status !== 0) {
-    const made = spawnSync('useradd', ['--no-create-home', '--shell', '/bin/sh', name], { encoding: 'utf8' });
-    if (made.status !== 0) throw new Error(`useradd ${name}: ${made.stderr}`);
-  }
-  const id = (flag: string) => Number(spawnSync('id', [flag, name], { encoding: 'utf8' }).stdout.trim());
-  return { uid: id('-u'), gid: id('-g') };
-}
 /** The uid of the user variant's daemon. */
 const daemonUid = () => (isRoot ? escapeUser().uid : (process.getuid?.() ?? -1));
 const VARIANTS = isRoot ? (['root', 'user'] as const) : (['user'] as const);

@@ -6,6 +6,7 @@ import type { RunChangesView, RunRecord } from '../../src/contract/records';
 import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
 import { FAKE_AGENT } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
+import { escapeUser } from '../helpers/users';
 
 /** docs/worktrees.md: a git worktree per run, with real git, through the built daemon. */
 const dirs: string[] = [];
@@ -437,15 +438,6 @@ describe('the service never runs what an agent wrote (issue 50)', () => {
 
 /** As test/daemon/sandbox.test.ts: the daemon also runs as an unprivileged user made for the test, where the test runs as root. */
 const isRoot = process.getuid?.() === 0;
-function escapeUser(): { uid: number; gid: number } {
-  const name = 'hrw-escape';
-  if (spawnSync('id', ['-u', name]).status !== 0) {
-    const made = spawnSync('useradd', ['--no-create-home', '--shell', '/bin/sh', name], { encoding: 'utf8' });
-    if (made.status !== 0) throw new Error(`useradd ${name}: ${made.stderr}`);
-  }
-  const id = (flag: string) => Number(spawnSync('id', [flag, name], { encoding: 'utf8' }).stdout.trim());
-  return { uid: id('-u'), gid: id('-g') };
-}
 
 describe.skipIf(!hasBwrap).each(isRoot ? (['root', 'user'] as const) : (['user'] as const))(
   'a sandboxed run in a worktree, the daemon run as %s',
