@@ -52,7 +52,8 @@ async function supervise(spawner: Spawner, prompt: string, timeoutMs = 20_000, k
   const supervised = await superviseProcess({
     spawner,
     spawn,
-    host: { host: localHost, taskId: spawn.taskId },
+    host: localHost,
+    run: { taskId: spawn.taskId },
     guards: [watchdog(timeoutMs), ...more],
     killGraceMs,
   });
@@ -142,7 +143,7 @@ describe('the run supervisor', () => {
   it('rejects when the spawner cannot start the process', async () => {
     const spawn = { ...spawnOptions(''), command: '/nonexistent/agent' };
     await expect(
-      superviseProcess({ spawner: createExecaSpawner(), spawn, host: { host: localHost, taskId: spawn.taskId }, guards: [watchdog(1000)], killGraceMs: 0 }),
+      superviseProcess({ spawner: createExecaSpawner(), spawn, host: localHost, run: { taskId: spawn.taskId }, guards: [watchdog(1000)], killGraceMs: 0 }),
     ).rejects.toThrow(/cannot start/);
   });
 });

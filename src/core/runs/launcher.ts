@@ -195,7 +195,8 @@ export class RunLauncher {
     });
     const proc = await superviseProcess({
       spawner,
-      host: { host: placed.host, taskId, data: placed.data },
+      host: placed.host,
+      run: { taskId, data: placed.data },
       guards,
       onEvent: (listener) => void watchers.push(listener),
       onWaiting: (listener) => questions.onWaiting(listener),

@@ -6,8 +6,10 @@ import type { RunStop } from './outcome';
 
 export interface SupervisorOptions {
   spawner: Spawner;
-  /** The host of its processes (its placement's): what stops, reaps and measures them, for the run `taskId` placed with `data`. */
-  host: { host: ProcessHost; taskId: string; data?: unknown };
+  /** The host of its processes (its placement's): what stops, reaps and measures them. */
+  host: ProcessHost;
+  /** The run it is, and its placement's data: what the host is told. */
+  run: { taskId: string; data?: unknown };
   /** Its `env` must carry the run's marker, `HEADLESS_TASK_ID`. */
   spawn: SpawnOptions;
   /** What watches the run and may stop it (the watchdog is one). */
@@ -61,11 +63,11 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
     for (const listener of listeners) listener(line);
   };
   const child = await o.spawner({ ...o.spawn, onStdoutLine });
-  const { host } = o.host;
+  const { host } = o;
   const run: HostedRun = {
-    taskId: o.host.taskId,
+    taskId: o.run.taskId,
     process: { pid: child.pid, startTime: child.startTime, machine: host.machine },
-    ...(o.host.data === undefined ? {} : { data: o.host.data }),
+    ...(o.run.data === undefined ? {} : { data: o.run.data }),
   };
   // Never rejects: what a host could not signal is left to its reap, and the run ends as its process does.
   const kill = (signal: NodeJS.Signals) => host.kill(run, signal, child).catch(() => undefined);
