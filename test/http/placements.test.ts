@@ -5,7 +5,7 @@ import { processStartTime } from '../../src/core/process/process-tree';
 import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import type { StoredRun } from '../../src/core/types';
 import { COPY_MACHINE, copyPlacement } from '../fixtures/copy-placement';
-import { closeAllHosts, createTestHost, problem } from '../helpers/harness';
+import { closeAllHosts, createTestHost, memoryLogger, problem } from '../helpers/harness';
 import { isAlive, isDead } from '../helpers/processes';
 import { storedRun } from '../helpers/records';
 import { waitFor } from '../helpers/wait';
@@ -69,7 +69,7 @@ describe('a placement provider registered through the `placements` option', () =
     expect(await isDead(pid)).toBe(true);
   });
 
-  it('without it registered, a restart leaves a process another host recorded alone', async () => {
+  it('without it registered, a restart leaves a process another host recorded alone, and says its place could not be released', async () => {
     const orphan = await leftover();
     const pid = orphan.pid ?? 0;
     const store = createMemoryKeyv();
@@ -77,9 +77,11 @@ describe('a placement provider registered through the `placements` option', () =
     const placement = { provider: 'copy', cwd: '/nowhere', data: { folder: '/nowhere' } };
     const process = { pid, startTime: processStartTime(pid), machine: COPY_MACHINE };
     await store.set('run:run_elsewhere', storedRun('run_elsewhere', { createdAt, timeoutMs: 300_000, process, placement, bootId: 'boot_earlier' }));
-    const host = await createTestHost({ store });
+    const { lines, logger } = memoryLogger();
+    const host = await createTestHost({ store, logger });
     expect(await (await host.request('GET', '/api/headless/run_elsewhere')).json()).toMatchObject({ status: 'interrupted' });
     expect(isAlive(pid)).toBe(true);
+    expect(lines.map((l) => l.message)).toContain('could not release the placement of run_elsewhere');
   });
 
   it('an isolation that names no registered provider: 400 at start, naming the registered ones; an error at creation for a workspace', async () => {
