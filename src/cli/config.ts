@@ -6,7 +6,7 @@ import { BUILTIN_AGENTS } from '../core/agents/builtins';
 import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../contract/ids';
 import type { TokenPrice } from '../core/agents/prices';
-import { GIT_REF } from '../contract/requests';
+import { GIT_REF, PLACEMENT_NAME } from '../contract/requests';
 import type { QueueSettings, Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
 import { nearest } from '../core/util/text';
@@ -85,7 +85,7 @@ const WorkspaceSchema = v.strictObject({
   stallTimeoutMs: v.optional(positiveInt),
   maxMemoryMb: v.optional(positiveInt),
   limits: v.optional(v.strictObject(DailyLimitsEntries)),
-  isolation: v.optional(v.picklist(['none', 'worktree'])),
+  isolation: v.optional(v.pipe(v.string(), v.regex(PLACEMENT_NAME))),
   worktree: v.optional(
     v.strictObject({
       ref: v.optional(gitRef),
@@ -123,7 +123,7 @@ const ScheduleSchema = v.strictObject({
   permissions,
   approvals: v.optional(ApprovalsSchema),
   sandbox: v.optional(v.boolean()),
-  isolation: v.optional(v.picklist(['none', 'worktree'])),
+  isolation: v.optional(v.pipe(v.string(), v.regex(PLACEMENT_NAME))),
   ref: v.optional(gitRef),
 });
 
@@ -162,7 +162,7 @@ const TriggerSchema = v.strictObject({
   permissions,
   approvals: v.optional(ApprovalsSchema),
   sandbox: v.optional(v.boolean()),
-  isolation: v.optional(v.picklist(['none', 'worktree'])),
+  isolation: v.optional(v.pipe(v.string(), v.regex(PLACEMENT_NAME))),
   ref: v.optional(gitRef),
 });
 

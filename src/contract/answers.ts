@@ -120,6 +120,7 @@ export const RunRecordSchema = v.pipe(
         permissions: v.picklist(['full', 'read-only', 'ask']),
         approvals: v.optional(ApprovalPolicySchema),
         sandbox: v.boolean(),
+        isolation: v.optional(v.string()),
         worktree: v.optional(v.object({ ref: v.string() })),
       }),
     ),

@@ -42,7 +42,9 @@ export interface RunPolicy {
   approvals?: ApprovalPolicy;
   /** Run inside a bubblewrap sandbox. */
   sandbox: boolean;
-  /** Run in a git worktree of its own, made from this ref (docs/worktrees.md). */
+  /** The placement provider that placed it, when one of the handler's own (`none` and `worktree` are not named: a worktree run has `worktree`). */
+  isolation?: string;
+  /** Run in a git worktree of its own (`isolation: "worktree"`), made from this ref (docs/worktrees.md). */
   worktree?: { ref: string };
 }
 

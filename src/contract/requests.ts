@@ -51,6 +51,8 @@ export const METADATA_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 export const METADATA_VALUE_MAX = 256;
 /** A git ref a worktree is made from: a branch, tag, commit or `HEAD~2`; never an option, a range or a path. */
 export const GIT_REF = /^(?!.*\.\.)(?!.*@\{)[A-Za-z0-9_][A-Za-z0-9._/~^-]{0,199}$/;
+/** A placement provider's name, what `isolation` names (checked against the registered ones at start). */
+export const PLACEMENT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 /** A schedule's name. */
 export const SCHEDULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
@@ -79,8 +81,11 @@ export const StartBody = v.strictObject(
     maxCostUsd: v.optional(v.pipe(v.number('invalid_body'), v.gtValue(0, 'invalid_body'), v.finite('invalid_body'))),
     /** A JSON Schema its answer must match: the answer is the record's `result` (docs/structured-output.md). */
     outputSchema: v.optional(v.record(v.string(), v.unknown(), 'invalid_body')),
-    /** `worktree`: the run works in a git worktree of its own, on its Session's branch (docs/worktrees.md). */
-    isolation: v.optional(v.picklist(['none', 'worktree'], 'invalid_body')),
+    /**
+     * The placement provider that places it: `none` (its workspace's folder), `worktree` (a git
+     * worktree of its own, on its Session's branch: docs/worktrees.md), or one the handler registered.
+     */
+    isolation: v.optional(v.pipe(v.string('invalid_body'), v.regex(PLACEMENT_NAME, 'invalid_body'))),
     /** The ref its worktree is made from. @default the workspace's `worktree.ref`, else `HEAD` */
     ref: v.optional(v.pipe(v.string('invalid_body'), v.regex(GIT_REF, 'invalid_body'))),
     /** With `resumeId` and a queue: wait in the queue while the Session is busy, instead of `409 session_busy`. */

@@ -59,10 +59,13 @@ export type {
   RunUsage,
   SessionView,
 } from '../contract/records';
-export type { DailyLimits, QueueSettings, Workspace, WorktreeCleanup, WorktreeSettings } from './types';
+export type { DailyLimits, PlacementRecord, QueueSettings, Workspace, WorktreeCleanup, WorktreeRecord, WorktreeSettings } from './types';
 export type { TokenPrice } from './agents/prices';
 export { MAX_TURNS } from './runs/turn-policy';
 export type { TurnContext, TurnDecision, TurnEnd, TurnPolicy } from './runs/turn-policy';
+export type { PlaceInput, Placed, PlacementProvider, ReleaseInput, RunPatch, SandboxView, Settled } from './runs/placement';
+export { localHost } from './process/local-host';
+export type { HostedRun, ProcessHost, RecordedProcess } from './process/process-host';
 export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/records';
 export type { RunEventType, WebhookEvent } from '../contract/records';
 export type { RunEvent, RunEventData } from '../contract/events';

@@ -12,6 +12,7 @@ import type { HeadlessLogger } from './logger';
 import type { HeadlessStore } from './store/headless-store';
 import type { QueueSettings, Workspace } from './types';
 import type { TurnPolicy } from './runs/turn-policy';
+import type { PlacementProvider } from './runs/placement';
 import type { WorkspaceResolver } from './workspaces';
 
 export interface HeadlessHandlerOptions {
@@ -66,6 +67,13 @@ export interface HeadlessHandlerOptions {
    * (docs/library.md: Turn policies). @default []
    */
   turnPolicies?: TurnPolicy[];
+  /**
+   * Where runs' agents run, beside the built-ins (`worktree`, then `none`: the workspace's own
+   * folder): a run's `isolation` names its provider, the first of that name, so one named `worktree`
+   * or `none` takes the built-in's place. Each provider's host answers for its runs' processes
+   * (docs/library.md: Placements). @default []
+   */
+  placements?: PlacementProvider[];
   /** The folder runs' git worktrees are made in, a folder per workspace (docs/worktrees.md); never inside a workspace. @default the daemon: `<data dir>/worktrees`; otherwise `<temporary folder>/headless-run-webhook-worktrees` */
   worktreeRoot?: string;
   /** Senders' webhooks that start runs: Alertmanager, Grafana, GitHub, GitLab, Sentry, PagerDuty… (docs/triggers.md). @default [] */

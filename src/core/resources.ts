@@ -33,6 +33,7 @@ import { RunLauncher } from './runs/launcher';
 import { turnPolicies } from './runs/turn-policies';
 import { RunLifecycle } from './runs/lifecycle';
 import { inWorkspace } from './runs/placement';
+import { Placements, checkIsolation } from './runs/placements';
 import { WorktreePlacement, checkWorktreeSettings } from './worktrees/worktree-placement';
 import { DailyUsage, checkDailyLimits } from './runs/daily-limits';
 import { DEFAULT_PRICES, checkPrices } from './agents/prices';
@@ -204,9 +205,8 @@ function buildRuns($: ServiceResources): RunService {
     baseEnv: $.env,
   });
   const spawner = options.spawner ?? createExecaSpawner();
-  const root = options.worktreeRoot ?? join(tmpdir(), 'headless-run-webhook-worktrees');
-  const placement = new WorktreePlacement({ inner: inWorkspace(spawner), spawner, root, workspaces: () => workspaces.all() ?? [], log: $.log });
-  const shared = { ...$, admission, placement };
+  const placement = placementsOf($);
+  const shared = { ...$, admission, placement, spawner };
   const lifecycle = new RunLifecycle(shared);
   const sandbox = buildSandbox(options, workspaces);
   const guards = { stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb };
@@ -225,6 +225,22 @@ function buildRuns($: ServiceResources): RunService {
   });
   const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
   return new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
+}
+
+/** The placement chain: the handler's own providers, the worktree, the workspace's folder; every configured `isolation` names one of them. */
+function placementsOf($: ServiceResources): Placements {
+  const { options, workspaces } = $;
+  const root = options.worktreeRoot ?? join(tmpdir(), 'headless-run-webhook-worktrees');
+  const worktree = new WorktreePlacement({ root, workspaces: () => workspaces.all() ?? [], log: $.log });
+  const own = options.placements ?? [];
+  const names = own.map((p) => p.name);
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) throw new Error(`placements: two providers are named "${twice}"`);
+  const placements = new Placements([...own, worktree, inWorkspace]);
+  for (const ws of workspaces.all() ?? []) checkIsolation(placements, ws, `workspace "${ws.id}"`);
+  for (const s of options.schedules ?? []) checkIsolation(placements, s, `schedule "${s.name}"`);
+  for (const t of options.triggers ?? []) checkIsolation(placements, t, `trigger "${t.name}"`);
+  return placements;
 }
 
 function buildScheduler($: ServiceResources, runs: RunService, idempotency: IdempotencyKeys): Scheduler {

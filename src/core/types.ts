@@ -1,5 +1,6 @@
 /** What the core stores and is configured with, beside the records the API shows. */
 import type { ApprovalRecord, RunPolicy, RunRecord, RunSource, WebhookEvent } from '../contract/records';
+import type { RecordedProcess } from './process/process-host';
 import type { PolicySettings } from './sandbox/policy';
 import type { ApprovalSettings } from './approvals/approval-policy';
 
@@ -7,17 +8,12 @@ import type { ApprovalSettings } from './approvals/approval-policy';
 export interface StoredRun extends Omit<RunRecord, 'source'> {
   /** Where it came from (absent on records stored before it was: `sourceOf` reads those). */
   source?: RunSource;
-  process?: {
-    pid: number;
-    /** Process start time from /proc, so a reused pid is never signalled. */
-    startTime?: string;
-    /** The machine it runs on (host name and kernel boot id): its pid means nothing elsewhere. */
-    machine: string;
-  };
+  /** Its process, as its placement's host recorded it (process/process-host.ts). */
+  process?: RecordedProcess;
   /** The JSON Schema its answer must match (not shown: the record shows its `result`). */
   outputSchema?: Record<string, unknown>;
   /** Where it was placed (runs/placement.ts), recorded with its process: what `release` undoes when it ends. */
-  placement?: PlacementRecord;
+  placement?: PlacementRecord | EarlierPlacementRecord;
   /** The instance that runs it, or delivers its webhooks (new at every start of the service): its owner in a fleet. */
   bootId: string;
   /** Where its webhooks go. */
@@ -37,9 +33,17 @@ export interface StoredRun extends Omit<RunRecord, 'source'> {
 
 /** Where a run was placed (runs/placement.ts), as recorded on it. */
 export interface PlacementRecord {
+  /** The provider that placed it (what its `isolation` named). */
+  provider: string;
   /** The run's working directory. */
   cwd: string;
-  /** Its worktree, for a run placed in one (worktrees/worktree-placement.ts). */
+  /** The provider's own: a worktree's `WorktreeRecord` (worktrees/worktree-placement.ts). */
+  data?: unknown;
+}
+
+/** A placement as records written before providers were named hold it (runs/placements.ts `placementOf` reads it). */
+export interface EarlierPlacementRecord {
+  cwd: string;
   worktree?: WorktreeRecord;
 }
 
@@ -177,8 +181,11 @@ export interface Workspace {
   stallTimeoutMs?: number;
   /** Its runs are stopped (`failed`, `memory_limit`) when their processes hold more resident memory. @default the installation's */
   maxMemoryMb?: number;
-  /** `worktree`: each run works in a git worktree of its own (docs/worktrees.md); a start, schedule or trigger may set its own. @default "none" */
-  isolation?: 'none' | 'worktree';
+  /**
+   * The placement provider its runs are placed by: `worktree`, a git worktree of their own
+   * (docs/worktrees.md), or one of the handler's `placements`; a start, schedule or trigger may set its own. @default "none"
+   */
+  isolation?: string;
   /** How its runs' worktrees are made and removed. */
   worktree?: WorktreeSettings;
   /** Its runs per day and spend per day (UTC): a start beyond is `429 daily_limit_reached`. @default none */

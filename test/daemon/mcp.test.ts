@@ -5,6 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, type Daemon, api, cleanupDaemons, startFakeDaemon, waitRun } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
+import { PLACEMENT_NAME } from '../../src/contract/requests';
 
 /** The MCP tools, called with the SDK's own client over stdio and over Streamable HTTP. */
 
@@ -64,7 +65,7 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
     expect(start.inputSchema).toMatchObject({
       type: 'object',
       required: ['workspaceId', 'prompt'],
-      properties: { prompt: { type: 'string', maxLength: 16000 }, isolation: { enum: ['none', 'worktree'] } },
+      properties: { prompt: { type: 'string', maxLength: 16000 }, isolation: { type: 'string', pattern: PLACEMENT_NAME.source } },
     });
   });
 

@@ -17,7 +17,8 @@ import { keyvStore } from '../../src/core/store/keyv-store';
 import type { ServiceObserver } from '../../src/core/telemetry/observer';
 import type { RunRecord } from '../../src/contract/records';
 import type { StoredRun } from '../../src/core/types';
-import { createExecaSpawner } from '../../src/core/process/spawner';
+import { localHost } from '../../src/core/process/local-host';
+import { Placements } from '../../src/core/runs/placements';
 import { storedRun } from '../helpers/records';
 
 const ME = 'inst_me';
@@ -94,13 +95,14 @@ async function setup() {
   const released: Array<{ taskId: string; cwd: string }> = [];
   // A placement double: what the ended path releases.
   const placement = {
-    ...inWorkspace(createExecaSpawner()),
+    ...inWorkspace,
     release: async (run: { taskId: string; placement: { cwd: string } }) => void released.push({ taskId: run.taskId, cwd: run.placement.cwd }),
   };
-  const lifecycle = new RunLifecycle({ records, events, webhooks, observe, log, instanceId: ME, placement });
+  const placements = new Placements([placement]);
+  const lifecycle = new RunLifecycle({ records, events, webhooks, observe, log, instanceId: ME, placement: placements });
   const sessions = new SessionBook(store, createFleet(store, { log }), () => true, log);
   // Every owner is gone, this instance's own earlier claims included: only what it runs now is spared.
-  const sweep = () => takeOverRuns({ records, lifecycle, sessions, log, isGone: async () => true, instanceId: ME, shared: true });
+  const sweep = () => takeOverRuns({ records, lifecycle, sessions, log, isGone: async () => true, instanceId: ME, shared: true, hostOf: () => localHost });
   return { held, records, lifecycle, sweep, ended, events, released };
 }
 

@@ -5,6 +5,7 @@ import { STOPS } from '../../src/core/runs/outcome';
 import { type SupervisedProcess, superviseProcess } from '../../src/core/runs/supervisor';
 import { type SpawnOptions, type Spawner, createExecaSpawner } from '../../src/core/process/spawner';
 import { FAKE_AGENT } from '../helpers/harness';
+import { localHost } from '../../src/core/process/local-host';
 import { isDead, markedCount, noneMarked } from '../helpers/processes';
 import { sleep, waitFor } from '../helpers/wait';
 
@@ -48,7 +49,14 @@ afterEach(async () => {
 
 async function supervise(spawner: Spawner, prompt: string, timeoutMs = 20_000, killGraceMs = 5000, more: Guard[] = []) {
   const spawn = spawnOptions(prompt);
-  const supervised = await superviseProcess({ spawner, spawn, guards: [watchdog(timeoutMs), ...more], killGraceMs });
+  const supervised = await superviseProcess({
+    spawner,
+    spawn,
+    host: localHost,
+    run: { taskId: spawn.taskId },
+    guards: [watchdog(timeoutMs), ...more],
+    killGraceMs,
+  });
   started.push(supervised);
   return { supervised, taskId: spawn.taskId };
 }
@@ -134,6 +142,8 @@ describe('the run supervisor', () => {
 
   it('rejects when the spawner cannot start the process', async () => {
     const spawn = { ...spawnOptions(''), command: '/nonexistent/agent' };
-    await expect(superviseProcess({ spawner: createExecaSpawner(), spawn, guards: [watchdog(1000)], killGraceMs: 0 })).rejects.toThrow(/cannot start/);
+    await expect(
+      superviseProcess({ spawner: createExecaSpawner(), spawn, host: localHost, run: { taskId: spawn.taskId }, guards: [watchdog(1000)], killGraceMs: 0 }),
+    ).rejects.toThrow(/cannot start/);
   });
 });

@@ -9,6 +9,7 @@ function fakeRun() {
   const waiting: Array<(waiting: boolean) => void> = [];
   const context: GuardContext = {
     pid: 1,
+    memory: async () => 0,
     stop: (stop) => void stops.push(stop),
     onLine: (listener) => void lines.push(listener),
     onEvent: () => undefined,

@@ -17,7 +17,7 @@ import type { StoredRun } from '../types';
 import { clip } from '../util/text';
 import { EMPTY_OUTPUT, type RunLifecycle } from './lifecycle';
 import type { LiveRun } from './live-run';
-import { placementRecord } from './placement';
+import { placementRecord } from './placements';
 import { judgeOutcome } from './outcome';
 import { answerOf } from './repair-turn';
 import { judgeAnswer } from './structured-output';

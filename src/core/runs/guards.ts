@@ -5,13 +5,14 @@
  */
 import type { RunBudget, RunUsage } from '../../contract/records';
 import type { AgentEvent } from '../agents/types';
-import { treeMemory } from '../process/memory';
 import type { RunStop } from './outcome';
 
 /** What a guard sees of the run it watches, and how it stops it. */
 export interface GuardContext {
   /** The run's process (bubblewrap, for a sandboxed run): everything below it is the run's. */
   pid: number;
+  /** The resident memory of the run's processes, in bytes, as its placement's host reads it. */
+  memory(): Promise<number>;
   /** Stops the run (SIGTERM, SIGKILL after the grace); only the first stop counts. */
   stop(stop: RunStop): void;
   /** Calls `listener` with each line the agent prints on stdout. */
@@ -74,14 +75,26 @@ export function stallGuard(stallMs: number): Guard {
 /** A memory ceiling: the resident memory of the run's process and all below it, sampled, over `maxMb`. */
 export function memoryGuard(maxMb: number, everyMs = MEMORY_SAMPLE_MS): Guard {
   return (run) => {
-    const timer = setInterval(() => {
-      const usedMb = treeMemory(run.pid) / 1024 / 1024;
+    // One reading at a time: a slow host's samples never pile up.
+    let reading = false;
+    const sample = async () => {
+      const usedMb = (await run.memory()) / 1024 / 1024;
       if (usedMb <= maxMb) return;
       run.stop({
         reason: 'memory',
         status: 'failed',
         error: { code: 'memory_limit', message: `Stopped: its processes used ${Math.round(usedMb)} MB, over its ceiling of ${maxMb} MB.` },
       });
+    };
+    const timer = setInterval(() => {
+      if (reading) return;
+      reading = true;
+      // A reading the host could not make is skipped: the next one comes.
+      void sample()
+        .catch(() => undefined)
+        .finally(() => {
+          reading = false;
+        });
     }, everyMs);
     return () => clearInterval(timer);
   };

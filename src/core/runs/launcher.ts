@@ -12,7 +12,6 @@ import { higherUsage } from '../agents/reported-usage';
 import type { AgentEvent, AgentIO, AgentRunInput } from '../agents/types';
 import { type RunEvents, fromAgentEvent } from '../events/run-events';
 import type { Log } from '../logger';
-import { MACHINE } from '../process/machine';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { Sandbox } from '../sandbox/sandbox';
@@ -29,7 +28,7 @@ import type { RunLifecycle } from './lifecycle';
 import { type LiveRun, type ServiceStop, type StartedRun, newLiveRun } from './live-run';
 import { STOPS } from './outcome';
 import { outputPipe } from './output-pipe';
-import { type Placed, type RunPlacement, placementRecord } from './placement';
+import { type PlacedRun, type Placements, placementRecord } from './placements';
 import type { RunRecords } from './records';
 import { answerOf, laterTurn } from './repair-turn';
 import { resultInstructions } from './structured-output';
@@ -52,7 +51,9 @@ export interface LauncherResources {
   tokens: RunTokens;
   events: RunEvents;
   records: RunRecords;
-  placement: RunPlacement;
+  placement: Placements;
+  /** The handler's spawner, given to the placement providers. */
+  spawner: Spawner;
   /** What no run's environment may hold. */
   secrets: HeldSecrets;
   /** The environment runs start from (minus what `buildRunEnv` strips). */
@@ -117,9 +118,9 @@ export class RunLauncher {
       () => this.live.delete(taskId),
       () => this.live.delete(taskId),
     );
-    let placed: Placed;
+    let placed: PlacedRun;
     try {
-      placed = await this.$.placement.prepare({ taskId, resumeId: record.resumeId, workspace, policy: record.policy });
+      placed = await this.$.placement.prepare({ taskId, resumeId: record.resumeId, workspace, policy: record.policy, spawner: this.$.spawner });
       live.placed = placed;
       live.process = await this.start(input, live, placed);
     } catch (error) {
@@ -152,7 +153,7 @@ export class RunLauncher {
   }
 
   /** Builds the run's environment, checks the agent can start, and starts it, confined where its policy says, under its guards. */
-  private async start(input: LaunchInput, live: LiveRun, placed: Placed, turn?: LaterTurn): Promise<SupervisedProcess> {
+  private async start(input: LaunchInput, live: LiveRun, placed: PlacedRun, turn?: LaterTurn): Promise<SupervisedProcess> {
     const { workspace, record, reservation } = input;
     const { adapter } = reservation;
     const { cwd } = placed;
@@ -194,6 +195,8 @@ export class RunLauncher {
     });
     const proc = await superviseProcess({
       spawner,
+      host: placed.host,
+      run: { taskId, data: placed.data },
       guards,
       onEvent: (listener) => void watchers.push(listener),
       onWaiting: (listener) => questions.onWaiting(listener),
@@ -205,7 +208,7 @@ export class RunLauncher {
   }
 
   /** The spawner of its agent: confined in a sandbox where its policy says. */
-  private spawnerOf({ workspace, record, reservation }: LaunchInput, placed: Placed, env: Record<string, string>): Spawner {
+  private spawnerOf({ workspace, record, reservation }: LaunchInput, placed: PlacedRun, env: Record<string, string>): Spawner {
     if (!record.policy?.sandbox) return placed.spawner;
     const { adapter } = reservation;
     return this.$.sandbox.confine(placed.spawner, {
@@ -220,7 +223,7 @@ export class RunLauncher {
       config: [...(adapter.config ?? []), ...(adapter.credentials?.files ?? [])],
       env,
       network: workspace.network ?? [],
-      madeForRun: placed.worktree !== undefined,
+      madeForRun: placed.madeForRun ?? false,
     });
   }
 
@@ -274,7 +277,7 @@ export class RunLauncher {
   }
 
   /** Records where its process runs (and where it was placed), and ends the run when the process ends. */
-  private async supervise(live: LiveRun, input: LaunchInput, placed: Placed): Promise<StartedRun> {
+  private async supervise(live: LiveRun, input: LaunchInput, placed: PlacedRun): Promise<StartedRun> {
     const { taskId } = live;
     const { record } = input;
     const proc = live.process;
@@ -292,10 +295,10 @@ export class RunLauncher {
   }
 
   /** Records the process (crash recovery finds it by it), and what follows when it ends: another turn, or the run's end. */
-  private watch(live: LiveRun, input: LaunchInput, placed: Placed, proc: SupervisedProcess): Promise<unknown> {
+  private watch(live: LiveRun, input: LaunchInput, placed: PlacedRun, proc: SupervisedProcess): Promise<unknown> {
     const { taskId } = live;
     if (live.pendingStop) this.stop(live, live.pendingStop);
-    const where = { process: { pid: proc.pid, startTime: proc.startTime, machine: MACHINE }, placement: placementRecord(placed) };
+    const where = { process: { pid: proc.pid, startTime: proc.startTime, machine: placed.host.machine }, placement: placementRecord(placed) };
     live.processSaved = this.$.lifecycle.recordProcess(taskId, input.record.bootId, where);
     proc.ended
       .then((end) => {
@@ -311,7 +314,7 @@ export class RunLauncher {
    * (runs/turn-policy.ts): another turn on its session, in a new process, or the run's end. A turn
    * already decided with its session open (ACP) is not decided again.
    */
-  private async ended(live: LiveRun, input: LaunchInput, placed: Placed, end: ProcessEnd): Promise<void> {
+  private async ended(live: LiveRun, input: LaunchInput, placed: PlacedRun, end: ProcessEnd): Promise<void> {
     // A guard's stop cuts short a decision its open session was waiting on.
     if (live.process?.stopped) live.halt.abort();
     const verdict = this.ending.verdictOf(live, end.exitCode);

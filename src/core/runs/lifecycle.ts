@@ -12,9 +12,9 @@ import type { Log } from '../logger';
 import type { ProcessOutput } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { ServiceObserver } from '../telemetry/observer';
-import type { PlacementRecord, StoredRun } from '../types';
+import type { StoredRun } from '../types';
 import type { RunResult } from './live-run';
-import type { RunPlacement } from './placement';
+import type { Placements } from './placements';
 import type { RunRecords } from './records';
 import { type Change, type FinishFields, type QueuedEnding, change } from './transitions';
 import type { ApprovalRecord, RunApprovals, RunChanges, RunError } from '../../contract/records';
@@ -36,7 +36,7 @@ export interface LifecycleResources {
   events: RunEvents;
   webhooks: Webhooks;
   observe: ServiceObserver;
-  placement: RunPlacement;
+  placement: Placements;
   log: Log;
   instanceId: string;
 }
@@ -142,12 +142,12 @@ export class RunLifecycle {
    * What an ending run changed where it was placed (its worktree), for its final record; its patch
    * is stored now. Undefined when there is nothing to read or it could not be read (then its place is kept).
    */
-  async settlePlacement(taskId: string, placement: PlacementRecord): Promise<RunChanges | undefined> {
+  async settlePlacement(taskId: string, placement: NonNullable<StoredRun['placement']>): Promise<RunChanges | undefined> {
     try {
       const settled = await this.$.placement.settle({ taskId, placement });
       if (!settled) return undefined;
       await this.$.records.savePatch(taskId, settled.patch);
-      return { ...settled.changes, worktree: settled.kept ? (placement.worktree?.path ?? null) : null };
+      return { ...settled.changes, worktree: settled.kept ?? null };
     } catch (error) {
       this.$.log(`could not read what run ${taskId} changed; its worktree is kept`, error);
       return undefined;

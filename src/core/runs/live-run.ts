@@ -3,7 +3,7 @@ import type { AgentConversation, AgentVerdict } from '../agents/types';
 import type { ProcessOutput } from '../process/spawner';
 import type { Reservation } from './admission';
 import type { RunStop } from './outcome';
-import type { Placed } from './placement';
+import type { PlacedRun } from './placements';
 import type { RunQuestions } from './questions';
 import type { SupervisedProcess } from './supervisor';
 
@@ -36,7 +36,7 @@ export interface LiveRun {
   resumedFrom?: string;
   process?: SupervisedProcess;
   /** Where it was placed, once it was. */
-  placed?: Placed;
+  placed?: PlacedRun;
   /** The agent's verdict, once a turn ended: the last turn's, with the usage of every turn. */
   verdict?: AgentVerdict;
   /** The verdict of the turns before the one under way (runs/turn-policy.ts). */

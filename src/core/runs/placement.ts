@@ -1,21 +1,36 @@
 /**
- * @module Where a run's process runs: the seam a git worktree per run plugs into
- * (worktrees/worktree-placement.ts). `prepare` decides the run's working directory and the
- * spawner that starts its agent; what it answers is recorded on the run (`placement`) with its
- * process, or on its final record when it never started. As the run ends, `settle` reads what it
- * changed (into the final record); once that record is durable, `release` undoes what `prepare`
- * made, here or in crash recovery after a restart. The default provider: the workspace's own folder.
+ * @module Where a run's process runs: the seam placement providers plug into, a public extension
+ * point (the handler's `placements` option; a git worktree per run is the built-in one,
+ * worktrees/worktree-placement.ts). A run's `isolation` names its provider. `prepare` decides the
+ * run's working directory, the spawner that starts its agent and the host its processes live on
+ * (process/process-host.ts); what it answers is recorded on the run (`placement`: its provider,
+ * folder and the provider's own data) with its process, or on its final record when it never
+ * started. As the run ends, `settle` reads what it changed (into the final record); once that
+ * record is durable, `release` undoes what `prepare` made, here or in crash recovery after a
+ * restart. The last provider, `none`: the workspace's own folder, on this machine.
  */
 import type { RunChanges, RunPolicy } from '../../contract/records';
+import { localHost } from '../process/local-host';
+import type { ProcessHost } from '../process/process-host';
 import type { Spawner } from '../process/spawner';
 import type { PlacementRecord, Workspace } from '../types';
 
-export interface Placed extends PlacementRecord {
+/** The provider of runs in their workspace's own folder: the default, and the last of the chain. */
+export const IN_WORKSPACE = 'none';
+
+export interface Placed {
+  /** The run's working directory. */
+  cwd: string;
+  /** What the provider needs again to settle and release it, recorded on the run (JSON). */
+  data?: unknown;
+  /** Starts its agent: the handler's (`PlaceInput.spawner`), or the provider's own. */
   spawner: Spawner;
   /** Added to the run's environment. */
   env?: Record<string, string>;
   /** In a sandbox: what it sees. @default the workspace's folder */
   view?: SandboxView;
+  /** Its folder was made for it (not the workspace's own): a sandbox user need not own the workspace. */
+  madeForRun?: boolean;
 }
 
 /** What a placed run sees in a sandbox. */
@@ -36,11 +51,12 @@ export interface RunPatch {
   truncated: boolean;
 }
 
-/** What `settle` read: the change for the final record, its patch, and whether the run's place stays after `release`. */
+/** What `settle` read: the change for the final record, its patch, and the folder that stays after `release`, if one does. */
 export interface Settled {
   changes: Omit<RunChanges, 'worktree'>;
   patch: RunPatch;
-  kept: boolean;
+  /** Shown as the record's `changes.worktree`. */
+  kept?: string;
 }
 
 export interface PlaceInput {
@@ -48,6 +64,8 @@ export interface PlaceInput {
   resumeId: string;
   workspace: Workspace;
   policy?: RunPolicy;
+  /** The handler's spawner (its `spawner` option): what starts agents unless the provider has its own. */
+  spawner: Spawner;
 }
 
 export interface ReleaseInput {
@@ -58,26 +76,30 @@ export interface ReleaseInput {
   changes?: RunChanges;
 }
 
-export interface RunPlacement {
+/** A placement provider: an entry of the handler's `placements` chain (docs/library.md: Placements). */
+export interface PlacementProvider {
+  /** What a run's `isolation` names to be placed by it. */
+  readonly name: string;
+  /** Where the processes of the runs it places live: asked to stop, reap and measure them. */
+  readonly host: ProcessHost;
   /** Why a run cannot be placed as its policy asks (a worktree of a folder that is no git repository), or undefined. */
   check(run: Pick<PlaceInput, 'workspace' | 'policy'>): Promise<string | undefined>;
   /** The run's working directory and the spawner that starts its agent. */
   prepare(run: PlaceInput): Promise<Placed>;
-  /** What the run changed, read before its final record is written; `kept`: its place stays after `release`. */
+  /** What the run changed, read before its final record is written. */
   settle(run: { taskId: string; placement: PlacementRecord }): Promise<Settled | undefined>;
-  /** The run has ended (its final record is durable): undo what `prepare` made. Never throws for a run it did not place. */
+  /** The run has ended (its final record is durable): undo what `prepare` made. */
   release(run: ReleaseInput): Promise<void>;
   /** After a restart: what runs that have ended left behind (a crash before their placement was recorded) is settled and released. */
   sweep(a: { workspaces: Workspace[]; hasEnded: (taskId: string) => Promise<boolean> }): Promise<void>;
 }
 
-export const inWorkspace = (spawner: Spawner): RunPlacement => ({
+export const inWorkspace: PlacementProvider = {
+  name: IN_WORKSPACE,
+  host: localHost,
   check: async () => undefined,
-  prepare: async ({ workspace }) => ({ cwd: workspace.path, spawner }),
+  prepare: async ({ workspace, spawner }) => ({ cwd: workspace.path, spawner }),
   settle: async () => undefined,
   release: async () => undefined,
   sweep: async () => undefined,
-});
-
-/** The part of what `prepare` answered that is recorded on the run. */
-export const placementRecord = (placed: Placed): PlacementRecord => ({ cwd: placed.cwd, ...(placed.worktree ? { worktree: placed.worktree } : {}) });
+};

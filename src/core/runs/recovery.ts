@@ -2,9 +2,10 @@
  * @module Takes over the runs of instances that are gone (docs/reliability.md): at start-up those
  * an earlier boot left `running`, and in a fleet those of an instance whose lease ran out.
  */
-import { MACHINE } from '../process/machine';
-import { reapEarlierRun } from '../process/process-tree';
+import type { ProcessHost } from '../process/process-host';
 import type { SessionBook } from '../sessions';
+import type { StoredRun } from '../types';
+import { placementOf } from './placements';
 import type { RunLifecycle } from './lifecycle';
 import type { RunRecords } from './records';
 
@@ -18,13 +19,15 @@ export interface TakeOverInput {
   instanceId: string;
   /** Other instances share the store: claim before killing. */
   shared: boolean;
+  /** The host of a run's processes: its placement's (runs/placements.ts). */
+  hostOf: (run: StoredRun) => ProcessHost;
 }
 
 /**
  * In a fleet the run is first claimed (one write makes this instance its owner), because its old
  * owner may only be cut off, not dead: once the claim is stored, that owner can no longer write
- * what it saw of the process being killed. What is left of its processes is killed (where they
- * ran on this machine), its Session settled from the record, then ONE write makes it
+ * what it saw of the process being killed. What is left of its processes is reaped by its
+ * placement's host (the local host: where they ran on this machine), its Session settled from the record, then ONE write makes it
  * `interrupted` with its `run.ended` deliveries, and the lifecycle's one ended path tells
  * everyone. It is never re-run. A run this instance is taking or running is never a candidate,
  * however long its launch takes; one it claimed but could not end (a refused write) is its own to
@@ -37,12 +40,23 @@ export async function takeOverRuns(o: TakeOverInput): Promise<number> {
     if (o.lifecycle.isHere(run.taskId) || (run.bootId !== o.instanceId && !(await o.isGone(run.bootId)))) continue;
     const gone = run.bootId;
     if (o.shared && gone !== o.instanceId && !(await o.lifecycle.claim(run.taskId, gone))) continue;
-    // A pid means something only on the machine that recorded it; with none recorded, its marker still finds what it left.
-    if (run.process === undefined || run.process.machine === MACHINE) reapEarlierRun(run.taskId, run.process?.pid, run.process?.startTime);
+    await reap(o, run);
     await o.sessions
       .noteAgentSessionId(run.resumeId, run.agentSessionId)
       .catch((error: unknown) => o.log(`could not settle the Session of ${run.taskId}`, error));
     if (await o.lifecycle.interrupt(run.taskId, o.shared ? o.instanceId : gone)) count++;
   }
   return count;
+}
+
+/** Asks the run's host to reap what it left; one that still runs after (another user's, a host that failed) is logged. */
+async function reap(o: TakeOverInput, run: StoredRun): Promise<void> {
+  const host = o.hostOf(run);
+  const hosted = { taskId: run.taskId, ...(run.process ? { process: run.process } : {}), ...(run.placement ? { data: placementOf(run.placement).data } : {}) };
+  try {
+    await host.reap(hosted);
+    if (await host.alive(hosted)) o.log(`the process of ${run.taskId} still runs after it was reaped`);
+  } catch (error) {
+    o.log(`could not reap what ${run.taskId} left`, error);
+  }
 }

@@ -29,7 +29,7 @@ import type { LaunchInput, RunLauncher } from './launcher';
 import type { RunLifecycle } from './lifecycle';
 import type { RunOutputView, StartedRun } from './live-run';
 import type { RunProcesses } from '../process/run-membership';
-import type { RunPlacement } from './placement';
+import type { Placements } from './placements';
 import { newRunRecord, startedEvent } from './new-record';
 import { tailOf } from './output-tail';
 import type { RunRecords } from './records';
@@ -50,7 +50,7 @@ export interface RunServiceResources {
   webhooks: Webhooks;
   fleet: Fleet;
   records: RunRecords;
-  placement: RunPlacement;
+  placement: Placements;
   daily: DailyUsage;
   log: Log;
   instanceId: string;
@@ -80,7 +80,8 @@ export class RunService {
   /** Interrupts the runs that gone instances left `running` (an earlier boot's, at start-up). */
   takeOver(isGone: (owner: string | undefined) => Promise<boolean>): Promise<number> {
     const { records, lifecycle, sessions, log, instanceId } = this.$;
-    return takeOverRuns({ records, lifecycle, sessions, log, isGone, instanceId, shared: this.$.fleet.shared });
+    const hostOf = (run: StoredRun) => this.$.placement.hostOf(run);
+    return takeOverRuns({ records, lifecycle, sessions, log, isGone, instanceId, shared: this.$.fleet.shared, hostOf });
   }
 
   /** After crash recovery: what ended runs left where they were placed (a crashed run's worktree) is settled and released. */
@@ -89,7 +90,7 @@ export class RunService {
       const run = await this.find(taskId);
       return run === undefined || (hasEnded(run.status) && !this.$.lifecycle.isHere(taskId));
     };
-    await this.$.placement.sweep({ workspaces, hasEnded: ended }).catch((error: unknown) => this.$.log('could not sweep the worktrees a crash left', error));
+    await this.$.placement.sweep({ workspaces, hasEnded: ended }, this.$.log);
   }
 
   /** Acts on another instance's request about a run of this one. */
@@ -115,6 +116,8 @@ export class RunService {
   async start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId?: string, origin: RunOrigin = {}): Promise<StartedRun> {
     const schema = request.outputSchema === undefined ? undefined : schemaProblem(request.outputSchema);
     if (schema !== undefined) throw new Refusal('invalid_body', `Field "outputSchema" is invalid: ${schema}.`);
+    const unknown = this.$.placement.notRegistered(request.isolation);
+    if (unknown !== undefined) throw new Refusal('invalid_body', `Field "isolation" is invalid: ${unknown}.`);
     const refusal = await this.$.placement.check({ workspace, policy: runPolicy(workspace, origin.policy, request) });
     if (refusal !== undefined) throw new Refusal('worktree_unavailable', `${refusal}.`);
     const share = origin.share === undefined ? undefined : this.shareOf(workspace, origin.share);

@@ -1,4 +1,4 @@
-import { MARKER_VARIABLE, killMarkedProcesses } from '../process/process-tree';
+import type { HostedRun, ProcessHost } from '../process/process-host';
 import type { ProcessExit, ProcessOutput, SpawnOptions, Spawner } from '../process/spawner';
 import type { AgentEvent } from '../agents/types';
 import type { Guard } from './guards';
@@ -6,6 +6,10 @@ import type { RunStop } from './outcome';
 
 export interface SupervisorOptions {
   spawner: Spawner;
+  /** The host of its processes (its placement's): what stops, reaps and measures them. */
+  host: ProcessHost;
+  /** The run it is, and its placement's data: what the host is told. */
+  run: { taskId: string; data?: unknown };
   /** Its `env` must carry the run's marker, `HEADLESS_TASK_ID`. */
   spawn: SpawnOptions;
   /** What watches the run and may stop it (the watchdog is one). */
@@ -41,16 +45,16 @@ export interface SupervisedProcess {
   stop(stop: RunStop, graceMs: number): boolean;
   /**
    * Settles once the process has exited and its output is drained, after whatever is left of
-   * the run (its process group, and every process carrying its marker, even one that left the
-   * group) has been killed. Never rejects.
+   * the run has been killed and reaped by its host (locally: its process group, and every
+   * process carrying its marker, even one that left the group). Never rejects.
    */
   ended: Promise<ProcessEnd>;
 }
 
 /**
  * Starts a run's process and watches it: its guards, stops, and the reaping of leftovers
- * after exit. Reaping is done here, not in the spawner, so a custom spawner keeps it.
- * Rejects as the spawner does when the process cannot be started.
+ * after exit, each asked of its host. Reaping is done here, not in the spawner, so a custom
+ * spawner keeps it. Rejects as the spawner does when the process cannot be started.
  */
 export async function superviseProcess(o: SupervisorOptions): Promise<SupervisedProcess> {
   const listeners: Array<(line: string) => void> = [];
@@ -59,26 +63,33 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
     for (const listener of listeners) listener(line);
   };
   const child = await o.spawner({ ...o.spawn, onStdoutLine });
-  const marker = o.spawn.env[MARKER_VARIABLE];
+  const { host } = o;
+  const run: HostedRun = {
+    taskId: o.run.taskId,
+    process: { pid: child.pid, startTime: child.startTime, machine: host.machine },
+    ...(o.run.data === undefined ? {} : { data: o.run.data }),
+  };
+  // Never rejects: what a host could not signal is left to its reap, and the run ends as its process does.
+  const kill = (signal: NodeJS.Signals) => host.kill(run, signal, child).catch(() => undefined);
   const timers: NodeJS.Timeout[] = [];
   let stopped: RunStop | undefined;
   let running = true;
   let unwatch: Array<() => void> = [];
 
-  const reap = () => {
+  const reap = async () => {
     running = false;
     for (const end of unwatch) end();
     for (const timer of timers) clearTimeout(timer);
-    child.kill('SIGKILL');
-    if (marker) killMarkedProcesses(new Set([marker]));
+    await kill('SIGKILL');
+    await host.reap(run).catch(() => undefined);
   };
   const ended = child.exit.then(
-    (exit): ProcessEnd => {
-      reap();
+    async (exit): Promise<ProcessEnd> => {
+      await reap();
       return exit;
     },
-    (lost: unknown): ProcessEnd => {
-      reap();
+    async (lost: unknown): Promise<ProcessEnd> => {
+      await reap();
       return { exitCode: null, signal: null, stdout: '', stderr: '', truncated: false, lost };
     },
   );
@@ -95,14 +106,15 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
     stop(stop, graceMs) {
       if (stopped !== undefined || !running) return false;
       stopped = stop;
-      child.kill(graceMs === 0 ? 'SIGKILL' : 'SIGTERM');
-      if (graceMs > 0) timers.push(setTimeout(() => child.kill('SIGKILL'), graceMs));
+      void kill(graceMs === 0 ? 'SIGKILL' : 'SIGTERM');
+      if (graceMs > 0) timers.push(setTimeout(() => void kill('SIGKILL'), graceMs));
       return true;
     },
     ended,
   };
   const context = {
     pid: child.pid,
+    memory: () => host.memory(run),
     stop: (stop: RunStop) => void supervised.stop(stop, o.killGraceMs),
     onLine: (listener: (line: string) => void) => void listeners.push(listener),
     onEvent: (listener: (event: AgentEvent) => void) => o.onEvent?.(listener),

@@ -1,9 +1,8 @@
 import type { RunPolicy } from '../../contract/records';
-import { GIT_REF } from '../../contract/requests';
+import { GIT_REF, PLACEMENT_NAME } from '../../contract/requests';
 import { type ApprovalSettings, approvalPolicy, checkApprovalSettings } from '../approvals/approval-policy';
 
 const PERMISSIONS: ReadonlyArray<RunPolicy['permissions']> = ['full', 'read-only', 'ask'];
-const ISOLATIONS = ['none', 'worktree'] as const;
 
 /** Where a run's policy can be set: a workspace, a schedule or trigger over it, a start over both. */
 export interface PolicySettings {
@@ -11,8 +10,8 @@ export interface PolicySettings {
   /** Under `permissions: "ask"`: its questions' timeout and fallback, and rules that answer without asking (docs/approvals.md). */
   approvals?: ApprovalSettings;
   sandbox?: boolean;
-  /** `worktree`: the run works in a git worktree of its own (docs/worktrees.md). @default "none" */
-  isolation?: (typeof ISOLATIONS)[number];
+  /** The placement provider that places the run: `worktree`, a git worktree of its own (docs/worktrees.md), or a registered one. @default "none" */
+  isolation?: string;
   /** The ref its worktree is made from. @default "HEAD" */
   ref?: string;
 }
@@ -28,7 +27,9 @@ export function checkPolicy(settings: PolicySettings & { network?: string[] }, w
   }
   checkApprovalSettings(settings.approvals, `${where}: approvals`);
   if (settings.sandbox !== undefined && typeof settings.sandbox !== 'boolean') throw new Error(`${where}: sandbox must be true or false`);
-  if (settings.isolation !== undefined && !ISOLATIONS.includes(settings.isolation)) throw new Error(`${where}: isolation must be "none" or "worktree"`);
+  // Whether a provider of that name is registered is checked where they are known (resources.ts).
+  if (settings.isolation !== undefined && !(typeof settings.isolation === 'string' && PLACEMENT_NAME.test(settings.isolation)))
+    throw new Error(`${where}: isolation must name a placement provider ("none", "worktree" or a registered one)`);
   if (settings.ref !== undefined && !(typeof settings.ref === 'string' && GIT_REF.test(settings.ref)))
     throw new Error(`${where}: ref must be a git ref (${GIT_REF.source})`);
 }
@@ -52,6 +53,7 @@ export function runPolicy(
     permissions,
     ...(permissions === 'ask' ? { approvals: approvalPolicy(workspace.approvals, origin.approvals) } : {}),
     sandbox,
-    ...(isolation === 'worktree' ? { worktree: { ref } } : {}),
+    // A worktree run's policy is what it was before providers had names: its `worktree` names it.
+    ...(isolation === 'worktree' ? { worktree: { ref } } : isolation === 'none' ? {} : { isolation }),
   };
 }

@@ -54,8 +54,8 @@ export interface TriggerDefinition {
   sandbox?: boolean;
   /** A JSON Schema its runs' answers must match: each run's `result` (docs/structured-output.md). */
   outputSchema?: Record<string, unknown>;
-  /** Over the workspace's: `worktree` runs each in a git worktree of its own, made from `ref` (docs/worktrees.md). */
-  isolation?: 'none' | 'worktree';
+  /** Over the workspace's: the placement provider of its runs; `worktree` runs each in a git worktree of its own, made from `ref` (docs/worktrees.md). */
+  isolation?: string;
   ref?: string;
 }
 

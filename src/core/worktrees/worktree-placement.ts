@@ -5,15 +5,16 @@
  * The worktree is locked (git's own lock, naming the run) while a run uses it, so `git worktree
  * prune` never takes it and the start-up sweep knows what a crash left. As the run ends its
  * change is read (`settle`), then its folder is removed or kept as its workspace says (`release`).
- * Every other run is placed by the provider it wraps.
+ * Its runs' processes are this machine's (the local host); its record's `data` is the `WorktreeRecord`.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { execa } from 'execa';
 import { MARKER_VARIABLE } from '../process/process-tree';
-import { SpawnFailure, type Spawner } from '../process/spawner';
+import { localHost } from '../process/local-host';
+import { SpawnFailure } from '../process/spawner';
 import { GIT_REF } from '../../contract/requests';
-import type { PlaceInput, Placed, ReleaseInput, RunPlacement, SandboxView, Settled } from '../runs/placement';
+import type { PlaceInput, Placed, PlacementProvider, ReleaseInput, SandboxView, Settled } from '../runs/placement';
 import type { Log } from '../logger';
 import type { PlacementRecord, Workspace, WorktreeRecord, WorktreeSettings } from '../types';
 import { clip } from '../util/text';
@@ -28,9 +29,6 @@ const SETUP_TIMEOUT_MS = 600_000;
 const VIEWS = '.views';
 
 export interface WorktreePlacementOptions {
-  /** Places the runs that do not ask for a worktree; its spawner starts every run. */
-  inner: RunPlacement;
-  spawner: Spawner;
   /** The folder worktrees are made in, a folder per workspace: never inside a workspace. */
   root: string;
   /** Every configured workspace: those in a run's repository are hidden from it in a sandbox. */
@@ -52,7 +50,16 @@ export function checkWorktreeSettings(ws: Pick<Workspace, 'worktree'>, where: st
     throw new Error(`${where}: worktree.ref must be a git ref (${GIT_REF.source})`);
 }
 
-export class WorktreePlacement implements RunPlacement {
+/** A worktree record as a run's placement holds it (`data`): read back from the store, so its shape is checked. */
+export function worktreeOf(data: unknown): WorktreeRecord | undefined {
+  if (typeof data !== 'object' || data === null) return undefined;
+  const w = data as Partial<WorktreeRecord>;
+  return typeof w.repo === 'string' && typeof w.path === 'string' && typeof w.branch === 'string' ? (w as WorktreeRecord) : undefined;
+}
+
+export class WorktreePlacement implements PlacementProvider {
+  readonly name = 'worktree';
+  readonly host = localHost;
   /** One git change at a time per repository: two runs' worktrees are never added or removed at once. */
   private readonly chains = new Map<string, Promise<unknown>>();
   private madeRoot: string | undefined;
@@ -69,8 +76,7 @@ export class WorktreePlacement implements RunPlacement {
   }
 
   async check(run: Pick<PlaceInput, 'workspace' | 'policy'>): Promise<string | undefined> {
-    const ref = run.policy?.worktree?.ref;
-    if (ref === undefined) return undefined;
+    const ref = run.policy?.worktree?.ref ?? 'HEAD';
     const repo = await repositoryOf(run.workspace.path);
     if (repo === undefined) return `workspace "${run.workspace.id}" is not in a git repository: isolation "worktree" needs one`;
     const known = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { at: repoPlace(repo) }).then(
@@ -81,8 +87,7 @@ export class WorktreePlacement implements RunPlacement {
   }
 
   async prepare(run: PlaceInput): Promise<Placed> {
-    const ref = run.policy?.worktree?.ref;
-    if (ref === undefined) return this.o.inner.prepare(run);
+    const ref = run.policy?.worktree?.ref ?? 'HEAD';
     const { workspace, taskId, resumeId } = run;
     const repo = await repositoryOf(workspace.path);
     if (repo === undefined) throw new SpawnFailure(`workspace "${workspace.id}" is not in a git repository: isolation "worktree" needs one`);
@@ -114,7 +119,7 @@ export class WorktreePlacement implements RunPlacement {
     };
     const cwd = join(path, relative(repo.top, realpathSync(workspace.path)));
     const view = run.policy?.sandbox ? await this.sandboxView({ repo, at, branch, taskId, workspace }) : undefined;
-    return { cwd, worktree, spawner: this.o.spawner, env: await hooksEnv(repo), ...(view ? { view } : {}) };
+    return { cwd, data: worktree, spawner: run.spawner, env: await hooksEnv(repo), madeForRun: true, ...(view ? { view } : {}) };
   }
 
   /** What a sandboxed run sees: its worktree but the other workspaces' folders, and its own view of the repository's refs. */
@@ -158,17 +163,17 @@ export class WorktreePlacement implements RunPlacement {
   }
 
   async settle(run: { taskId: string; placement: PlacementRecord }): Promise<Settled | undefined> {
-    const w = run.placement.worktree;
+    const w = worktreeOf(run.placement.data);
     if (!w || !existsSync(w.path)) return undefined;
     const settled = await this.inRepo(w.repo, () => settleWorktree(w, run.taskId));
     // Work that could not be committed is only in the folder: it stays.
     const kept = settled.changes.notCommitted !== undefined || w.cleanup === 'never' || (w.cleanup === 'if-unchanged' && changedAnything(settled.changes));
-    return { ...settled, kept };
+    return { ...settled, ...(kept ? { kept: w.path } : {}) };
   }
 
   async release(run: ReleaseInput): Promise<void> {
-    const w = run.placement.worktree;
-    if (!w) return this.o.inner.release(run);
+    const w = worktreeOf(run.placement.data);
+    if (!w) return;
     rmSync(join(this.root, VIEWS, run.taskId), { recursive: true, force: true });
     if (!existsSync(w.path)) return;
     const repo = await repositoryOf(w.repo);
@@ -216,10 +221,10 @@ export class WorktreePlacement implements RunPlacement {
       created: false,
       cleanup: workspace.worktree?.cleanup ?? 'if-unchanged',
     };
-    const settled = await this.settle({ taskId, placement: { cwd: w.path, worktree: record } }).catch((error: unknown) =>
+    const settled = await this.settle({ taskId, placement: { provider: this.name, cwd: w.path, data: record } }).catch((error: unknown) =>
       this.o.log(`could not read worktree ${w.path}`, error),
     );
-    const removed = settled !== undefined && !settled.kept;
+    const removed = settled !== undefined && settled.kept === undefined;
     const at = repoPlace(repo);
     await this.inRepo(repo.top, async () => {
       if (!removed) return git(['worktree', 'unlock', w.path], { at });
