@@ -9,9 +9,13 @@ export function startWarnings(admin: AdminToken, config: DaemonConfig, loopbackB
       'publicHosts is set, so a proxy on this host forwards to this loopback address: one that adds no X-Forwarded-For makes every request local. Set "localCallers": "token" (docs/deployment.md)',
     );
   }
-  const sandboxed = [...(config.workspaces ?? []), ...(config.schedules ?? [])].some((c) => c.sandbox);
-  if (sandboxed && config.localCallers !== 'token') {
-    warnings.push('sandboxed agents still reach this API (headless-inbox needs it), as local callers: set "localCallers": "token" (docs/security.md)');
+  // Through its egress proxy a sandboxed agent is no local caller; with the host's network it is one.
+  const open = (config.workspaces ?? []).filter((ws) => (ws.network ?? []).includes('*'));
+  const sandboxedOpen = open.filter((ws) => ws.sandbox || (config.schedules ?? []).some((s) => s.sandbox && s.workspace === ws.id));
+  if (sandboxedOpen.length > 0 && config.localCallers !== 'token') {
+    warnings.push(
+      `sandboxed agents of workspace "${sandboxedOpen[0]?.id}" have the host's network (network ["*"]), so they reach this API as local callers: set "localCallers": "token" (docs/security.md)`,
+    );
   }
   return warnings;
 }

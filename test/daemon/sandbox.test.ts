@@ -306,11 +306,35 @@ describe('sandbox settings', () => {
     });
     await plain.stop();
   });
-  it.skipIf(!hasBwrap)('warns at start that sandboxed agents are local callers unless localCallers is "token"', async () => {
+  it.skipIf(!hasBwrap)('warns at start that sandboxed agents with the host network are local callers unless localCallers is "token"', async () => {
     const cwd = dir();
-    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', sandbox: true }] });
+    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', sandbox: true, network: ['*'] }] });
     const daemon = await startDaemon(cwd, ['--port', '0']);
-    expect(daemon.output()).toMatch(/"level":40,.*sandboxed agents still reach this API \(headless-inbox needs it\), as local callers/);
+    expect(daemon.output()).toMatch(/"level":40,.*sandboxed agents of workspace \\"ws\\" have the host's network/);
+    await daemon.stop();
+  });
+
+  it.skipIf(!hasBwrap)('a sandboxed agent is no local caller, trusted local callers or not: it cannot start an unconfined run', async () => {
+    const cwd = dir();
+    mkdirSync(join(cwd, 'box'));
+    if (isRoot) spawnSync('chown', ['-R', SANDBOX_USER, join(cwd, 'box')]);
+    // The default localCallers ("trusted"): the test itself, a local process, starts runs without a token.
+    writeConfig(cwd, {
+      sandbox: { readable: [FAKE_AGENT] },
+      agents: { fake: fakeAgent },
+      workspaces: [
+        { id: 'box', path: 'box', agents: ['fake'], sandbox: true },
+        { id: 'open', path: '.', agents: ['fake'] },
+      ],
+    });
+    const daemon = await startDaemon(cwd, ['--port', '0']);
+    expect(daemon.output()).not.toMatch(/have the host's network/);
+    const start = `fetch(process.env.HEADLESS_API_URL + '/api/workspaces/open/headless', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"prompt":"echo laundered"}' }).then((r) => console.log('start-status', r.status))`;
+    const res = await api(daemon, 'POST', '/api/workspaces/box/headless', { prompt: `sh node -e "${start.replaceAll('"', '\\"')}"`, wait: true });
+    const record = (await res.json()) as { output: { stdout: string } };
+    expect(record.output.stdout, JSON.stringify(record)).toContain('start-status 401');
+    // The same call from outside every sandbox is a trusted local caller's.
+    expect((await api(daemon, 'POST', '/api/workspaces/open/headless', { prompt: 'echo outside' })).status).toBe(202);
     await daemon.stop();
   });
 

@@ -4,6 +4,7 @@ import { FailedAttempts } from './failed-attempts';
 import { HttpProblem } from '../../contract/problems';
 import type { RunTokenGrant, RunTokens } from '../runs/tokens';
 import type { RouteServices } from './route-services';
+import { forwardedForRun } from '../sandbox/egress-proxy';
 
 /**
  * Who a route lets in, declared on the route itself: a verifier the pipeline runs before the
@@ -220,7 +221,10 @@ export function createDefaultGate(options: GateOptions): Authorize {
     const { credential } = context;
     if (credential.kind === 'run' && credential.inScope) return true;
     const direct = FORWARDING_HEADERS.every((h) => !request.headers.has(h)) && name !== undefined && LOCAL_NAMES.has(name);
-    const local = direct && (context.unixSocket === true || isLoopbackAddress(context.remoteAddress));
+    // A sandboxed agent's connection, forwarded by its egress proxy, is never a local caller: a
+    // sandbox would otherwise start an unconfined run (docs/security.md).
+    const local =
+      direct && !forwardedForRun(context.remoteAddress, context.remotePort) && (context.unixSocket === true || isLoopbackAddress(context.remoteAddress));
     if (credential.kind === 'bearer' || credential.kind === 'malformed') {
       // A remote peer that keeps guessing is refused for a while, its right guess included. A
       // local process is not throttled: every local caller shares one address, so a few bad
