@@ -344,7 +344,9 @@ function heldSecrets(options: HeadlessHandlerOptions, env: NodeJS.ProcessEnv, wo
   const triggers = triggerSecrets(options.triggers ?? [], env);
   const webhooks = [options.webhooks?.secret, ...(workspaces.all() ?? []).map((ws) => ws.webhook?.secret)];
   const values = [options.adminToken, ...webhooks, ...triggers.values].filter((v): v is string => typeof v === 'string' && v !== '');
-  return { names: triggers.names, values };
+  // A `whsec_` secret's key is the part after the prefix: a copy of that alone signs as well.
+  const keys = values.filter((v) => v.startsWith('whsec_')).map((v) => v.slice('whsec_'.length));
+  return { names: triggers.names, values: [...values, ...keys] };
 }
 
 /** The sandbox of confined runs: it hides the service's own files and every other listed workspace; bubblewrap must make one up front where one is asked for. */

@@ -241,8 +241,9 @@ describe('secrets the service holds', () => {
     });
     const environment = {
       HRW_TEST_TRIGGER_SECRET: 'trigger-secret-from-env-5678',
-      // The same value under another name, as a copy in a URL.
+      // The same value under another name, as a copy in a URL; the webhook secret's key without its prefix.
       OTHER_COPY: 'https://x:trigger-secret-by-value-1234@example.invalid',
+      KEY_COPY: webhookSecret.slice('whsec_'.length),
       HARMLESS: 'kept',
     };
     const inherited = join(cwd, 'inherited-descriptor.txt');
@@ -255,7 +256,7 @@ describe('secrets the service holds', () => {
     const env = JSON.parse(envLine ?? '{}') as Record<string, string>;
     expect(env.HARMLESS).toBe('kept');
     const text = JSON.stringify(env);
-    for (const secret of ['HRW_TEST_TRIGGER_SECRET', 'trigger-secret-from-env-5678', 'trigger-secret-by-value-1234', 'OTHER_COPY', webhookSecret]) {
+    for (const secret of ['HRW_TEST_TRIGGER_SECRET', 'trigger-secret-from-env-5678', 'trigger-secret-by-value-1234', 'OTHER_COPY', 'KEY_COPY', webhookSecret]) {
       expect(text).not.toContain(secret);
     }
     // The daemon was started holding a file open as descriptor 3: the agent has 0, 1 and 2 only (and what ls opens).

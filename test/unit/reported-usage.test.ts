@@ -10,6 +10,11 @@ describe('reported usage', () => {
     expect(total).toEqual({ inputTokens: 1000, outputTokens: 100, costUsd: 0.5 });
   });
 
+  it('a cost the agent prints as 1e999 (Infinity once parsed) is the ceiling, not "no cost"', () => {
+    const line = JSON.parse('{"input":1,"output":1,"cost":1e999}') as { input: number; output: number; cost: number };
+    expect(usageOf(line.input, line.output, line.cost)).toEqual({ inputTokens: 1, outputTokens: 1, costUsd: MAX_REPORTED_COST_USD });
+  });
+
   it('NaN, Infinity, huge and fractional figures are bounded: whole token counts, a finite cost from 0', () => {
     expect(boundedUsage({ inputTokens: Number.NaN, outputTokens: 1.7, costUsd: Number.NaN })).toEqual({ inputTokens: 0, outputTokens: 1 });
     expect(boundedUsage({ inputTokens: Number.POSITIVE_INFINITY, outputTokens: -3, costUsd: Number.POSITIVE_INFINITY })).toEqual({

@@ -30,11 +30,31 @@ export class FailedAttempts {
 
   record(address: string | undefined): void {
     const entry = this.current(address) ?? { since: this.now(), count: 0 };
-    this.peers.set(address ?? 'unknown', { ...entry, count: entry.count + 1 });
+    this.peers.set(peerOf(address), { ...entry, count: entry.count + 1 });
   }
 
   private current(address: string | undefined) {
-    const entry = this.peers.get(address ?? 'unknown');
+    const entry = this.peers.get(peerOf(address));
     return entry && this.now() - entry.since < WINDOW_MS ? entry : undefined;
   }
+}
+
+/**
+ * Who a peer is, for counting: one host can speak from many addresses, so every loopback address
+ * (all of 127.0.0.0/8 and ::1) is one peer, and an IPv6 peer is its /64, which one host is given whole.
+ */
+export function peerOf(address: string | undefined): string {
+  if (address === undefined) return 'unknown';
+  const plain = address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '');
+  if (/^127\./.test(plain) || plain === '::1') return 'loopback';
+  if (!plain.includes(':')) return plain;
+  const [head = '', tail = ''] = plain.split('::');
+  const groups = head === '' ? [] : head.split(':');
+  const full = plain.includes('::')
+    ? [...groups, ...Array<string>(8 - groups.length - (tail === '' ? 0 : tail.split(':').length)).fill('0')]
+    : plain.split(':');
+  return `${full
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }

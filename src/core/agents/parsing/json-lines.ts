@@ -64,7 +64,8 @@ export const num = (value: unknown): number | undefined => (typeof value === 'nu
 /** Usage from token counts as the agent names them, each bounded at 0 (a negative step would undo earlier ones); undefined when it gave none. */
 export function usageOf(input: unknown, output: unknown, cost?: unknown): RunUsage | undefined {
   if (num(input) === undefined && num(output) === undefined) return undefined;
-  const costUsd = num(cost) === undefined ? undefined : reportedCost(cost);
+  // Infinity (a JSON 1e999) is a figure too: the ceiling, never "no cost".
+  const costUsd = typeof cost === 'number' && !Number.isNaN(cost) ? reportedCost(cost) : undefined;
   return { inputTokens: tokenCount(input), outputTokens: tokenCount(output), ...(costUsd === undefined ? {} : { costUsd }) };
 }
 
