@@ -17,6 +17,9 @@ const VERSION_TABLE = 'CREATE TABLE IF NOT EXISTS headless_schema_version (one I
 /** Applies the migrations the database lacks; returns its version, the last of `migrations`. */
 export async function migrate(db: SqlDatabase, migrations: readonly Migration[] = MIGRATIONS): Promise<number> {
   const latest = checkedOrder(migrations);
+  // Up to date (the usual start): read without the write lock, which another connection may hold
+  // for a while (a running daemon's group commits), so a reader's open never waits on it.
+  if ((await versionNow(db)) === latest) return latest;
   return db.transaction(async (query) => {
     if (db.dialect === 'postgres') await query('SELECT pg_advisory_xact_lock(?)', [MIGRATION_LOCK]);
     await query(VERSION_TABLE);
@@ -44,4 +47,15 @@ function checkedOrder(migrations: readonly Migration[]): number {
     if (m.version !== i + 1) throw new Error(`migration ${m.name} has version ${m.version}, expected ${i + 1}`);
   });
   return migrations.length;
+}
+
+/** The recorded version, read outside any transaction; undefined where there is none yet. */
+async function versionNow(db: SqlDatabase): Promise<number | undefined> {
+  try {
+    const [row] = await db.query<{ version: number | string }>('SELECT version FROM headless_schema_version WHERE one = 1');
+    return row === undefined ? undefined : Number(row.version);
+  } catch {
+    // No version table yet: the transaction makes it.
+    return undefined;
+  }
 }
