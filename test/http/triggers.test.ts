@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { sign as signGithub } from '@octokit/webhooks-methods';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TriggerDefinition } from '../../src/core/triggers/trigger-spec';
@@ -192,5 +192,47 @@ describe('two copies of one delivery at once (docs/triggers.md: Filters, repeats
     copy.release();
     for (const answer of [await sent.first, await sent.second] as Array<Awaited<ReturnType<typeof send>>>)
       expect(answer).toMatchObject({ status: 503, retryAfter: '30', body: { code: 'trigger_busy' } });
+  });
+});
+
+describe('a resolution annotating its run (docs/triggers.md: Filters, repeats and resolutions)', () => {
+  const FIRING = readFileSync(resolve(__dirname, '../fixtures/triggers/alertmanager.json'), 'utf8');
+  const RESOLVED = FIRING.replaceAll('"firing"', '"resolved"');
+  const alerts = (prompt: string): TriggerDefinition => ({
+    name: 'alerts',
+    workspace: 'ws',
+    sender: 'alertmanager',
+    agent: 'fake',
+    secret: 'am-token',
+    prompt,
+  });
+  const bearer = { authorization: 'Bearer am-token' };
+  const resolvedEvents = async (host: TestHost, taskId: string) =>
+    ((await (await host.request('GET', `/api/headless/${taskId}/events?format=json`)).json()) as { events: Array<{ type: string }> }).events.filter(
+      (e) => e.type === 'trigger.resolved',
+    );
+
+  it('of a running run adds trigger.resolved to its timeline and says so', async () => {
+    const host = await createTestHost({ triggers: [alerts(`go; wait-file ${release}`)] });
+    const { taskId } = (await send(host, 'alerts', FIRING, bearer)).body;
+    expect(await send(host, 'alerts', RESOLVED, bearer)).toMatchObject({ status: 202, body: { outcome: 'resolved', taskId, reason: 'its run was told' } });
+    writeFileSync(release, '');
+    await host.waitEnded(taskId);
+    expect(await resolvedEvents(host, taskId)).toHaveLength(1);
+  });
+
+  it('of a run that has ended adds nothing (its timeline ends with run.ended) and says that, not that the run was told', async () => {
+    const host = await createTestHost({ triggers: [alerts('go')] });
+    const { taskId } = (await send(host, 'alerts', FIRING, bearer)).body;
+    await host.waitEnded(taskId);
+    expect(await send(host, 'alerts', RESOLVED, bearer)).toMatchObject({
+      status: 202,
+      body: { outcome: 'resolved', taskId, reason: 'its run had already ended: nothing was added to it' },
+    });
+    expect(await resolvedEvents(host, taskId)).toEqual([]);
+    expect((await deliveriesOf(host, 'alerts')).deliveries[0]).toMatchObject({
+      outcome: 'resolved',
+      reason: 'its run had already ended: nothing was added to it',
+    });
   });
 });

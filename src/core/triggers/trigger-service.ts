@@ -22,8 +22,8 @@ export interface TriggerDeps {
   start(workspace: Workspace, body: Record<string, unknown>, apiUrl: string, taskId: string, origin: RunOrigin): Promise<StartedRun>;
   find(taskId: string): Promise<StoredRun | undefined>;
   cancel(taskId: string): Promise<unknown>;
-  /** Adds `trigger.resolved` to a run's timeline. */
-  annotate(taskId: string, data: { trigger: string; delivery: string; event?: string; cancelled: boolean }): void;
+  /** Adds `trigger.resolved` to a run's timeline; answers whether it was added (not to an ended run, nor one running elsewhere). */
+  annotate(taskId: string, data: { trigger: string; delivery: string; event?: string; cancelled: boolean }): boolean;
   workspace(id: string): Promise<Workspace>;
   apiUrl(): string;
   logger: HeadlessLogger;
@@ -265,8 +265,8 @@ export class TriggerService {
     if (!run) return { outcome: 'resolved' as const, reason: 'no run of this incident' };
     const cancel = action === 'cancel' && !hasEnded(run.status);
     if (cancel) await this.$.cancel(run.taskId).catch(() => undefined);
-    this.$.annotate(run.taskId, { trigger: name, delivery, ...(facts.event ? { event: facts.event } : {}), cancelled: cancel });
-    return { outcome: 'resolved' as const, taskId: run.taskId, reason: cancel ? 'its run was cancelled' : 'its run was told' };
+    const told = this.$.annotate(run.taskId, { trigger: name, delivery, ...(facts.event ? { event: facts.event } : {}), cancelled: cancel });
+    return { outcome: 'resolved' as const, taskId: run.taskId, reason: cancel ? 'its run was cancelled' : toldReason(told, run) };
   }
 
   private async render(template: PromptTemplate, context: Record<string, unknown>): Promise<string> {
@@ -300,6 +300,12 @@ export class TriggerService {
       .add(record)
       .catch((error: unknown) => this.$.logger.warn({ trigger: record.trigger, error: String(error) }, 'could not log a trigger delivery'));
   }
+}
+
+/** What an annotation did, truthfully: an ended run's timeline is closed, and a run another instance runs has its timeline there. */
+function toldReason(told: boolean, run: StoredRun): string {
+  if (told) return 'its run was told';
+  return hasEnded(run.status) ? 'its run had already ended: nothing was added to it' : 'its run was not told: it is not running on this instance';
 }
 
 function parsePayload(body: string): Record<string, unknown> {
