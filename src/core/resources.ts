@@ -1,5 +1,3 @@
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { checkSchedules } from './schedules/schedule-spec';
 import { parseStartBody } from '../contract/requests';
 import { checkGuards } from './runs/guards';
@@ -204,8 +202,13 @@ function buildRuns($: ServiceResources): RunService {
     baseEnv: $.env,
   });
   const spawner = options.spawner ?? createExecaSpawner();
-  const root = options.worktreeRoot ?? join(tmpdir(), 'headless-run-webhook-worktrees');
-  const placement = new WorktreePlacement({ inner: inWorkspace(spawner), spawner, root, workspaces: () => workspaces.all() ?? [], log: $.log });
+  const placement = new WorktreePlacement({
+    inner: inWorkspace(spawner),
+    spawner,
+    ...(options.worktreeRoot === undefined ? {} : { root: options.worktreeRoot }),
+    workspaces: () => workspaces.all() ?? [],
+    log: $.log,
+  });
   const shared = { ...$, admission, placement };
   const lifecycle = new RunLifecycle(shared);
   const sandbox = buildSandbox(options, workspaces);
