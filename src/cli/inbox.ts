@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { version } from '../../package.json';
+import { onClosedStdout } from './closed-stdout';
 import { InboxPushError, pushToInbox, sendResult } from './inbox-client';
 
 /** `headless-inbox push --title T [--file F]`: how an agent pushes its report to the Inbox. */
@@ -60,6 +61,7 @@ async function result(args: string[]): Promise<number> {
   return 0;
 }
 
+process.stdout.on('error', onClosedStdout(false));
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {

@@ -1,5 +1,6 @@
 import { version } from '../../package.json';
 import { CALLER_COMMANDS } from './caller/names';
+import { onClosedStdout } from './closed-stdout';
 import { fail } from './fail';
 import { dropOwnDevTools } from './own-dev-tools';
 
@@ -68,6 +69,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
 (process.getBuiltinModule('node:module') as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 const [command, ...rest] = process.argv.slice(2);
+process.stdout.on('error', onClosedStdout(command === 'serve'));
 const run = command === undefined ? undefined : commands[command];
 if (command === '--version' || (run && rest.includes('--version'))) process.stdout.write(`${version}\n`);
 else if (run) run(rest).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error), 1));

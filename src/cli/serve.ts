@@ -110,9 +110,9 @@ export async function serve(argv: string[]): Promise<void> {
   // Off unless the standard OTEL_* variables ask for OTLP traces.
   const tracing = await daemonTracing(process.env, version);
   const api = { url: '' };
-  const hidden = [config.file, dataDir?.path, admin.file, values.socket && resolve(cwd, values.socket)].filter((p) => p !== undefined);
-  const agentState = dataDir && join(dataDir.path, 'agent-state');
-  const worktreeRoot = dataDir && join(dataDir.path, 'worktrees');
+  const hidden = [config.file, dataDir.path, admin.file, values.socket && resolve(cwd, values.socket)].filter((p) => p !== undefined);
+  const agentState = join(dataDir.path, 'agent-state');
+  const worktreeRoot = join(dataDir.path, 'worktrees');
   const handler = await startHandler({ values, config, admin, store, tracer: tracing?.tracer, hidden, agentState, worktreeRoot, logger, api });
   // A size the operator chose wins.
   if (!youngGenerationChosen(process.execArgv, process.env.NODE_OPTIONS)) holdYoungGeneration(YOUNG_GENERATION_MB);
@@ -122,7 +122,7 @@ export async function serve(argv: string[]): Promise<void> {
   // Agents run on this host: give them a loopback URL even when bound to every interface.
   const agentHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   api.url = `http://${urlHost(agentHost)}:${bound}`;
-  dataDir?.listening(api.url);
+  dataDir.listening(api.url);
   const socketPath = values.socket === undefined ? undefined : resolve(cwd, values.socket);
   const socket = socketPath === undefined ? undefined : await openSocket(handler, socketPath, values['socket-mode']);
   if (socketPath) logger.info({ socket: socketPath, mode: values['socket-mode'] }, 'listening on a Unix-domain socket');
@@ -131,7 +131,7 @@ export async function serve(argv: string[]): Promise<void> {
   const servers = [server, ...(socket ? [socket] : [])];
   const done = () => {
     if (socketPath) rmSync(socketPath, { force: true });
-    dataDir?.release();
+    dataDir.release();
   };
   const stop = gracefulStop({ handler, logger, servers, done, tracing });
   // Before it says it listens: a SIGTERM with no listener would end the process at once.
@@ -173,14 +173,18 @@ function checkedSetup(values: ServeValues, cwd: string, logger: pino.Logger) {
   return { config, admin };
 }
 
-/** SQLite in the data directory, or the PostgreSQL database `--store` names. */
+/**
+ * The data directory, claimed with any store (it holds this daemon's worktrees, its agents' state
+ * and its address, so two daemons on one host never share them), and the store: SQLite in it, or
+ * the PostgreSQL database `--store` names.
+ */
 async function openStore(values: ServeValues, cwd: string, logger: pino.Logger) {
   const storeUrl = values.store ?? (process.env.HEADLESS_STORE_URL || undefined);
   if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl))
     fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
   try {
-    if (storeUrl !== undefined) return { store: await createPostgresStore(storeUrl), storeUrl };
     const dataDir: DataDirClaim & { path: string } = openDataDir({ flag: values['data-dir'], env: process.env, cwd }, (line) => logger.info(line));
+    if (storeUrl !== undefined) return { store: await createPostgresStore(storeUrl), dataDir, storeUrl };
     return { store: await createSqliteStore(dataDir.path), dataDir };
   } catch (error) {
     fail(error instanceof Error ? error.message : String(error), 1);
@@ -195,10 +199,10 @@ interface HandlerSetup {
   tracer: HeadlessHandlerOptions['tracer'];
   /** What no sandboxed run may see: the config, data directory, token file and socket. */
   hidden: string[];
-  /** Where sandboxed agents keep each workspace's state: in the data directory, when there is one. */
-  agentState: string | undefined;
-  /** Where runs' worktrees are made: in the data directory, when there is one. */
-  worktreeRoot: string | undefined;
+  /** Where sandboxed agents keep each workspace's state: in the data directory. */
+  agentState: string;
+  /** Where runs' worktrees are made: in the data directory. */
+  worktreeRoot: string;
   logger: pino.Logger;
   /** The URL runs are given, known once the port is bound. */
   api: { url: string };
@@ -228,7 +232,7 @@ async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
       triggers: config.triggers,
       tracer: o.tracer,
       sandbox: { hidden: o.hidden, readable: config.sandbox?.readable, agentState: o.agentState, user: config.sandbox?.user },
-      ...(o.worktreeRoot === undefined ? {} : { worktreeRoot: o.worktreeRoot }),
+      worktreeRoot: o.worktreeRoot,
       defaultAgent: values.demo ? 'demo' : config.defaultAgent,
       publicHosts: config.publicHosts,
       logger: o.logger,

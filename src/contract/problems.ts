@@ -53,6 +53,7 @@ const STATUS = {
   run_owner_unreachable: 503,
   not_ready: 503,
   trigger_busy: 503,
+  delivery_in_progress: 503,
 } as const;
 
 export type ProblemCode = keyof typeof STATUS;

@@ -74,7 +74,7 @@ export interface HeadlessHandlerOptions {
    * (docs/library.md: Placements). @default []
    */
   placements?: PlacementProvider[];
-  /** The folder runs' git worktrees are made in, a folder per workspace (docs/worktrees.md); never inside a workspace. @default the daemon: `<data dir>/worktrees`; otherwise `<temporary folder>/headless-run-webhook-worktrees` */
+  /** The folder runs' git worktrees are made in, a folder per workspace (docs/worktrees.md); never inside a workspace. Give each instance its own: the start-up sweep removes what a crash left there. @default the daemon: `<data dir>/worktrees` (with any store); otherwise a new folder in the temporary folder at each start, which no sweep reads */
   worktreeRoot?: string;
   /** Senders' webhooks that start runs: Alertmanager, Grafana, GitHub, GitLab, Sentry, PagerDuty… (docs/triggers.md). @default [] */
   triggers?: TriggerDefinition[];

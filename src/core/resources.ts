@@ -1,5 +1,3 @@
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { checkSchedules } from './schedules/schedule-spec';
 import { parseStartBody } from '../contract/requests';
 import { checkGuards } from './runs/guards';
@@ -230,8 +228,11 @@ function buildRuns($: ServiceResources): RunService {
 /** The placement chain: the handler's own providers, the worktree, the workspace's folder; every configured `isolation` names one of them. */
 function placementsOf($: ServiceResources): Placements {
   const { options, workspaces } = $;
-  const root = options.worktreeRoot ?? join(tmpdir(), 'headless-run-webhook-worktrees');
-  const worktree = new WorktreePlacement({ root, workspaces: () => workspaces.all() ?? [], log: $.log });
+  const worktree = new WorktreePlacement({
+    ...(options.worktreeRoot === undefined ? {} : { root: options.worktreeRoot }),
+    workspaces: () => workspaces.all() ?? [],
+    log: $.log,
+  });
   const own = options.placements ?? [];
   const names = own.map((p) => p.name);
   const twice = names.find((name, i) => names.indexOf(name) !== i);

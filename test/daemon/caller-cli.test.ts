@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo, connect } from 'node:net';
 import { dirname, join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
@@ -281,5 +282,37 @@ describe('headless-run-webhook schedules, and a queued run', () => {
     expect(queued.code).toBe(7);
     expect((await run(['schedules', 'run', 'nope'])).code).toBe(6);
     await d.stop();
+  });
+});
+
+describe('a closed standard output (docs/cli.md)', () => {
+  it('`inbox | head -1`: a reader that stops early ends the command quietly, exit 0 and no stack trace', async () => {
+    const item = (n: number) => ({
+      id: `inb_${n}`,
+      workspaceId: 'default',
+      taskId: null,
+      resumeId: null,
+      title: `item ${n}`,
+      body: 'x'.repeat(200),
+      createdAt: new Date(0).toISOString(),
+      readAt: null,
+    });
+    const page = JSON.stringify({ items: Array.from({ length: 500 }, (_, n) => item(n)), nextCursor: null });
+    let closeReader = () => undefined as unknown;
+    // The service answers only once the reader has closed the pipe: every line the command prints then meets EPIPE.
+    const server = createHttpServer((_, res) => {
+      closeReader();
+      res.writeHead(200, { 'content-type': 'application/json' }).end(page);
+    });
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const child = spawn(process.execPath, [CLI, 'inbox', '--url', url, '--limit', '500'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    closeReader = () => child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((exited) => child.on('close', exited));
+    server.close();
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 });

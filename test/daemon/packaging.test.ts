@@ -1,5 +1,5 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -177,6 +177,18 @@ describe('the client alone (headless-run-webhook-client)', () => {
   it('installs no server dependency: itself, valibot and http-parser-js, nothing else', () => {
     const installed = readdirSync(join(project, 'node_modules')).filter((name) => !name.startsWith('.'));
     expect(installed.sort()).toEqual(['headless-run-webhook-client', 'http-parser-js', 'valibot']);
+  });
+
+  it('is what docs/client.md says: about 25 KB in either form, and its dependencies are named', () => {
+    const docs = readFileSync(join(ROOT, 'docs', 'client.md'), 'utf8');
+    expect(docs).toContain('about 25 KB of unminified code in\neither form');
+    expect(docs).toMatch(/two dependencies are valibot[^.]*and http-parser-js/);
+    for (const file of ['client.js', 'client.cjs']) {
+      const kb = statSync(join(ROOT, 'dist', file)).size / 1024;
+      // "About 25": what rounds to it, give or take a fifth.
+      expect(kb, file).toBeGreaterThan(20);
+      expect(kb, file).toBeLessThan(30);
+    }
   });
 
   it('has the version of the package it comes from', () => {

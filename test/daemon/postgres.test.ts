@@ -1,5 +1,9 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
+import { waitFor } from '../helpers/wait';
 import { type TestPostgres, startPostgres } from '../fixtures/postgres.mjs';
 
 /** The daemon on a real PostgreSQL (docs/deployment.md: Running several instances). */
@@ -47,5 +51,40 @@ describe('headless-run-webhook serve --store postgres://…', () => {
     const bad = await runCli(['serve', '--port', '0', '--store', 'mysql://x'], { cwd: daemonDir() });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--store must be a postgres:\/\/ URL/);
+  });
+
+  it("two daemons on one host keep their worktrees in their own data directories: one starting never touches the other's running one", async () => {
+    /** A folder with a one-commit repository and a workspace `ws` whose runs each get a worktree. */
+    const project = () => {
+      const dir = tempDir();
+      dirs.push(dir);
+      const repo = join(dir, 'repo');
+      mkdirSync(repo);
+      const git = (...args: string[]) => execFileSync('git', args, { cwd: repo });
+      git('init', '--quiet', '--initial-branch=main');
+      writeFileSync(join(repo, 'a.txt'), 'a\n');
+      git('add', '.');
+      git('-c', 'user.email=t@example.com', '-c', 'user.name=T', 'commit', '--quiet', '-m', 'first');
+      writeConfig(dir, { workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], isolation: 'worktree' }] });
+      return dir;
+    };
+    const [a, b] = [project(), project()];
+    const first = await startDaemon(a, ['--port', '0'], { HEADLESS_STORE_URL: await postgres.database() });
+    const go = join(a, 'go');
+    const run = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { prompt: `cwd; wait-file ${go}`, agent: 'fake' })).json()) as {
+      taskId: string;
+      resumeId: string;
+    };
+    // The helper gives each daemon HEADLESS_DATA_DIR=<its folder>/.headless: the worktree is there, not in a shared temporary folder.
+    const worktree = join(a, '.headless', 'worktrees', 'ws', run.resumeId);
+    await waitFor(() => existsSync(worktree), { what: `the run's worktree at ${worktree}` });
+    const second = await startDaemon(b, ['--port', '0'], { HEADLESS_STORE_URL: await postgres.database() });
+    // The second has swept what its own crash could have left: the first's running worktree is still there.
+    expect(existsSync(worktree)).toBe(true);
+    writeFileSync(go, '');
+    expect(await waitRun(first, run.taskId)).toMatchObject({ status: 'succeeded' });
+    const out = (await (await api(first, 'GET', `/api/headless/${run.taskId}/output`)).json()) as { stdout: string };
+    expect(out.stdout).toContain(worktree);
+    await Promise.all([first.stop(), second.stop()]);
   });
 });

@@ -260,7 +260,8 @@ describe('graceful shutdown', () => {
     const answer = await waiting;
     expect(answer.status).toBe(503);
     expect(answer.headers.get('retry-after')).toBe('5');
-    expect(await answer.json()).toMatchObject({ code: 'shutting_down', taskId: queuedId, status: 'queued' });
+    expect(answer.headers.get('location')).toBe(`/api/headless/${queuedId}`);
+    expect(await answer.json()).toMatchObject({ code: 'shutting_down', status: 503, taskId: queuedId, runStatus: 'queued' });
     expect(await exited).toBe(0);
     const again = await startDaemon(dir);
     try {

@@ -12,6 +12,7 @@ import { createMemoryKeyv, createPostgresKeyv } from '../../src/core/store/keyvs
 import { type TestHost, closeAllHosts, createTestHost, fakeAgent } from '../helpers/harness';
 import { noneMarked } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
+import { sha256 } from '../../src/core/util/ids';
 import { type TestPostgres, startPostgres } from '../fixtures/postgres.mjs';
 
 /** The fleet's PostgreSQL parts in one process: each instance its own store, one database. */
@@ -277,6 +278,42 @@ describe('a fleet on PostgreSQL', () => {
     await b.close();
     expect(await count()).toBe(0);
     await db.end();
+  });
+
+  it('a delivery whose key a dead member still holds is never answered "handled" without a run: the resend waits, then runs once the claim is gone', async () => {
+    const url = await postgres.database();
+    const secret = 'a-fleet-bearer-token';
+    const trigger = {
+      name: 'alerts',
+      workspace: 'ws',
+      sender: 'generic',
+      verify: { method: 'bearer' },
+      agent: 'fake',
+      secret,
+      prompt: 'echo handled',
+    } as const;
+    const host = await createTestHost({ store: await createPostgresKeyv(url), triggers: [{ ...trigger, dedupe: { key: '{{ payload.id }}' } }] });
+    // The member that took the first copy died holding the key's claim: its owner is no living instance. (A rendered value is marked ⟦…⟧.)
+    const key = `idem:${sha256(`trigger:alerts\0trigger:alerts:${sha256('⟦evt-1⟧')}`)}`;
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    await db.query("INSERT INTO headless_claims (key, holder, owner) VALUES ($1, $2, 'boot_dead')", [key, sha256('{"trigger":"alerts"}')]);
+    await db.end();
+    const resend = () =>
+      host.request('POST', '/api/triggers/alerts', {
+        body: JSON.stringify({ id: 'evt-1' }),
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+      });
+    // A sender retries a 503 (Retry-After) and stops at a 2xx: every 2xx must name a run.
+    let answer = await resend();
+    for (let tries = 0; answer.status === 503 && tries < 10; tries++) {
+      expect(answer.headers.get('retry-after')).toBe('15');
+      answer = await resend();
+    }
+    const body = (await answer.json()) as { outcome: string; taskId?: string };
+    expect(answer.status).toBe(202);
+    expect(body).toMatchObject({ outcome: 'started', taskId: expect.stringMatching(/^run_/) });
+    expect(await host.waitEnded(body.taskId as string)).toMatchObject({ status: 'succeeded' });
   });
 
   it('the queue across three instances: runs queued on one are taken by the others, each exactly once, also after the one that accepted them is gone', async () => {

@@ -390,3 +390,28 @@ describe('disposing the handler', () => {
     },
   );
 });
+
+describe('a wait: true start still queued when the service closes', () => {
+  it('is answered 503 shutting_down whose status is the HTTP one, with the run in taskId, runStatus and Location', async () => {
+    const host = await createTestHost({ maxConcurrentRuns: 1, queue: {} });
+    await host.start('sleep 60000');
+    const waiting = host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo later', agent: 'fake', wait: true } });
+    let queued: string | undefined;
+    await waitFor(
+      async () => {
+        const list = (await (await host.request('GET', '/api/headless?wsId=ws&status=queued')).json()) as { runs: Array<{ taskId: string }> };
+        queued = list.runs[0]?.taskId;
+        return queued !== undefined;
+      },
+      { what: 'the wait: true start to be queued' },
+    );
+    const closed = host.close();
+    const answer = await waiting;
+    await closed;
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get('retry-after')).toBe('5');
+    expect(answer.headers.get('location')).toBe(`/api/headless/${queued}`);
+    const body = (await answer.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ status: 503, code: 'shutting_down', taskId: queued, runStatus: 'queued' });
+  });
+});

@@ -1,9 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { sign as signGithub } from '@octokit/webhooks-methods';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TriggerDefinition } from '../../src/core/triggers/trigger-spec';
+import { faultyKeyv } from '../helpers/faulty-store';
 import { type TestHost, closeAllHosts, createTestHost } from '../helpers/harness';
 
 /** docs/triggers.md: what an outsider's deliveries cost, replays of a captured one, and a trigger's share of the slots. */
@@ -130,5 +131,108 @@ describe("a trigger's share of the slots and the queue", () => {
       outcomes.push(a.status === 202 ? a.body.outcome : `${a.status} ${a.body.code}`);
     }
     expect(outcomes).toEqual(['started', 'queued', '503 trigger_busy']);
+  });
+});
+
+describe('two copies of one delivery at once (docs/triggers.md: Filters, repeats and resolutions)', () => {
+  /** A store that holds the first copy's claim of its key (its first idempotency write) until `release`; and a log that says when the second copy waits. */
+  function heldFirstCopy() {
+    const { keyv, state } = faultyKeyv();
+    let release: () => void = () => undefined;
+    let holding = false;
+    const held = new Promise<void>((resolve) => {
+      state.hold = (write) => {
+        if (holding || !write.key.startsWith('idem:')) return undefined;
+        holding = true;
+        resolve();
+        return new Promise<void>((go) => (release = go));
+      };
+    });
+    let waiting: () => void = () => undefined;
+    const waits = new Promise<void>((resolve) => (waiting = resolve));
+    const at = () => (_: Record<string, unknown>, message: string) => (message.startsWith('a repeat waits') ? waiting() : undefined);
+    return { store: keyv(), held, waits, release: () => release(), logger: { info: at(), warn: at(), error: at() } };
+  }
+
+  /** Sends `second` once the first copy holds the key, and goes on once it waits for that copy (or was answered without it). */
+  async function sendWhileHeld(copy: ReturnType<typeof heldFirstCopy>, first: Promise<unknown>, second: () => Promise<unknown>) {
+    await copy.held;
+    const answer = second();
+    await Promise.race([copy.waits, answer]);
+    return { first, second: answer };
+  }
+
+  it('a copy sent while the first is being handled waits for it and is answered with its run', async () => {
+    const copy = heldFirstCopy();
+    const host = await createTestHost({ store: copy.store, logger: copy.logger, triggers: [github()] });
+    const headers = await githubHeaders(ISSUE, 'delivery-1');
+    const sent = await sendWhileHeld(copy, send(host, 'gh', ISSUE, headers), () => send(host, 'gh', ISSUE, headers));
+    copy.release();
+    const first = (await sent.first) as Awaited<ReturnType<typeof send>>;
+    expect(first).toMatchObject({ status: 202, body: { outcome: 'started' } });
+    expect(await sent.second).toMatchObject({ status: 202, body: { outcome: 'deduplicated', taskId: first.body.taskId } });
+  });
+
+  it('when the first copy is then refused, the second is not answered "handled": both get a status the sender retries', async () => {
+    const copy = heldFirstCopy();
+    const host = await createTestHost({
+      store: copy.store,
+      logger: copy.logger,
+      triggers: [{ ...github(), limits: { concurrent: 1, queued: 1 } }],
+      maxConcurrentRuns: 4,
+      queue: { max: 8 },
+    });
+    const headers = await githubHeaders(ISSUE, 'delivery-1');
+    const sent = await sendWhileHeld(copy, send(host, 'gh', ISSUE, headers), () => send(host, 'gh', ISSUE, headers));
+    // Meanwhile other deliveries take the trigger's whole share, so the first copy's start is refused.
+    for (const n of [1, 2]) {
+      const other = ISSUE.replace('Login fails', `Other ${n}`);
+      expect((await send(host, 'gh', other, await githubHeaders(other, `other-${n}`))).status).toBe(202);
+    }
+    copy.release();
+    for (const answer of [await sent.first, await sent.second] as Array<Awaited<ReturnType<typeof send>>>)
+      expect(answer).toMatchObject({ status: 503, retryAfter: '30', body: { code: 'trigger_busy' } });
+  });
+});
+
+describe('a resolution annotating its run (docs/triggers.md: Filters, repeats and resolutions)', () => {
+  const FIRING = readFileSync(resolve(__dirname, '../fixtures/triggers/alertmanager.json'), 'utf8');
+  const RESOLVED = FIRING.replaceAll('"firing"', '"resolved"');
+  const alerts = (prompt: string): TriggerDefinition => ({
+    name: 'alerts',
+    workspace: 'ws',
+    sender: 'alertmanager',
+    agent: 'fake',
+    secret: 'am-token',
+    prompt,
+  });
+  const bearer = { authorization: 'Bearer am-token' };
+  const resolvedEvents = async (host: TestHost, taskId: string) =>
+    ((await (await host.request('GET', `/api/headless/${taskId}/events?format=json`)).json()) as { events: Array<{ type: string }> }).events.filter(
+      (e) => e.type === 'trigger.resolved',
+    );
+
+  it('of a running run adds trigger.resolved to its timeline and says so', async () => {
+    const host = await createTestHost({ triggers: [alerts(`go; wait-file ${release}`)] });
+    const { taskId } = (await send(host, 'alerts', FIRING, bearer)).body;
+    expect(await send(host, 'alerts', RESOLVED, bearer)).toMatchObject({ status: 202, body: { outcome: 'resolved', taskId, reason: 'its run was told' } });
+    writeFileSync(release, '');
+    await host.waitEnded(taskId);
+    expect(await resolvedEvents(host, taskId)).toHaveLength(1);
+  });
+
+  it('of a run that has ended adds nothing (its timeline ends with run.ended) and says that, not that the run was told', async () => {
+    const host = await createTestHost({ triggers: [alerts('go')] });
+    const { taskId } = (await send(host, 'alerts', FIRING, bearer)).body;
+    await host.waitEnded(taskId);
+    expect(await send(host, 'alerts', RESOLVED, bearer)).toMatchObject({
+      status: 202,
+      body: { outcome: 'resolved', taskId, reason: 'its run had already ended: nothing was added to it' },
+    });
+    expect(await resolvedEvents(host, taskId)).toEqual([]);
+    expect((await deliveriesOf(host, 'alerts')).deliveries[0]).toMatchObject({
+      outcome: 'resolved',
+      reason: 'its run had already ended: nothing was added to it',
+    });
   });
 });

@@ -95,14 +95,16 @@ export class RunEvents {
     this.live.delete(taskId);
   }
 
-  append<T extends RunEventType>(taskId: string, type: T, data: RunEventData[T]): void {
+  /** Adds an event to a run running here; answers whether it was added (never after `run.ended`, which stays the last). */
+  append<T extends RunEventType>(taskId: string, type: T, data: RunEventData[T]): boolean {
     const entry = this.live.get(taskId);
-    if (!entry || entry.timeline.ended) return;
+    if (!entry || entry.timeline.ended) return false;
     entry.timeline.append(type, data);
     entry.timer ??= setTimeout(() => {
       entry.timer = undefined;
       void this.write(taskId);
     }, this.flushMs);
+    return true;
   }
 
   /**

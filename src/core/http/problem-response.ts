@@ -3,7 +3,6 @@
 // whatwg-node's Response: on node:http its string bodies skip the web-stream machinery.
 import { Response } from '@whatwg-node/fetch';
 import { HttpProblem, Refusal, StorageError, problemAnswer } from '../../contract/problems';
-import { StillPending } from '../runs/lifecycle';
 import { MissingPackage } from '../util/optional-package';
 
 export function problemResponse(problem: Refusal): Response {
@@ -17,11 +16,6 @@ export function problemResponse(problem: Refusal): Response {
  */
 export function errorToResponse(error: unknown, log: (message: string, error: unknown) => void): Response {
   if (error instanceof Refusal) return problemResponse(error);
-  // A caller waiting for its run when the service stops: the run is durable and goes on later.
-  if (error instanceof StillPending) {
-    const { taskId, status } = error.record;
-    return problemResponse(new Refusal('shutting_down', error.message, { extra: { taskId, status }, retryAfterSeconds: 5 }));
-  }
   if (error instanceof MissingPackage) return problemResponse(new HttpProblem('not_installed', error.message));
   if (error instanceof StorageError) {
     log('storage failure', error);

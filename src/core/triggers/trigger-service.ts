@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Refusal } from '../../contract/problems';
 import { hasEnded } from '../../contract/records';
 import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
@@ -21,8 +22,8 @@ export interface TriggerDeps {
   start(workspace: Workspace, body: Record<string, unknown>, apiUrl: string, taskId: string, origin: RunOrigin): Promise<StartedRun>;
   find(taskId: string): Promise<StoredRun | undefined>;
   cancel(taskId: string): Promise<unknown>;
-  /** Adds `trigger.resolved` to a run's timeline. */
-  annotate(taskId: string, data: { trigger: string; delivery: string; event?: string; cancelled: boolean }): void;
+  /** Adds `trigger.resolved` to a run's timeline; answers whether it was added (not to an ended run, nor one running elsewhere). */
+  annotate(taskId: string, data: { trigger: string; delivery: string; event?: string; cancelled: boolean }): boolean;
   workspace(id: string): Promise<Workspace>;
   apiUrl(): string;
   logger: HeadlessLogger;
@@ -37,6 +38,12 @@ export type DeliveryDecision =
 
 /** What a delivery that was not refused came to. */
 type Decided = { outcome: Exclude<DeliveryOutcome, 'refused'>; taskId?: string; reason?: string };
+
+/** How long a copy of a delivery waits for another copy being handled, and how often it looks. */
+const REPEAT_WAIT_MS = 10_000;
+const REPEAT_POLL_MS = 100;
+/** A copy still held after the wait: its holder may be a dead instance, whose claim goes with its lease (15 s by default). */
+const REPEAT_RETRY_AFTER_S = 15;
 
 /** A delivery that is refused, with why. */
 class DeliveryRefusal extends Error {
@@ -166,17 +173,28 @@ export class TriggerService {
     ];
   }
 
-  /** One run per key within the window: a repeat by any of its keys gets the first run's id and starts nothing. */
-  private async dedupe(trigger: Trigger, keys: [RepeatKey, ...RepeatKey[]], start: (taskId: string) => Promise<StartedRun>) {
-    try {
-      const { answer, replayed } = await this.once(trigger, keys, start);
-      const { taskId, status, repeat } = answer.body as { taskId: string; status?: string; repeat?: boolean };
-      if (replayed || repeat === true) return { outcome: 'deduplicated' as const, taskId, reason: 'seen within the dedupe window' };
-      return { outcome: status === 'queued' ? ('queued' as const) : ('started' as const), taskId };
-    } catch (error) {
-      if (error instanceof Refusal && error.code === 'idempotency_key_in_use')
-        return { outcome: 'deduplicated' as const, reason: 'the same delivery is being handled' };
-      throw error;
+  /**
+   * One run per key within the window: a repeat by any of its keys gets the first run's id and
+   * starts nothing. A copy that arrives while another is being handled waits for it (bounded):
+   * it is then answered with that copy's run, or, if that copy made none (its start was refused),
+   * it is handled itself. Never a `2xx` without a run: a copy still held past the wait (its
+   * holder may have died in a fleet, until its lease runs out) is `503 delivery_in_progress`.
+   */
+  private async dedupe(trigger: Trigger, keys: [RepeatKey, ...RepeatKey[]], start: (taskId: string) => Promise<StartedRun>): Promise<Decided> {
+    const until = Date.now() + REPEAT_WAIT_MS;
+    for (let waited = false; ; waited = true) {
+      try {
+        const { answer, replayed } = await this.once(trigger, keys, start);
+        const { taskId, status, repeat } = answer.body as { taskId: string; status?: string; repeat?: boolean };
+        if (replayed || repeat === true) return { outcome: 'deduplicated' as const, taskId, reason: 'seen within the dedupe window' };
+        return { outcome: status === 'queued' ? ('queued' as const) : ('started' as const), taskId };
+      } catch (error) {
+        if (!(error instanceof Refusal && error.code === 'idempotency_key_in_use')) throw error;
+      }
+      if (Date.now() >= until)
+        throw new Refusal('delivery_in_progress', 'the same delivery is still being handled; retry it', { retryAfterSeconds: REPEAT_RETRY_AFTER_S });
+      if (!waited) this.$.logger.info({ trigger: trigger.definition.name }, 'a repeat waits for the copy of its delivery being handled');
+      await sleep(REPEAT_POLL_MS);
     }
   }
 
@@ -247,8 +265,8 @@ export class TriggerService {
     if (!run) return { outcome: 'resolved' as const, reason: 'no run of this incident' };
     const cancel = action === 'cancel' && !hasEnded(run.status);
     if (cancel) await this.$.cancel(run.taskId).catch(() => undefined);
-    this.$.annotate(run.taskId, { trigger: name, delivery, ...(facts.event ? { event: facts.event } : {}), cancelled: cancel });
-    return { outcome: 'resolved' as const, taskId: run.taskId, reason: cancel ? 'its run was cancelled' : 'its run was told' };
+    const told = this.$.annotate(run.taskId, { trigger: name, delivery, ...(facts.event ? { event: facts.event } : {}), cancelled: cancel });
+    return { outcome: 'resolved' as const, taskId: run.taskId, reason: cancel ? 'its run was cancelled' : toldReason(told, run) };
   }
 
   private async render(template: PromptTemplate, context: Record<string, unknown>): Promise<string> {
@@ -282,6 +300,12 @@ export class TriggerService {
       .add(record)
       .catch((error: unknown) => this.$.logger.warn({ trigger: record.trigger, error: String(error) }, 'could not log a trigger delivery'));
   }
+}
+
+/** What an annotation did, truthfully: an ended run's timeline is closed, and a run another instance runs has its timeline there. */
+function toldReason(told: boolean, run: StoredRun): string {
+  if (told) return 'its run was told';
+  return hasEnded(run.status) ? 'its run had already ended: nothing was added to it' : 'its run was not told: it is not running on this instance';
 }
 
 function parsePayload(body: string): Record<string, unknown> {

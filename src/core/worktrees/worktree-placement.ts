@@ -7,7 +7,8 @@
  * change is read (`settle`), then its folder is removed or kept as its workspace says (`release`).
  * Its runs' processes are this machine's (the local host); its record's `data` is the `WorktreeRecord`.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative } from 'node:path';
 import { execa } from 'execa';
 import { MARKER_VARIABLE } from '../process/process-tree';
@@ -29,8 +30,12 @@ const SETUP_TIMEOUT_MS = 600_000;
 const VIEWS = '.views';
 
 export interface WorktreePlacementOptions {
-  /** The folder worktrees are made in, a folder per workspace: never inside a workspace. */
-  root: string;
+  /**
+   * The folder worktrees are made in, a folder per workspace: never inside a workspace, and this
+   * instance's alone (the start-up sweep removes what it finds there). Without one, a new folder
+   * in the temporary folder is made at first use, and the sweep has nothing of its own to look at.
+   */
+  root?: string;
   /** Every configured workspace: those in a run's repository are hidden from it in a sandbox. */
   workspaces: () => Workspace[];
   log: Log;
@@ -69,8 +74,9 @@ export class WorktreePlacement implements PlacementProvider {
   /** The root folder, made at first use (its real path: git names worktrees by it). */
   private get root(): string {
     if (this.madeRoot === undefined) {
-      mkdirSync(this.o.root, { recursive: true });
-      this.madeRoot = realpathSync(this.o.root);
+      const root = this.o.root ?? mkdtempSync(join(tmpdir(), 'hrw-worktrees-'));
+      mkdirSync(root, { recursive: true });
+      this.madeRoot = realpathSync(root);
     }
     return this.madeRoot;
   }
@@ -193,7 +199,7 @@ export class WorktreePlacement implements PlacementProvider {
    * placement was recorded is found this way.
    */
   async sweep(a: { workspaces: Workspace[]; hasEnded: (taskId: string) => Promise<boolean> }): Promise<void> {
-    if (!existsSync(this.o.root)) return;
+    if (this.o.root === undefined || !existsSync(this.o.root)) return;
     const views = join(this.root, VIEWS);
     if (existsSync(views)) for (const taskId of readdirSync(views)) if (await a.hasEnded(taskId)) rmSync(join(views, taskId), { recursive: true, force: true });
     for (const workspace of a.workspaces) {

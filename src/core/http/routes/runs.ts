@@ -4,6 +4,7 @@ import { HttpProblem, problemAnswer } from '../../../contract/problems';
 import { ANSWERS } from '../../../contract/answers';
 import { EventsQuery, ListQuery, OutputQuery, StartBody, parseEventsQuery, parseListQuery, parseOutputQuery, parseStartBody } from '../../../contract/requests';
 import type { StoredAnswer } from '../../idempotency';
+import { StillPending } from '../../runs/lifecycle';
 import { isTraceparent } from '../../telemetry/run-tracing';
 import { readEmptyBody, readJsonObject } from '../body';
 import { eventStreamResponse } from '../event-stream';
@@ -32,6 +33,18 @@ const accepted = (r: RunRecord) => ({
   status: r.status,
   ...(r.queuePosition === undefined ? {} : { queuePosition: r.queuePosition }),
 });
+
+/**
+ * A caller waiting for its run when the service stops: the run is durable and goes on later.
+ * `status` is the HTTP status (RFC 9457), so the run's own is `runStatus`; `Location` names it.
+ * Thrown past the idempotency key, whose retry is answered from the run.
+ */
+const stillPending = (pending: StillPending, location: Record<string, string>) =>
+  new HttpProblem('shutting_down', pending.message, {
+    extra: { taskId: pending.record.taskId, runStatus: pending.record.status },
+    headers: location,
+    retryAfterSeconds: 5,
+  });
 
 export const RUN_ROUTES: Route[] = [
   route(
@@ -106,9 +119,13 @@ export const RUN_ROUTES: Route[] = [
         return { ...refused, headers: { ...refused.headers, ...location(taskId) } };
       };
       const key = request.headers.get('idempotency-key');
-      if (key === null) return answer(await execute());
-      const { answer: first, replayed } = await services.idempotency.run(params.workspaceId, key, body, execute, replay);
-      return answer(first, replayed ? { 'idempotent-replayed': 'true' } : {});
+      try {
+        if (key === null) return answer(await execute());
+        const { answer: first, replayed } = await services.idempotency.run(params.workspaceId, key, body, execute, replay);
+        return answer(first, replayed ? { 'idempotent-replayed': 'true' } : {});
+      } catch (error) {
+        throw error instanceof StillPending ? stillPending(error, location(error.record.taskId)) : error;
+      }
     },
   ),
   route(

@@ -73,6 +73,7 @@ export const TRIGGER_ROUTES: Route[] = [
           'capacity_reached',
           'queue_full',
           'trigger_busy',
+          'delivery_in_progress',
           'too_many_attempts',
           'spawn_failed',
         ],
