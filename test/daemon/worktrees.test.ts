@@ -391,6 +391,38 @@ describe('the service never runs what an agent wrote (issue 50)', () => {
     await daemon.stop();
   });
 
+  it.each([
+    ['onbranch:headless/**', 'the new branch'],
+    ['gitdir:**/worktrees/**', "a worktree's git folder"],
+  ])('an include whose condition holds only in the checkout it makes (includeIf %s: %s) is still not obeyed', async (condition) => {
+    const { dir, repo } = setUp();
+    const smudge = marker(dir, 'smudge');
+    // As an agent in the repository's own folder could leave it: attributes in .git/info, a relative conditional include.
+    writeFileSync(join(repo, '.git', 'info', 'attributes'), '*.txt filter=y\n');
+    writeFileSync(join(repo, '.git', 'incif.cfg'), `[filter "y"]\n\tsmudge = ${smudge.script} smudge\n`);
+    writeFileSync(join(repo, '.git', 'config'), `${readFileSync(join(repo, '.git', 'config'), 'utf8')}[includeIf "${condition}"]\n\tpath = incif.cfg\n`);
+    const daemon = await startDaemon(dir);
+    const run = await start(daemon, { prompt: 'sh cat a.txt && echo new > new.txt' });
+    const ended = (await waitRun(daemon, run.taskId)) as RunRecord;
+    expect(ended.changes?.committed, JSON.stringify(ended)).toBe(true);
+    expect(await stdoutOf(daemon, run.taskId)).toContain('a\n');
+    expect(existsSync(smudge.mark)).toBe(false);
+    await daemon.stop();
+  });
+
+  it('a repository whose configuration includes a file the service cannot read is refused, and nothing runs', async () => {
+    const { dir, repo } = setUp();
+    writeFileSync(
+      join(repo, '.git', 'config'),
+      `${readFileSync(join(repo, '.git', 'config'), 'utf8')}[includeIf "onbranch:headless/**"]\n\tpath = ${join(dir, 'missing.cfg')}\n`,
+    );
+    const daemon = await startDaemon(dir);
+    const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo never' });
+    expect(res.status).toBe(422);
+    expect(await res.text()).toContain('missing.cfg');
+    await daemon.stop();
+  });
+
   it("setup runs on a worktree fresh from the ref, never on one made again from a Session's branch (agent-written)", async () => {
     const outside = tempDir();
     dirs.push(outside);

@@ -19,7 +19,7 @@ import type { Log } from '../logger';
 import type { PlacementRecord, Workspace, WorktreeRecord, WorktreeSettings } from '../types';
 import { clip } from '../util/text';
 import { changedAnything, settleWorktree, untrackedFiles } from './changes';
-import { type GitPlace, git, gitLine } from './git';
+import { type GitPlace, UnsafeRepository, git, gitLine } from './git';
 import { type Repository, repoPlace, repositoryOf, worktreePlace } from './places';
 import { makeRefView } from './ref-view';
 import { type Listed, listWorktrees, lockReason, runOfLock } from './worktree-list';
@@ -79,11 +79,11 @@ export class WorktreePlacement implements PlacementProvider {
     const ref = run.policy?.worktree?.ref ?? 'HEAD';
     const repo = await repositoryOf(run.workspace.path);
     if (repo === undefined) return `workspace "${run.workspace.id}" is not in a git repository: isolation "worktree" needs one`;
-    const known = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { at: repoPlace(repo) }).then(
-      () => true,
-      () => false,
+    const unknown = `ref "${ref}" is not a commit of workspace "${run.workspace.id}"'s repository`;
+    return git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { at: repoPlace(repo) }).then(
+      () => undefined,
+      (error: unknown) => (error instanceof UnsafeRepository ? `workspace "${run.workspace.id}"'s repository: ${error.message}` : unknown),
     );
-    return known ? undefined : `ref "${ref}" is not a commit of workspace "${run.workspace.id}"'s repository`;
   }
 
   async prepare(run: PlaceInput): Promise<Placed> {
