@@ -513,5 +513,30 @@ describe.skipIf(!hasBwrap).each(isRoot ? (['root', 'user'] as const) : (['user']
       expect(git(repo, '-c', 'safe.directory=*', 'show', `headless/${run.resumeId}:lib/secret.txt`)).toBe('the lib workspace secret');
       await daemon.stop();
     });
+
+    it("runs the setup in the run's sandbox, never as the daemon's user: also a preinstall an agent committed on the ref", async () => {
+      const { dir, repo } = setUp();
+      const outside = join(dir, 'setup-escaped');
+      // As an agent working in the repository's own folder could commit it on main, for `npm ci` to run.
+      writeFileSync(join(repo, 'preinstall.sh'), `#!/bin/sh\nid -u > preinstall-uid\ntouch ${outside}\n`, { mode: 0o755 });
+      git(repo, 'add', 'preinstall.sh');
+      git(repo, 'commit', '--quiet', '-m', 'preinstall');
+      const setup = 'id -u > setup-uid && ./preinstall.sh; true';
+      writeConfig(dir, {
+        sandbox: { readable: [FAKE_AGENT] },
+        workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], isolation: 'worktree', sandbox: true, worktree: { setup } }],
+      });
+      const as: { uid?: number; gid?: number } = variant === 'user' && isRoot ? escapeUser() : {};
+      if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, dir]);
+      const daemon = await startDaemon(dir, ['--port', '0'], {}, as);
+      const run = await start(daemon, { prompt: 'sh echo setup=$(cat setup-uid) preinstall=$(cat preinstall-uid)' });
+      const ended = (await waitRun(daemon, run.taskId)) as RunRecord;
+      const uid = variant === 'root' ? 65532 : (as.uid ?? process.getuid?.());
+      expect(await stdoutOf(daemon, run.taskId), JSON.stringify(ended)).toContain(`setup=${uid} preinstall=${uid}`);
+      expect(existsSync(outside)).toBe(false);
+      // What the setup left is not the run's work.
+      expect(ended.changes?.files).toEqual([]);
+      await daemon.stop();
+    });
   },
 );
