@@ -391,6 +391,38 @@ describe('the service never runs what an agent wrote (issue 50)', () => {
     await daemon.stop();
   });
 
+  it.each([
+    ['onbranch:headless/**', 'the new branch'],
+    ['gitdir:**/worktrees/**', "a worktree's git folder"],
+  ])('an include whose condition holds only in the checkout it makes (includeIf %s: %s) is still not obeyed', async (condition) => {
+    const { dir, repo } = setUp();
+    const smudge = marker(dir, 'smudge');
+    // As an agent in the repository's own folder could leave it: attributes in .git/info, a relative conditional include.
+    writeFileSync(join(repo, '.git', 'info', 'attributes'), '*.txt filter=y\n');
+    writeFileSync(join(repo, '.git', 'incif.cfg'), `[filter "y"]\n\tsmudge = ${smudge.script} smudge\n`);
+    writeFileSync(join(repo, '.git', 'config'), `${readFileSync(join(repo, '.git', 'config'), 'utf8')}[includeIf "${condition}"]\n\tpath = incif.cfg\n`);
+    const daemon = await startDaemon(dir);
+    const run = await start(daemon, { prompt: 'sh cat a.txt && echo new > new.txt' });
+    const ended = (await waitRun(daemon, run.taskId)) as RunRecord;
+    expect(ended.changes?.committed, JSON.stringify(ended)).toBe(true);
+    expect(await stdoutOf(daemon, run.taskId)).toContain('a\n');
+    expect(existsSync(smudge.mark)).toBe(false);
+    await daemon.stop();
+  });
+
+  it('a repository whose configuration includes a file the service cannot read is refused, and nothing runs', async () => {
+    const { dir, repo } = setUp();
+    writeFileSync(
+      join(repo, '.git', 'config'),
+      `${readFileSync(join(repo, '.git', 'config'), 'utf8')}[includeIf "onbranch:headless/**"]\n\tpath = ${join(dir, 'missing.cfg')}\n`,
+    );
+    const daemon = await startDaemon(dir);
+    const res = await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo never' });
+    expect(res.status).toBe(422);
+    expect(await res.text()).toContain('missing.cfg');
+    await daemon.stop();
+  });
+
   it("setup runs on a worktree fresh from the ref, never on one made again from a Session's branch (agent-written)", async () => {
     const outside = tempDir();
     dirs.push(outside);
@@ -479,6 +511,31 @@ describe.skipIf(!hasBwrap).each(isRoot ? (['root', 'user'] as const) : (['user']
       expect(ended.changes).toMatchObject({ committed: true, files: [{ path: 'app/work.txt', status: 'added' }] });
       // The service commits the whole worktree, the hidden folder as it is (the test's git reads a repository another user owns).
       expect(git(repo, '-c', 'safe.directory=*', 'show', `headless/${run.resumeId}:lib/secret.txt`)).toBe('the lib workspace secret');
+      await daemon.stop();
+    });
+
+    it("runs the setup in the run's sandbox, never as the daemon's user: also a preinstall an agent committed on the ref", async () => {
+      const { dir, repo } = setUp();
+      const outside = join(dir, 'setup-escaped');
+      // As an agent working in the repository's own folder could commit it on main, for `npm ci` to run.
+      writeFileSync(join(repo, 'preinstall.sh'), `#!/bin/sh\nid -u > preinstall-uid\ntouch ${outside}\n`, { mode: 0o755 });
+      git(repo, 'add', 'preinstall.sh');
+      git(repo, 'commit', '--quiet', '-m', 'preinstall');
+      const setup = 'id -u > setup-uid && ./preinstall.sh; true';
+      writeConfig(dir, {
+        sandbox: { readable: [FAKE_AGENT] },
+        workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], isolation: 'worktree', sandbox: true, worktree: { setup } }],
+      });
+      const as: { uid?: number; gid?: number } = variant === 'user' && isRoot ? escapeUser() : {};
+      if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, dir]);
+      const daemon = await startDaemon(dir, ['--port', '0'], {}, as);
+      const run = await start(daemon, { prompt: 'sh echo setup=$(cat setup-uid) preinstall=$(cat preinstall-uid)' });
+      const ended = (await waitRun(daemon, run.taskId)) as RunRecord;
+      const uid = variant === 'root' ? 65532 : (as.uid ?? process.getuid?.());
+      expect(await stdoutOf(daemon, run.taskId), JSON.stringify(ended)).toContain(`setup=${uid} preinstall=${uid}`);
+      expect(existsSync(outside)).toBe(false);
+      // What the setup left is not the run's work.
+      expect(ended.changes?.files).toEqual([]);
       await daemon.stop();
     });
   },

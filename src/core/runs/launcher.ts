@@ -28,6 +28,8 @@ import type { RunLifecycle } from './lifecycle';
 import { type LiveRun, type ServiceStop, type StartedRun, newLiveRun } from './live-run';
 import { STOPS } from './outcome';
 import { outputPipe } from './output-pipe';
+import { runPlacedSetup } from './placed-setup';
+import type { PlacedSetup } from './placement';
 import { type PlacedRun, type Placements, placementRecord } from './placements';
 import type { RunRecords } from './records';
 import { answerOf, laterTurn } from './repair-turn';
@@ -177,6 +179,7 @@ export class RunLauncher {
     });
     await preflight(adapter, invocation.command, env);
     const spawner = this.spawnerOf(input, placed, env);
+    if (!turn && placed.setup) await this.setUp(live, placed, placed.setup, spawner, env);
     const watchers: Array<(event: AgentEvent) => void> = [];
     live.questions ??= new RunQuestions({ ...this.$, noteApprovals: (...a) => this.$.lifecycle.noteApprovals(...a) }, { record, cwd });
     const questions = live.questions;
@@ -205,6 +208,27 @@ export class RunLauncher {
     });
     io.attach(proc);
     return proc;
+  }
+
+  /**
+   * Its placement's setup, through its agent's spawner (so confined alike): what the setup runs
+   * comes from the repository, which an agent may have written. A failed one undid its placement.
+   */
+  private async setUp(live: LiveRun, placed: PlacedRun, setup: PlacedSetup, spawner: Spawner, env: Record<string, string>): Promise<void> {
+    const started = (proc: SupervisedProcess) => {
+      live.setup = proc;
+      if (live.pendingStop) proc.stop(STOPS[live.pendingStop], 0);
+    };
+    try {
+      // Recorded with its process, after: what the setup left is the placement's, not the run's work.
+      placed.data = await runPlacedSetup({ setup, spawner, host: placed.host, run: { taskId: live.taskId, data: placed.data }, env, started });
+    } catch (error) {
+      live.placed = undefined;
+      if (live.pendingStop) live.endedBy = STOPS[live.pendingStop];
+      throw error;
+    } finally {
+      live.setup = undefined;
+    }
   }
 
   /** The spawner of its agent: confined in a sandbox where its policy says. */
@@ -376,8 +400,10 @@ export class RunLauncher {
   /** Stops its process; with none running (being spawned, or between turns), the stop waits for the next or ends the run. */
   stop(live: LiveRun, reason: ServiceStop): void {
     live.halt.abort();
-    if (live.process?.stop(STOPS[reason], reason === 'shutdown' ? SHUTDOWN_GRACE_MS : KILL_GRACE_MS)) return;
+    const grace = reason === 'shutdown' ? SHUTDOWN_GRACE_MS : KILL_GRACE_MS;
+    if (live.process?.stop(STOPS[reason], grace)) return;
     if (!live.process?.stopped) live.pendingStop ??= reason;
+    live.setup?.stop(STOPS[reason], grace);
   }
 
   /** Removes the folder of the `headless-inbox` launcher and the sandboxes'. */

@@ -37,6 +37,8 @@ export interface LiveRun {
   process?: SupervisedProcess;
   /** Where it was placed, once it was. */
   placed?: PlacedRun;
+  /** Its placement's setup, while it runs: the run's stops stop it. */
+  setup?: SupervisedProcess;
   /** The agent's verdict, once a turn ended: the last turn's, with the usage of every turn. */
   verdict?: AgentVerdict;
   /** The verdict of the turns before the one under way (runs/turn-policy.ts). */

@@ -31,6 +31,32 @@ export interface Placed {
   view?: SandboxView;
   /** Its folder was made for it (not the workspace's own): a sandbox user need not own the workspace. */
   madeForRun?: boolean;
+  /** A command run before its agent, as its agent runs (in its sandbox, if it has one): a worktree's setup. */
+  setup?: PlacedSetup;
+}
+
+/**
+ * A provider's command run before the run's agent, through the agent's own spawner (confined
+ * alike) under the run's marker, its process group killed with the run: never with the
+ * service's privileges, since what it runs comes from the repository (an `npm ci` runs its
+ * `preinstall`), which an agent may have written.
+ */
+export interface PlacedSetup {
+  /** A shell command (`sh -c`). */
+  command: string;
+  /** The folder it runs in: inside what the run sees. */
+  cwd: string;
+  /** Added to the run's environment. */
+  env: Record<string, string>;
+  timeoutMs: number;
+  /** What it is, in the message of its failure ("the worktree's setup command"). */
+  what: string;
+  /** The run's error code when it fails. */
+  failureCode: string;
+  /** It succeeded: the provider's `data` as the run is then recorded with. */
+  succeeded(): Promise<unknown>;
+  /** It failed: undo what `prepare` made (the run is then not placed). */
+  failed(): Promise<void>;
 }
 
 /** What a placed run sees in a sandbox. */

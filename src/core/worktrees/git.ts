@@ -3,7 +3,7 @@
  * writes (docs/worktrees.md: What the service's git trusts). Every command names its git folder
  * and work tree (`--git-dir`, `--work-tree`): a `.git` the agent planted is never read. No
  * configuration can make it run a program: the user's and the system's are not read, and every
- * key of the repository's own (includes followed) that names a command (fsmonitor, hooks,
+ * key of the repository's own (every include followed, whatever its condition: config-files.ts) that names a command (fsmonitor, hooks,
  * filters, diff and merge drivers, pagers, editors, ssh, credential helpers, signing programs) is
  * overridden, after it is listed, on each command. Each command is bounded in time and, where
  * `prlimit` exists, in memory. Never a prompt; the caller's `GIT_*` variables are left out; Git LFS
@@ -11,6 +11,7 @@
  */
 import { execa } from 'execa';
 import { findExecutable } from '../agents/preflight';
+import { UnreadableConfig, everyConfigKey } from './config-files';
 import { commandKeyOverrides } from './git-config-guard';
 
 /** How long one git command may take (a checkout of a large tree included). */
@@ -34,6 +35,15 @@ export class GitError extends Error {
   ) {
     super(`git ${args.join(' ')}: ${stderr.trim().split('\n').slice(-3).join(' ') || 'failed'}`);
     this.name = 'GitError';
+  }
+}
+
+/** A repository whose configuration the service cannot read whole: no git runs on it (config-files.ts). */
+export class UnsafeRepository extends GitError {
+  constructor(args: string[], why: string) {
+    super(args, why);
+    this.message = why;
+    this.name = 'UnsafeRepository';
   }
 }
 
@@ -131,11 +141,14 @@ async function rawGit(args: string[], o: GitOptions, overrides: Array<[string, s
   return { stdout: typeof result.stdout === 'string' ? result.stdout : '', truncated };
 }
 
-/** Runs git; throws a GitError with its stderr when it fails. */
+/** Runs git; throws a GitError with its stderr when it fails, or when the repository's configuration cannot all be read. */
 export async function git(args: string[], o: GitOptions): Promise<{ stdout: string; truncated: boolean }> {
-  // Listed now, for this command: what the repository's configuration says when it runs.
-  const listed = await rawGit(['config', '--list', '--includes', '--name-only', '-z'], { at: o.at }, []);
-  return rawGit(args, o, commandKeyOverrides(listed.stdout.split('\0'), hasLfs()));
+  // Read now, for this command: every key the repository's configuration could set as it runs, whatever its conditions.
+  const read = async (file: string) => (await rawGit(['config', '--file', file, '--list', '--no-includes', '-z'], { at: { gitDir: o.at.gitDir } }, [])).stdout;
+  const keys = await everyConfigKey(o.at.gitDir, read).catch((error: unknown) => {
+    throw error instanceof UnreadableConfig ? new UnsafeRepository(args, error.message) : error;
+  });
+  return rawGit(args, o, commandKeyOverrides(keys, hasLfs()));
 }
 
 /** The trimmed output of a git command that answers one line. */

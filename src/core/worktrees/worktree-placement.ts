@@ -10,17 +10,14 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative } from 'node:path';
-import { execa } from 'execa';
-import { MARKER_VARIABLE } from '../process/process-tree';
 import { localHost } from '../process/local-host';
 import { SpawnFailure } from '../process/spawner';
 import { GIT_REF } from '../../contract/requests';
-import type { PlaceInput, Placed, PlacementProvider, ReleaseInput, SandboxView, Settled } from '../runs/placement';
+import type { PlaceInput, Placed, PlacedSetup, PlacementProvider, ReleaseInput, SandboxView, Settled } from '../runs/placement';
 import type { Log } from '../logger';
 import type { PlacementRecord, Workspace, WorktreeRecord, WorktreeSettings } from '../types';
-import { clip } from '../util/text';
 import { changedAnything, settleWorktree, untrackedFiles } from './changes';
-import { type GitPlace, git, gitLine } from './git';
+import { type GitPlace, UnsafeRepository, git, gitLine } from './git';
 import { type Repository, repoPlace, repositoryOf, worktreePlace } from './places';
 import { makeRefView } from './ref-view';
 import { type Listed, listWorktrees, lockReason, runOfLock } from './worktree-list';
@@ -85,11 +82,11 @@ export class WorktreePlacement implements PlacementProvider {
     const ref = run.policy?.worktree?.ref ?? 'HEAD';
     const repo = await repositoryOf(run.workspace.path);
     if (repo === undefined) return `workspace "${run.workspace.id}" is not in a git repository: isolation "worktree" needs one`;
-    const known = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { at: repoPlace(repo) }).then(
-      () => true,
-      () => false,
+    const unknown = `ref "${ref}" is not a commit of workspace "${run.workspace.id}"'s repository`;
+    return git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { at: repoPlace(repo) }).then(
+      () => undefined,
+      (error: unknown) => (error instanceof UnsafeRepository ? `workspace "${run.workspace.id}"'s repository: ${error.message}` : unknown),
     );
-    return known ? undefined : `ref "${ref}" is not a commit of workspace "${run.workspace.id}"'s repository`;
   }
 
   async prepare(run: PlaceInput): Promise<Placed> {
@@ -102,15 +99,19 @@ export class WorktreePlacement implements PlacementProvider {
     const branch = `headless/${resumeId}`;
     const { created } = await this.inRepo(repo.top, () => this.checkOut({ repo, path, branch, ref, taskId }));
     const at = await worktreePlace({ repo: repo.top, path });
+    const undo = async () => {
+      rmSync(join(this.root, VIEWS, taskId), { recursive: true, force: true });
+      await this.inRepo(repo.top, () => removeWorktree({ repo, path, branch, deleteBranch: created }));
+    };
     let setupFiles: string[] = [];
+    let fresh = false;
     try {
       // Set up only what the operator chose: a worktree fresh from its ref, never a Session's branch (what agents wrote).
-      const fresh = created && !(await namesSessionBranch(repo, ref));
+      fresh = created && !(await namesSessionBranch(repo, ref));
       if (fresh) await initSubmodules(at, this.o.log);
-      if (fresh && settings.setup !== undefined) await runSetup(settings, { workspace: workspace.path, worktree: path, taskId });
-      setupFiles = await rememberedSetupFiles(at, fresh && settings.setup !== undefined);
+      setupFiles = await rememberedSetupFiles(at, false);
     } catch (error) {
-      await this.inRepo(repo.top, () => removeWorktree({ repo, path, branch, deleteBranch: created }));
+      await undo();
       throw error;
     }
     const base = await gitLine(['rev-parse', '--verify', `refs/heads/${branch}^{commit}`], at);
@@ -125,7 +126,10 @@ export class WorktreePlacement implements PlacementProvider {
     };
     const cwd = join(path, relative(repo.top, realpathSync(workspace.path)));
     const view = run.policy?.sandbox ? await this.sandboxView({ repo, at, branch, taskId, workspace }) : undefined;
-    return { cwd, data: worktree, spawner: run.spawner, env: await hooksEnv(repo), madeForRun: true, ...(view ? { view } : {}) };
+    // Run by the launcher as the agent runs (confined alike): the ref's content may be an agent's.
+    const setup = fresh && settings.setup !== undefined ? setupOf({ command: settings.setup, settings, workspace, worktree, at, undo }) : undefined;
+    const env = await hooksEnv(repo);
+    return { cwd, data: worktree, spawner: run.spawner, env, madeForRun: true, ...(view ? { view } : {}), ...(setup ? { setup } : {}) };
   }
 
   /** What a sandboxed run sees: its worktree but the other workspaces' folders, and its own view of the repository's refs. */
@@ -302,22 +306,31 @@ async function initSubmodules(at: GitPlace, log: Log): Promise<void> {
   );
 }
 
-/** The workspace's setup command, in the new worktree; a failure fails the run with its own code. */
-async function runSetup(settings: WorktreeSettings, at: { workspace: string; worktree: string; taskId: string }): Promise<void> {
-  const timeout = settings.setupTimeoutMs ?? SETUP_TIMEOUT_MS;
-  const result = await execa('sh', ['-c', settings.setup ?? ''], {
-    cwd: at.worktree,
-    // The run's marker: crash recovery kills what a setup left running.
-    env: { HEADLESS_WORKSPACE_PATH: at.workspace, HEADLESS_WORKTREE_PATH: at.worktree, [MARKER_VARIABLE]: at.taskId },
-    reject: false,
-    all: true,
-    timeout,
-    forceKillAfterDelay: 2000,
-    stdin: 'ignore',
-  });
-  if (result.exitCode === 0) return;
-  const why = result.timedOut ? `did not finish within ${timeout} ms` : `exited with ${result.exitCode ?? result.signal}`;
-  throw new SpawnFailure(`the worktree's setup command ${why}: ${clip(String(result.all ?? '').trim(), 500)}`, 'worktree_setup_failed');
+/**
+ * The workspace's setup command, in the new worktree (placement.ts `PlacedSetup`): what it leaves
+ * untracked is remembered once it succeeded; a failure fails the run with its own code and removes the worktree.
+ */
+function setupOf(a: {
+  command: string;
+  settings: WorktreeSettings;
+  workspace: Workspace;
+  worktree: WorktreeRecord;
+  at: GitPlace;
+  undo: () => Promise<void>;
+}): PlacedSetup {
+  return {
+    command: a.command,
+    cwd: a.worktree.path,
+    env: { HEADLESS_WORKSPACE_PATH: a.workspace.path, HEADLESS_WORKTREE_PATH: a.worktree.path },
+    timeoutMs: a.settings.setupTimeoutMs ?? SETUP_TIMEOUT_MS,
+    what: "the worktree's setup command",
+    failureCode: 'worktree_setup_failed',
+    succeeded: async () => {
+      const setupFiles = await rememberedSetupFiles(a.at, true);
+      return { ...a.worktree, ...(setupFiles.length > 0 ? { setupFiles } : {}) };
+    },
+    failed: a.undo,
+  };
 }
 
 /**
