@@ -106,7 +106,7 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
   beforeAll(async () => {
     cwd = dir();
     home = join(cwd, 'home');
-    for (const name of ['box', 'boxro', 'open', 'other', 'outside', 'rootbox', 'home/.ssh', 'home/.agent', 'home/.gnupg'])
+    for (const name of ['box', 'boxro', 'open', 'other', 'outside', 'rootbox', 'gitbox', 'home/.ssh', 'home/.agent', 'home/.gnupg'])
       mkdirSync(join(cwd, name), { recursive: true });
     writeFileSync(join(cwd, 'other', 'secret.txt'), 'secret');
     writeFileSync(join(home, '.ssh', 'id_ed25519'), 'a private key');
@@ -153,13 +153,21 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
         workspace('other'),
         // Root's own folder, never handed to the sandbox's user.
         workspace('rootbox', { sandbox: true }),
+        // A repository used in place: its git folder is obeyed outside the sandbox.
+        workspace('gitbox', { sandbox: true }),
       ],
     });
     const as: { uid?: number; gid?: number } = variant === 'user' && isRoot ? escapeUser() : {};
     if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, cwd]);
     // Root's file stays root's; under a root daemon the operator hands the sandboxed workspace to the sandbox's user.
     if (isRoot) spawnSync('chown', ['root:root', rootFile]);
-    if (variant === 'root') spawnSync('chown', ['-R', SANDBOX_USER, join(cwd, 'box')]);
+    const git = (...args: string[]) => spawnSync('git', ['-C', join(cwd, 'gitbox'), ...args], { encoding: 'utf8' });
+    git('init', '--quiet', '--initial-branch', 'main');
+    writeFileSync(join(cwd, 'gitbox', 'tracked.txt'), 'before\n');
+    git('add', 'tracked.txt');
+    git('-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '--quiet', '-m', 'first');
+    if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, join(cwd, 'gitbox')]);
+    if (variant === 'root') for (const name of ['box', 'gitbox']) spawnSync('chown', ['-R', SANDBOX_USER, join(cwd, name)]);
     // The sentinel stands for any secret left in the daemon's environment.
     daemon = await startDaemon(cwd, ['--port', '0', '--admin-token-file', token], { HEADLESS_ADMIN_TOKEN: SENTINEL, HOME: home }, as);
   }, 600_000);
@@ -254,6 +262,23 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
     expect(res.status, JSON.stringify(body)).toBe(500);
     expect(body.code).toBe('spawn_failed');
     expect(body.detail).toContain(`chown -R ${SANDBOX_USER} ${join(cwd, 'rootbox')}`);
+  });
+
+  it("in a repository used in place, its git folder is read-only: no config, hook or ref the service's git or a later run would obey", async () => {
+    const steps = [
+      'sh git config core.fsmonitor /tmp/evil || echo config-refused',
+      'sh echo evil > .git/hooks/post-checkout || echo hook-refused',
+      'sh git update-ref refs/heads/main HEAD~0 2>/dev/null && git commit --allow-empty -m x 2>/dev/null || echo commit-refused',
+      'sh echo after > tracked.txt && echo tree-written',
+    ];
+    const res = await api(daemon, 'POST', '/api/workspaces/gitbox/headless', { prompt: steps.join('; '), agent: 'fake', wait: true }, auth);
+    const record = (await res.json()) as { status: string; output: { stdout: string } };
+    expect(record.status, JSON.stringify(record)).toBe('succeeded');
+    for (const said of ['config-refused', 'hook-refused', 'commit-refused', 'tree-written']) expect(record.output.stdout).toContain(said);
+    const config = readFileSync(join(cwd, 'gitbox', '.git', 'config'), 'utf8');
+    expect(config).not.toContain('fsmonitor');
+    expect(existsSync(join(cwd, 'gitbox', '.git', 'hooks', 'post-checkout'))).toBe(false);
+    expect(readFileSync(join(cwd, 'gitbox', 'tracked.txt'), 'utf8')).toBe('after\n');
   });
 
   it('cancel stops the whole sandbox: the agent, its grandchild, the network bridge and bubblewrap', async () => {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -163,6 +163,7 @@ export class Sandbox {
       }),
       ...(home ? [{ kind: 'tmpfs', path: home, readOnly: false } as const] : []),
       { kind: run.readOnly ? 'ro' : 'rw', source: workspace, path: workspace },
+      ...ownGitFolder(workspace),
       ...run.readable.map((path) => ({ kind: 'ro', source: path, path }) as const),
       ...run.replaced.map(({ source, path }) => ({ kind: 'ro', source, path }) as const),
       { kind: 'rw', source: tmp, path: tmp },
@@ -232,4 +233,16 @@ async function openEgress(tmp: string, network: string[], apiUrl: string | undef
 function closeSandbox(tmp: string, egress: Egress | undefined): void {
   egress?.proxy.close();
   rmSync(tmp, { recursive: true, force: true });
+}
+
+/**
+ * The workspace's own `.git` (a folder, or a worktree's file), read-only: config, hooks, refs and
+ * attributes there are obeyed by the service's git and by later runs outside any sandbox, so an
+ * agent in a sandbox must not write them (docs/security.md: Confining agents). Its work stays in
+ * the working tree; a worktree run's is committed by the service.
+ */
+function ownGitFolder(workspace: string): Mount[] {
+  const path = join(workspace, '.git');
+  const kind = lstatSync(path, { throwIfNoEntry: false });
+  return kind?.isDirectory() || kind?.isFile() ? [{ kind: 'ro', source: path, path }] : [];
 }
