@@ -63,7 +63,7 @@ export type { DailyLimits, PlacementRecord, QueueSettings, Workspace, WorktreeCl
 export type { TokenPrice } from './agents/prices';
 export { MAX_TURNS } from './runs/turn-policy';
 export type { TurnContext, TurnDecision, TurnEnd, TurnPolicy } from './runs/turn-policy';
-export type { PlaceInput, Placed, PlacementProvider, ReleaseInput, RunPatch, SandboxView, Settled } from './runs/placement';
+export type { PlaceInput, Placed, PlacedSetup, PlacementProvider, ReleaseInput, RunPatch, SandboxView, Settled } from './runs/placement';
 export { localHost } from './process/local-host';
 export type { HostedRun, ProcessHost, RecordedProcess } from './process/process-host';
 export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/records';

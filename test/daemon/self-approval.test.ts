@@ -97,7 +97,8 @@ describe('nobody answers their own question (trusted local callers)', () => {
     const output = await agentAnswers(daemon, 'box', question.id);
     sandboxWorks ??= !output.includes('bubblewrap');
     if (!sandboxWorks) return context.skip();
-    expect(output).toContain('answer none 403 approval_from_run');
+    // Through its egress proxy it is no local caller at all (docs/security.md), so without a token it is not even let in.
+    expect(output).toContain('answer none 401 unauthorized');
     expect(output).toContain('answer token 403 approval_from_run');
     const res = await api(daemon, 'POST', `/api/approvals/${question.id}`, { decision: 'deny' });
     expect(res.status).toBe(200);
