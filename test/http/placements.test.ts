@@ -25,6 +25,18 @@ function leftover(): Promise<ChildProcess> {
   });
 }
 
+/** A store holding a run an earlier instance started on the copy host, its process still alive. */
+async function leftOnCopyHost(taskId: string) {
+  const orphan = await leftover();
+  const pid = orphan.pid ?? 0;
+  const store = createMemoryKeyv();
+  const createdAt = new Date(Date.now() - 60_000).toISOString();
+  const placement = { provider: 'copy', cwd: '/nowhere', data: { folder: '/nowhere' } };
+  const process = { pid, startTime: processStartTime(pid), machine: COPY_MACHINE };
+  await store.set(`run:${taskId}`, storedRun(taskId, { createdAt, timeoutMs: 300_000, process, placement, bootId: 'boot_earlier' }));
+  return { pid, store };
+}
+
 describe('a placement provider registered through the `placements` option', () => {
   it('places a run (its record names it), and its host is asked to read its memory and to stop it', async () => {
     const copy = copyPlacement();
@@ -53,14 +65,8 @@ describe('a placement provider registered through the `placements` option', () =
   });
 
   it('after a restart, the host that placed a run reaps what it left, not the local machine', async () => {
-    const orphan = await leftover();
-    const pid = orphan.pid ?? 0;
-    const store = createMemoryKeyv();
-    const createdAt = new Date(Date.now() - 60_000).toISOString();
-    const placement = { provider: 'copy', cwd: '/nowhere', data: { folder: '/nowhere' } };
     // Recorded on the copy host: the local machine's reaper alone would leave it (its machine is not this one).
-    const process = { pid, startTime: processStartTime(pid), machine: COPY_MACHINE };
-    await store.set('run:run_copied', storedRun('run_copied', { createdAt, timeoutMs: 300_000, process, placement, bootId: 'boot_earlier' }));
+    const { pid, store } = await leftOnCopyHost('run_copied');
     const copy = copyPlacement();
     const host = await createTestHost({ store, placements: [copy] });
     expect(await (await host.request('GET', '/api/headless/run_copied')).json()).toMatchObject({ status: 'interrupted' });
@@ -70,13 +76,7 @@ describe('a placement provider registered through the `placements` option', () =
   });
 
   it('without it registered, a restart leaves a process another host recorded alone, and says its place could not be released', async () => {
-    const orphan = await leftover();
-    const pid = orphan.pid ?? 0;
-    const store = createMemoryKeyv();
-    const createdAt = new Date(Date.now() - 60_000).toISOString();
-    const placement = { provider: 'copy', cwd: '/nowhere', data: { folder: '/nowhere' } };
-    const process = { pid, startTime: processStartTime(pid), machine: COPY_MACHINE };
-    await store.set('run:run_elsewhere', storedRun('run_elsewhere', { createdAt, timeoutMs: 300_000, process, placement, bootId: 'boot_earlier' }));
+    const { pid, store } = await leftOnCopyHost('run_elsewhere');
     const { lines, logger } = memoryLogger();
     const host = await createTestHost({ store, logger });
     expect(await (await host.request('GET', '/api/headless/run_elsewhere')).json()).toMatchObject({ status: 'interrupted' });
