@@ -15,9 +15,13 @@ Commands:
   status     show a run
   follow     print a run's events, live until it ends
   logs       print a run's output
+  changes    show what a worktree run changed: its files, its branch
   list       list a workspace's runs
   cancel     cancel a run
   inbox      list the Inbox, show an item, or mark it read
+  approvals  list the permission questions runs wait on
+  approve    allow a waiting question
+  deny       deny a waiting question
   sessions   show or retire a Session
   schedules  list the schedules, or run one now
   triggers   list the triggers, or a trigger's deliveries

@@ -7,6 +7,7 @@ import { createServer as createTlsServer } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, type Daemon, api, cleanupDaemons, runCli, startDaemon, startFakeDaemon, tempDir, writeConfig } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
+import { CALLER_COMMANDS } from '../../src/cli/caller/names';
 
 /** The caller commands against the real daemon: output for people and machines, and exit codes. */
 
@@ -151,7 +152,9 @@ describe('headless-run-webhook run / status / list / cancel / inbox / sessions',
     const bare = await cli([]);
     expect(bare.code).toBe(2);
     expect(bare.stderr).toContain('Commands:');
-    expect(bare.stderr.split('\n').length).toBeLessThan(25);
+    expect(bare.stderr.split('\n').length).toBeLessThan(30);
+    // Every command is listed: the caller's, and the daemon's own.
+    for (const command of [...CALLER_COMMANDS, 'serve', 'doctor', 'mcp']) expect(bare.stderr, command).toMatch(new RegExp(`\\n  ${command} +\\S`));
     expect((await cli(['--help'])).code).toBe(0);
     const unknown = await cli(['stats']);
     expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining('unknown command "stats"')]);
