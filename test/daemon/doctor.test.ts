@@ -51,9 +51,19 @@ describe('headless-run-webhook doctor', () => {
     // One real CLI that can run (the test above checks them all), the other defaults missing.
     const one = dir();
     symlinkSync(join(REAL_BIN, 'claude'), join(one, 'claude'));
-    const some = await doctor({ workspaces: [{ id: 'ws', path: ws, env: { PATH: `${one}${delimiter}/usr/bin${delimiter}/bin` } }] });
-    expect(some.code).toBe(0);
+    const some = await doctor({
+      workspaces: [{ id: 'ws', path: ws, env: { PATH: `${one}${delimiter}/usr/bin${delimiter}/bin`, ANTHROPIC_API_KEY: 'sk-test' } }],
+    });
+    expect(some.code, some.stdout).toBe(0);
     expect(some.stdout).toMatch(/goose\s+missing/);
+    // One that can run, but found no credentials (copilot's may be configured another way, so it is not refused): it fails.
+    const other = dir();
+    symlinkSync(join(REAL_BIN, 'copilot'), join(other, 'copilot'));
+    const bare = await doctor({
+      workspaces: [{ id: 'ws', path: ws, agents: ['copilot'], env: { PATH: `${other}${delimiter}/usr/bin${delimiter}/bin`, HOME: dir() } }],
+    });
+    expect(bare.code, bare.stdout).toBe(1);
+    expect(bare.stdout).toContain('none of its agents found credentials (copilot)');
     const none = await doctor({ workspaces: [{ id: 'ws', path: ws, env: { PATH: '/nonexistent' } }] });
     expect(none.code).toBe(1);
     expect(none.stdout).toMatch(/no agent can run here/);

@@ -157,7 +157,19 @@ export async function diagnoseWorkspace(input: {
       return check;
     }),
   );
-  return { workspaceId: workspace.id, agents: await Promise.all(checks), problems: settingProblems(registry, workspace) };
+  const agents = await Promise.all(checks);
+  return { workspaceId: workspace.id, agents, problems: [...settingProblems(registry, workspace), ...credentialProblems(agents)] };
+}
+
+/**
+ * Agents that can start but found no credentials (theirs are optional where they may be configured
+ * another way) would fail at their first model call: a workspace where every one is so cannot run
+ * anything, and doctor says so (exit 1) rather than passing.
+ */
+function credentialProblems(agents: AgentCheck[]): string[] {
+  const runnable = agents.filter((a) => a.canRun);
+  if (runnable.length === 0 || runnable.some((a) => a.credentials.length > 0 || a.credentialSources.length === 0)) return [];
+  return [`none of its agents found credentials (${runnable.map((a) => a.agent).join(', ')}): set one's, as its line above says`];
 }
 
 /** A headless or default agent the workspace names but does not enable would never run there. */
