@@ -14,7 +14,14 @@ const linux = process.platform === 'linux';
 const dir = mkdtempSync(join(tmpdir(), 'hrw-peer-'));
 const children: ChildProcess[] = [];
 afterAll(() => {
-  for (const child of children) child.kill('SIGKILL');
+  // Each child leads a process group of its own: the nested one's grandchild goes with it.
+  for (const child of children) {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // Already gone.
+    }
+  }
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -24,7 +31,7 @@ function connector(target: number | string, env: NodeJS.ProcessEnv, nested = fal
   const code = nested
     ? `require('child_process').spawn(process.execPath, ['-e', ${JSON.stringify(connect)}], { env: {}, stdio: 'inherit' }); setInterval(() => {}, 1000)`
     : connect;
-  const child = spawn(process.execPath, ['-e', code], { env, stdio: 'ignore' });
+  const child = spawn(process.execPath, ['-e', code], { env, stdio: 'ignore', detached: true });
   children.push(child);
   return child;
 }
