@@ -7,10 +7,9 @@
 import { Refusal } from '../../contract/problems';
 import { policyRefusal, preflight } from '../agents/preflight';
 import { protocolOf } from '../agents/protocols/lines';
-import { type TokenPrice, priced } from '../agents/prices';
-import { higherUsage } from '../agents/reported-usage';
-import type { AgentEvent, AgentIO, AgentRunInput } from '../agents/types';
-import { type RunEvents, fromAgentEvent } from '../events/run-events';
+import type { TokenPrice } from '../agents/prices';
+import type { AgentEvent, AgentRunInput } from '../agents/types';
+import type { RunEvents } from '../events/run-events';
 import type { Log } from '../logger';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { publicRecord } from '../public-record';
@@ -23,6 +22,7 @@ import type { Reservation } from './admission';
 import { RunEnding, emptyEnd, processOutcome } from './ending';
 import { type HeldSecrets, buildRunEnv, runVariables } from './env';
 import { type Guard, budgetGuard, memoryGuard, stallGuard, watchdog } from './guards';
+import { agentIO } from './agent-io';
 import { InboxCommand } from './inbox-command';
 import type { RunLifecycle } from './lifecycle';
 import { type LiveRun, type ServiceStop, type StartedRun, newLiveRun } from './live-run';
@@ -39,8 +39,6 @@ import type { RunTokens } from './tokens';
 import { RunQuestions } from './questions';
 import type { Approvals } from '../approvals/approvals';
 import { type TurnPolicy, decideTurn, timeLeft } from './turn-policy';
-import { addUsage } from '../agents/parsing/json-lines';
-import type { RunUsage } from '../../contract/records';
 
 /** Grace between SIGTERM and SIGKILL for the guards and cancel. */
 export const KILL_GRACE_MS = 5000;
@@ -183,7 +181,7 @@ export class RunLauncher {
     const watchers: Array<(event: AgentEvent) => void> = [];
     live.questions ??= new RunQuestions({ ...this.$, noteApprovals: (...a) => this.$.lifecycle.noteApprovals(...a) }, { record, cwd });
     const questions = live.questions;
-    const io = this.io(live, watchers, this.$.prices[adapter.name], questions, () => this.nextTurn(live, true));
+    const io = agentIO({ live, watchers, price: this.$.prices[adapter.name], questions, events: this.$.events, next: () => this.nextTurn(live, true) });
     const conversation = protocol.open(io, agentInput);
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
@@ -249,55 +247,6 @@ export class RunLauncher {
       network: workspace.network ?? [],
       madeForRun: placed.madeForRun ?? false,
     });
-  }
-
-  /** What the agent's protocol can do to the run: write to the agent, add to its timeline (which its guards watch). */
-  private io(
-    live: LiveRun,
-    watchers: Array<(event: AgentEvent) => void>,
-    price: TokenPrice | undefined,
-    questions: RunQuestions,
-    next: () => Promise<string | undefined>,
-  ): AgentIO & { attach(proc: SupervisedProcess): void } {
-    // What the protocol writes before its process exists (ACP's `initialize`) waits for it.
-    let target: SupervisedProcess | undefined;
-    const queued: string[] = [];
-    let ended = false;
-    const flush = () => {
-      if (!target) return;
-      const write = target.write;
-      if (!write && queued.length > 0) throw new Error('this spawner cannot write to the agent: a protocol that talks back needs `SpawnedProcess.write`');
-      for (const data of queued.splice(0)) write?.(data);
-      if (ended) target.end?.();
-    };
-    return {
-      attach(proc) {
-        target = proc;
-        flush();
-      },
-      write(data) {
-        queued.push(data);
-        flush();
-      },
-      end() {
-        ended = true;
-        flush();
-      },
-      emit: (reported) => {
-        // Its cost, where it reports tokens only, estimated here, over its turns before, and never lower than it was: the budget guard and the timeline see the same.
-        if (reported.type === 'usage') live.usage = higherUsage(live.usage, afterTurns(live.usageBefore, priced(reported.usage, price)));
-        if (reported.type === 'tool' && reported.status === 'started') live.toolCalls += 1;
-        const event = reported.type === 'usage' && live.usage ? { ...reported, usage: live.usage } : reported;
-        const { type, data } = fromAgentEvent(event);
-        this.$.events.append(live.taskId, type, data);
-        for (const watch of watchers) watch(event);
-      },
-      ask: (question) => questions.ask(question),
-      next: (verdict) => {
-        live.verdict = live.earlier ? laterTurn(live.earlier, verdict) : verdict;
-        return next();
-      },
-    };
   }
 
   /** Records where its process runs (and where it was placed), and ends the run when the process ends. */
@@ -421,10 +370,4 @@ function guardsOf(record: StoredRun, o: { timeoutMs: number; toolCalls: number; 
     ...(o.stallTimeoutMs === undefined ? [] : [stallGuard(o.stallTimeoutMs)]),
     ...(o.maxMemoryMb === undefined ? [] : [memoryGuard(o.maxMemoryMb)]),
   ];
-}
-
-/** A turn's usage over the usage of the turns before it. */
-function afterTurns(before: RunUsage | undefined, turn: RunUsage): RunUsage {
-  const sum = addUsage(before, turn) ?? turn;
-  return before?.costEstimated || turn.costEstimated ? { ...sum, costEstimated: true } : sum;
 }
