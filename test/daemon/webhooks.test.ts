@@ -362,7 +362,8 @@ describe('webhooks through the daemon', () => {
     const receiver = await startReceiver();
     const dir = tempDir();
     dirs.push(dir);
-    config(dir, receiver.url, [200]);
+    // Retries to spare: on a loaded machine an attempt can time out, and that is not what this test is about.
+    config(dir, receiver.url, [200, 1000, 5000, 15_000]);
     const env = { HEADLESS_WEBHOOK_SECRET: SECRET };
     const first = await startDaemon(dir, ['--port', '0'], env);
     const { taskId } = (await (await api(first, 'POST', '/api/workspaces/ws/headless', { prompt: 'sleep 30000', agent: 'fake' })).json()) as { taskId: string };
