@@ -6,11 +6,11 @@ import { BUILTIN_AGENTS } from '../core/agents/builtins';
 import type { CommandAgentDefinition } from '../core/agents/command-agent';
 import { ID_PATTERN } from '../contract/ids';
 import type { TokenPrice } from '../core/agents/prices';
-import { GIT_REF, PLACEMENT_NAME } from '../contract/requests';
+import { RUN_SPEC_KEYS, RunSpecSchema } from '../contract/run-spec';
 import type { QueueSettings, Workspace } from '../core/types';
 import { WEBHOOK_EVENTS } from '../contract/records';
 import { nearest } from '../core/util/text';
-import { NETWORK_TARGET } from '../core/sandbox/policy';
+import { NETWORK_TARGET } from '../core/sandbox/network';
 import { SENDER_NAMES } from '../core/triggers/senders';
 import type { TriggerDefinition } from '../core/triggers/trigger-spec';
 import { VERIFY_METHODS } from '../core/triggers/verification';
@@ -51,21 +51,8 @@ const webhookEvents = v.optional(v.pipe(v.array(v.picklist(WEBHOOK_EVENTS)), v.m
 
 const positiveInt = v.pipe(v.number(), v.integer(), v.minValue(1));
 const DailyLimitsEntries = { runsPerDay: v.optional(positiveInt), spendPerDayUsd: v.optional(v.pipe(v.number(), v.gtValue(0))) };
-const gitRef = v.pipe(v.string(), v.regex(GIT_REF, 'must be a git ref: a branch, tag or commit'));
-const ApprovalsSchema = v.strictObject({
-  timeoutMs: v.optional(positiveInt),
-  fallback: v.optional(v.picklist(['allow', 'deny'])),
-  rules: v.optional(
-    v.array(
-      v.strictObject({
-        kinds: v.optional(v.pipe(v.array(v.string()), v.minLength(1))),
-        paths: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1))), v.minLength(1))),
-        answer: v.picklist(['allow', 'deny']),
-      }),
-    ),
-  ),
-});
-const permissions = v.optional(v.picklist(['full', 'read-only', 'ask']));
+/** A workspace's run defaults: the run spec but its agent (a workspace chooses by headlessAgent and defaultAgent). */
+const WorkspaceRunSchema = v.omit(RunSpecSchema, ['agent']);
 const QueueSchema = v.strictObject({ max: v.optional(positiveInt), ttlMs: v.optional(positiveInt) });
 
 const WorkspaceSchema = v.strictObject({
@@ -78,17 +65,11 @@ const WorkspaceSchema = v.strictObject({
   env: v.optional(v.record(v.string(), v.string())),
   webhook: v.optional(v.strictObject({ url: v.string(), secret: v.optional(v.string()), events: webhookEvents })),
   queue: v.optional(v.union([QueueSchema, v.literal(false)])),
-  permissions,
-  approvals: v.optional(ApprovalsSchema),
-  sandbox: v.optional(v.boolean()),
   network: v.optional(v.array(v.pipe(v.string(), v.regex(NETWORK_TARGET, 'must be host:port, or *')))),
-  stallTimeoutMs: v.optional(positiveInt),
-  maxMemoryMb: v.optional(positiveInt),
+  run: v.optional(WorkspaceRunSchema),
   limits: v.optional(v.strictObject(DailyLimitsEntries)),
-  isolation: v.optional(v.pipe(v.string(), v.regex(PLACEMENT_NAME))),
   worktree: v.optional(
     v.strictObject({
-      ref: v.optional(gitRef),
       setup: v.optional(v.pipe(v.string(), v.minLength(1))),
       setupTimeoutMs: v.optional(positiveInt),
       cleanup: v.optional(v.picklist(['if-unchanged', 'always', 'never'])),
@@ -110,21 +91,12 @@ const ScheduleSchema = v.strictObject({
   cron: v.string(),
   timezone: v.optional(v.string()),
   workspace: v.string(),
-  agent: v.optional(v.string()),
   prompt: v.pipe(v.string(), v.minLength(1)),
-  timeoutMs: v.optional(positiveInt),
-  title: v.optional(v.string()),
-  metadata: v.optional(v.record(v.string(), v.string())),
+  run: v.optional(RunSpecSchema),
   overlap: v.optional(v.picklist(['skip', 'queue', 'allow'])),
   missed: v.optional(v.picklist(['skip', 'once'])),
   jitterMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   limits: v.optional(v.strictObject(DailyLimitsEntries)),
-  outputSchema: v.optional(v.record(v.string(), v.unknown())),
-  permissions,
-  approvals: v.optional(ApprovalsSchema),
-  sandbox: v.optional(v.boolean()),
-  isolation: v.optional(v.pipe(v.string(), v.regex(PLACEMENT_NAME))),
-  ref: v.optional(gitRef),
 });
 
 /** A trigger's verification: the method, and for `grafana`, `hmac` and `basic` their own settings. */
@@ -147,23 +119,14 @@ const TriggerSchema = v.strictObject({
   verify: v.optional(VerifySchema),
   secret: v.union([v.pipe(v.string(), v.minLength(1)), v.strictObject({ env: v.string() }), v.strictObject({ file: v.string() })]),
   prompt: v.pipe(v.string(), v.minLength(1)),
-  agent: v.optional(v.string()),
-  title: v.optional(v.string()),
-  metadata: v.optional(v.record(v.string(), v.string())),
-  timeoutMs: v.optional(positiveInt),
+  run: v.optional(RunSpecSchema),
   when: v.optional(v.record(v.string(), v.union([v.string(), v.array(v.string())]))),
   dedupe: v.optional(v.strictObject({ key: v.optional(v.string()), windowSeconds: v.optional(positiveInt) })),
   resolved: v.optional(v.picklist(['cancel', 'annotate', 'run', 'ignore'])),
   limits: v.optional(
     v.strictObject({ perMinute: v.optional(positiveInt), concurrent: v.optional(positiveInt), queued: v.optional(positiveInt), ...DailyLimitsEntries }),
   ),
-  outputSchema: v.optional(v.record(v.string(), v.unknown())),
   enabled: v.optional(v.boolean()),
-  permissions,
-  approvals: v.optional(ApprovalsSchema),
-  sandbox: v.optional(v.boolean()),
-  isolation: v.optional(v.pipe(v.string(), v.regex(PLACEMENT_NAME))),
-  ref: v.optional(gitRef),
 });
 
 export const ConfigSchema = v.strictObject({
@@ -251,6 +214,8 @@ function describe(issues: [v.BaseIssue<unknown>, ...v.BaseIssue<unknown>[]]): st
     const lastKey = (issue: v.BaseIssue<unknown>) => String(issue.path?.at(-1)?.key);
     const missing = issues.filter((i) => isMissingKey(i) && pathOf(i).replace(/(\.|^)[^.[\]]+$/, '') === parent).map(lastKey);
     const key = lastKey(unknown);
+    const moved = movedTo(key, parent, unknown);
+    if (moved !== undefined) return `"${path}" has moved into the run spec: write it as "${moved}"`;
     // The keys it was likely meant to be: the ones missing there first, then any that object takes.
     const known = [
       ...missing,
@@ -264,7 +229,21 @@ function describe(issues: [v.BaseIssue<unknown>, ...v.BaseIssue<unknown>[]]): st
   }
   const issue = issues[0];
   if (isMissingKey(issue)) return `"${pathOf(issue)}" is required`;
-  return `"${pathOf(issue) || '(root)'}" ${issue.message}`;
+  // The run spec's messages are the API's problem codes: say what was expected instead.
+  const message = /^[a-z_]+$/.test(issue.message) ? `is invalid: expected ${issue.expected ?? 'another value'}` : issue.message;
+  return `"${pathOf(issue) || '(root)'}" ${message}`;
+}
+
+/**
+ * Where a key of the config's shape before the run spec went: a run spec key set beside `run`
+ * (on a workspace, schedule or trigger), or a workspace's `worktree.ref`.
+ */
+function movedTo(key: string, parent: string, issue: v.BaseIssue<unknown>): string | undefined {
+  const at = (issue.path ?? []).slice(0, -1).map((p) => p.key);
+  const owner = parent.replace(/\.worktree$/, '');
+  if (key === 'ref' && parent.endsWith('.worktree')) return `${owner}.run.ref`;
+  if (!(RUN_SPEC_KEYS as readonly string[]).includes(key) || !keysAt(ConfigSchema, at).includes('run')) return undefined;
+  return `${parent}.run.${key}`;
 }
 
 /** The keys of the object the config schema expects at `path`. */

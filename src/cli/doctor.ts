@@ -109,8 +109,9 @@ function checkTriggers(config: DaemonConfig, env: NodeJS.ProcessEnv): TriggerChe
     } catch (error) {
       problems.push(where((error as Error).message));
     }
-    if (definition.agent && workspace?.agents && !workspace.agents.includes(definition.agent))
-      problems.push(`its agent ${definition.agent} is not enabled on workspace ${definition.workspace}`);
+    const agent = definition.run?.agent;
+    if (agent && workspace?.agents && !workspace.agents.includes(agent))
+      problems.push(`its agent ${agent} is not enabled on workspace ${definition.workspace}`);
     return { name: definition.name, problems, warnings };
   });
 }

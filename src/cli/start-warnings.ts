@@ -11,7 +11,9 @@ export function startWarnings(admin: AdminToken, config: DaemonConfig, loopbackB
   }
   // Through its egress proxy a sandboxed agent is no local caller; with the host's network it is one.
   const open = (config.workspaces ?? []).filter((ws) => (ws.network ?? []).includes('*'));
-  const sandboxedOpen = open.filter((ws) => ws.sandbox || (config.schedules ?? []).some((s) => s.sandbox && s.workspace === ws.id));
+  const sandboxedOpen = open.filter(
+    (ws) => ws.run?.sandbox || [...(config.schedules ?? []), ...(config.triggers ?? [])].some((s) => s.run?.sandbox && s.workspace === ws.id),
+  );
   if (sandboxedOpen.length > 0 && config.localCallers !== 'token') {
     warnings.push(
       `sandboxed agents of workspace "${sandboxedOpen[0]?.id}" have the host's network (network ["*"]), so they reach this API as local callers: set "localCallers": "token" (docs/security.md)`,

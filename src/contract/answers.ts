@@ -11,6 +11,7 @@ import {
   WEBHOOK_EVENTS,
 } from './records';
 import type { WebhookDeliveryView } from './records';
+import { RunSpecEntries } from './run-spec';
 
 /**
  * The answers of the API as valibot schemas: the OpenAPI document is generated from these and
@@ -115,6 +116,7 @@ export const RunRecordSchema = v.pipe(
     timeoutMs: v.number(),
     exitCode: nullableNumber,
     signal: nullableString,
+    spec: v.optional(v.object(RunSpecEntries)),
     policy: v.optional(
       v.object({
         permissions: v.picklist(['full', 'read-only', 'ask']),

@@ -17,6 +17,7 @@ const STATUS = {
   forbidden: 403,
   webhook_not_allowed: 403,
   approval_from_run: 403,
+  policy_loosened: 403,
   workspace_not_found: 404,
   run_not_found: 404,
   session_not_found: 404,

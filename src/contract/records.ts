@@ -1,4 +1,5 @@
 /** The records the API shows: runs, Sessions, Inbox items, webhook deliveries. */
+import type { RunSpec } from './run-spec';
 
 export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted', 'expired'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -193,6 +194,12 @@ export interface RunRecord {
   schedule?: string;
   /** The occurrence of its schedule it ran for (ISO); for a "run now", the moment it was asked. */
   scheduledFor?: string;
+  /**
+   * Everything it was asked, as it was resolved when it was accepted: the start's fields over its
+   * schedule's or trigger's defaults, over its workspace's (docs/http-api.md: The run spec). Absent
+   * on runs accepted before the spec was recorded.
+   */
+  spec?: RunSpec;
   /** Set when its agent was confined: its workspace's (or schedule's) policy when it was accepted. */
   policy?: RunPolicy;
   /** The budget it was started with, if any: the limits it is stopped at. */

@@ -2,6 +2,7 @@ import * as v from 'valibot';
 import { ID_PATTERN, sortableIdPattern } from './ids';
 import { HttpProblem, type ProblemCode } from './problems';
 import { APPROVAL_STATUSES, RUN_STATUSES, WEBHOOK_EVENTS } from './records';
+import { RUN_SPEC_KEYS, arrayForObject, type RunSpec, RunSpecEntries, TIMEOUT_CAP } from './run-spec';
 
 /**
  * Request schemas. Each validator's message is the problem code it stands for, so the first
@@ -9,8 +10,6 @@ import { APPROVAL_STATUSES, RUN_STATUSES, WEBHOOK_EVENTS } from './records';
  */
 
 export const PROMPT_MAX = 16_000;
-export const TIMEOUT_DEFAULT = 300_000;
-export const TIMEOUT_CAP = 1_800_000;
 
 const CODE_PRIORITY: ProblemCode[] = ['invalid_body', 'prompt_required', 'prompt_too_long', 'invalid_timeout', 'invalid_resume_id'];
 
@@ -43,19 +42,10 @@ const DETAILS: Partial<Record<ProblemCode, string>> = {
   invalid_resume_id: `a string matching ${ID_PATTERN.source}`,
 };
 
-/** A run's label: what the status page, the list and the CLI show instead of its id. */
-export const TITLE_MAX = 200;
-/** A run's metadata: at most 16 string pairs, keys like `team` or `alert.id`, values at most 256 characters. */
-export const METADATA_KEYS_MAX = 16;
-export const METADATA_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-export const METADATA_VALUE_MAX = 256;
-/** A git ref a worktree is made from: a branch, tag, commit or `HEAD~2`; never an option, a range or a path. */
-export const GIT_REF = /^(?!.*\.\.)(?!.*@\{)[A-Za-z0-9_][A-Za-z0-9._/~^-]{0,199}$/;
-/** A placement provider's name, what `isolation` names (checked against the registered ones at start). */
-export const PLACEMENT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 /** A schedule's name. */
 export const SCHEDULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
+/** A start: its prompt, how it is answered, its Session and webhook, and any field of the run spec. */
 export const StartBody = v.strictObject(
   {
     prompt: v.pipe(
@@ -63,50 +53,10 @@ export const StartBody = v.strictObject(
       v.check((p) => p.trim() !== '', 'prompt_required'),
       v.maxLength(PROMPT_MAX, 'prompt_too_long'),
     ),
-    agent: v.optional(v.string('invalid_body')),
     resumeId: v.optional(v.pipe(v.string('invalid_resume_id'), v.regex(ID_PATTERN, 'invalid_resume_id'))),
-    timeoutMs: v.optional(
-      v.pipe(
-        v.number('invalid_timeout'),
-        v.integer('invalid_timeout'),
-        v.minValue(1, 'invalid_timeout'),
-        v.transform((ms) => Math.min(ms, TIMEOUT_CAP)),
-      ),
-      TIMEOUT_DEFAULT,
-    ),
     wait: v.optional(v.boolean('invalid_body'), false),
-    /** Its budget: stopped, `failed` with `budget_exceeded`, at this many tool calls, tokens or dollars (docs/http-api.md: Budgets). */
-    maxTurns: v.optional(v.pipe(v.number('invalid_body'), v.integer('invalid_body'), v.minValue(1, 'invalid_body'))),
-    maxTokens: v.optional(v.pipe(v.number('invalid_body'), v.integer('invalid_body'), v.minValue(1, 'invalid_body'))),
-    maxCostUsd: v.optional(v.pipe(v.number('invalid_body'), v.gtValue(0, 'invalid_body'), v.finite('invalid_body'))),
-    /** A JSON Schema its answer must match: the answer is the record's `result` (docs/structured-output.md). */
-    outputSchema: v.optional(v.record(v.string(), v.unknown(), 'invalid_body')),
-    /**
-     * The placement provider that places it: `none` (its workspace's folder), `worktree` (a git
-     * worktree of its own, on its Session's branch: docs/worktrees.md), or one the handler registered.
-     */
-    isolation: v.optional(v.pipe(v.string('invalid_body'), v.regex(PLACEMENT_NAME, 'invalid_body'))),
-    /** The ref its worktree is made from. @default the workspace's `worktree.ref`, else `HEAD` */
-    ref: v.optional(v.pipe(v.string('invalid_body'), v.regex(GIT_REF, 'invalid_body'))),
     /** With `resumeId` and a queue: wait in the queue while the Session is busy, instead of `409 session_busy`. */
     waitForSession: v.optional(v.boolean('invalid_body')),
-    title: v.optional(
-      v.pipe(
-        v.string('invalid_body'),
-        v.check((t) => t.trim() !== '', 'invalid_body'),
-        v.maxLength(TITLE_MAX, 'invalid_body'),
-      ),
-    ),
-    metadata: v.optional(
-      v.pipe(
-        v.record(
-          v.pipe(v.string(), v.regex(METADATA_KEY, 'invalid_body')),
-          v.pipe(v.string('invalid_body'), v.maxLength(METADATA_VALUE_MAX, 'invalid_body')),
-          'invalid_body',
-        ),
-        v.check((m) => Object.keys(m).length <= METADATA_KEYS_MAX, 'invalid_body'),
-      ),
-    ),
     webhook: v.optional(
       v.strictObject(
         {
@@ -116,15 +66,23 @@ export const StartBody = v.strictObject(
         'invalid_body',
       ),
     ),
+    ...RunSpecEntries,
   },
   'invalid_body',
 );
 
 export type StartRequest = v.InferOutput<typeof StartBody>;
 
+/** What a start asked of the run spec: its own layer, over its workspace's and its origin's defaults. */
+export function specOf(request: Partial<StartRequest>): RunSpec {
+  const spec: Record<string, unknown> = {};
+  for (const key of RUN_SPEC_KEYS) if (request[key] !== undefined) spec[key] = request[key];
+  return spec as RunSpec;
+}
+
 export function parseStartBody(body: Record<string, unknown>): StartRequest {
-  // A JSON array passes for a record (of "0", "1"…): it is not a map of names to strings.
-  if (Array.isArray(body.metadata)) throw new HttpProblem('invalid_body', 'Field "metadata" must be an object of strings.');
+  const array = arrayForObject(body);
+  if (array !== undefined) throw new HttpProblem('invalid_body', `Field "${array}" must be an object.`);
   const parsed = parse(StartBody, body);
   if (parsed.resumeId !== undefined && parsed.wait) {
     throw new HttpProblem('resume_requires_async', 'resumeId needs async mode: drop "wait": true.');

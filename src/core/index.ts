@@ -59,7 +59,10 @@ export type {
   RunUsage,
   SessionView,
 } from '../contract/records';
-export type { DailyLimits, PlacementRecord, QueueSettings, Workspace, WorktreeCleanup, WorktreeRecord, WorktreeSettings } from './types';
+export type { DailyLimits, PlacementRecord, QueueSettings, Workspace, WorkspaceRunSpec, WorktreeCleanup, WorktreeRecord, WorktreeSettings } from './types';
+export { RUN_SPEC_KEYS, RunSpecSchema } from '../contract/run-spec';
+export type { Permissions, RunSpec } from '../contract/run-spec';
+export type { ResolvedSpec } from './runs/run-spec';
 export type { TokenPrice } from './agents/prices';
 export { MAX_TURNS } from './runs/turn-policy';
 export type { TurnContext, TurnDecision, TurnEnd, TurnPolicy } from './runs/turn-policy';

@@ -1,5 +1,4 @@
 import { checkSchedules } from './schedules/schedule-spec';
-import { parseStartBody } from '../contract/requests';
 import { checkGuards } from './runs/guards';
 import { Scheduler } from './schedules/scheduler';
 import { DeliveryLog } from './triggers/deliveries';
@@ -42,7 +41,8 @@ import { SessionBook } from './sessions';
 import { type HeadlessStore, asHeadlessStore } from './store/keyv-store';
 import { createMemoryKeyv } from './store/keyvs';
 import { Workspaces } from './workspaces';
-import { checkPolicy } from './sandbox/policy';
+import { checkNetwork } from './sandbox/network';
+import { checkSpecLayer, refuseMovedKeys } from './runs/run-spec';
 import { Sandbox } from './sandbox/sandbox';
 
 /** Start-up recovery the store refused (a full disk) is tried again this often, until it succeeds. */
@@ -156,10 +156,11 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   checkQueueSettings(options.queue, 'queue');
   checkGuards({ stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb, minFreeMemoryMb: options.minFreeMemoryMb }, '');
   for (const ws of workspaces.all() ?? []) {
-    checkGuards({ stallTimeoutMs: ws.stallTimeoutMs, maxMemoryMb: ws.maxMemoryMb }, `workspace "${ws.id}": `);
+    refuseMovedKeys(ws, `workspace "${ws.id}"`);
+    checkSpecLayer(ws.run, `workspace "${ws.id}"`, { agent: false });
     webhooks.checkWorkspace(ws);
     checkQueueSettings(ws.queue, `workspace "${ws.id}": queue`);
-    checkPolicy(ws, `workspace "${ws.id}"`);
+    checkNetwork(ws.network, `workspace "${ws.id}"`);
     checkWorktreeSettings(ws, `workspace "${ws.id}"`);
     checkDailyLimits(ws.limits, `workspace "${ws.id}": limits`);
   }
@@ -238,9 +239,9 @@ function placementsOf($: ServiceResources): Placements {
   const twice = names.find((name, i) => names.indexOf(name) !== i);
   if (twice !== undefined) throw new Error(`placements: two providers are named "${twice}"`);
   const placements = new Placements([...own, worktree, inWorkspace]);
-  for (const ws of workspaces.all() ?? []) checkIsolation(placements, ws, `workspace "${ws.id}"`);
-  for (const s of options.schedules ?? []) checkIsolation(placements, s, `schedule "${s.name}"`);
-  for (const t of options.triggers ?? []) checkIsolation(placements, t, `trigger "${t.name}"`);
+  for (const ws of workspaces.all() ?? []) checkIsolation(placements, ws.run, `workspace "${ws.id}"`);
+  for (const s of options.schedules ?? []) checkIsolation(placements, s.run, `schedule "${s.name}"`);
+  for (const t of options.triggers ?? []) checkIsolation(placements, t.run, `trigger "${t.name}"`);
   return placements;
 }
 
@@ -252,8 +253,7 @@ function buildScheduler($: ServiceResources, runs: RunService, idempotency: Idem
     ...$,
     schedules,
     idempotency,
-    start: (workspace, request, apiUrl, taskId, origin) => runs.start(workspace, request, apiUrl, taskId, origin),
-    find: (taskId) => $.records.find(taskId),
+    runs,
     workspace: (id) => workspaces.require(id),
     apiUrl: () => options.apiUrl ?? '',
   });
@@ -290,9 +290,7 @@ function buildTriggers($: ServiceResources, runs: RunService, idempotency: Idemp
     triggers,
     deliveries,
     idempotency,
-    start: (workspace, body, apiUrl, taskId, origin) => runs.start(workspace, parseStartBody(body), apiUrl, taskId, origin),
-    find: (taskId) => $.records.find(taskId),
-    cancel: (taskId) => runs.cancel(taskId),
+    runs,
     annotate: (taskId, data) => events.append(taskId, 'trigger.resolved', data),
     workspace: (id) => workspaces.require(id),
     apiUrl: () => options.apiUrl ?? '',
@@ -355,8 +353,9 @@ function buildSandbox(options: HeadlessHandlerOptions, workspaces: Workspaces): 
   const listed = workspaces.all() ?? [];
   const sandbox = new Sandbox({ ...options.sandbox, hidden: [...(options.sandbox?.hidden ?? []), ...listed.map((ws) => ws.path)] });
   const wanted = [
-    ...listed.filter((ws) => ws.sandbox).map((ws) => `workspace "${ws.id}"`),
-    ...(options.schedules ?? []).filter((s) => s.sandbox).map((s) => `schedule "${s.name}"`),
+    ...listed.filter((ws) => ws.run?.sandbox).map((ws) => `workspace "${ws.id}"`),
+    ...(options.schedules ?? []).filter((s) => s.run?.sandbox).map((s) => `schedule "${s.name}"`),
+    ...(options.triggers ?? []).filter((t) => t.run?.sandbox).map((t) => `trigger "${t.name}"`),
   ];
   if (wanted.length > 0) {
     try {

@@ -1,8 +1,7 @@
 /** What the core stores and is configured with, beside the records the API shows. */
-import type { ApprovalRecord, RunPolicy, RunRecord, RunSource, WebhookEvent } from '../contract/records';
+import type { ApprovalRecord, RunRecord, RunSource, WebhookEvent } from '../contract/records';
+import type { RunSpec } from '../contract/run-spec';
 import type { RecordedProcess } from './process/process-host';
-import type { PolicySettings } from './sandbox/policy';
-import type { ApprovalSettings } from './approvals/approval-policy';
 
 /** What is stored for a run: the record plus what crash recovery needs to find its processes. */
 export interface StoredRun extends Omit<RunRecord, 'source'> {
@@ -10,7 +9,7 @@ export interface StoredRun extends Omit<RunRecord, 'source'> {
   source?: RunSource;
   /** Its process, as its placement's host recorded it (process/process-host.ts). */
   process?: RecordedProcess;
-  /** The JSON Schema its answer must match (not shown: the record shows its `result`). */
+  /** The JSON Schema its answer must match, on records stored before `spec` was (`spec.outputSchema` since). */
   outputSchema?: Record<string, unknown>;
   /** Where it was placed (runs/placement.ts), recorded with its process: what `release` undoes when it ends. */
   placement?: PlacementRecord | EarlierPlacementRecord;
@@ -94,8 +93,8 @@ export interface RunOrigin {
   source?: RunSource;
   /** Queue it behind this run until that one has ended. */
   after?: string;
-  /** The schedule's policy settings, over the workspace's. */
-  policy?: PolicySettings;
+  /** Its schedule's or trigger's run defaults, over the workspace's (runs/run-spec.ts). */
+  run?: RunSpec;
   /** The caller's W3C `traceparent` (docs/deployment.md: Traces). */
   traceparent?: string;
   /** At capacity, wait in the queue even where none is configured (a trigger's burst). */
@@ -169,28 +168,22 @@ export interface Workspace {
   webhook?: WorkspaceWebhook;
   /** This workspace's queue, over the installation's; `false`: none here. @default the installation's */
   queue?: QueueSettings | false;
-  /** What its runs' agents may do (docs/security.md: Confining agents); a schedule may set its own. @default "full" */
-  permissions?: RunPolicy['permissions'];
-  /** Under `permissions: "ask"`: its questions' timeout and fallback, and rules that answer without asking (docs/approvals.md). */
-  approvals?: ApprovalSettings;
-  /** Run each agent in a bubblewrap sandbox that sees this workspace, its own state and nothing of the service. @default false */
-  sandbox?: boolean;
   /** What its sandboxed agents may reach besides the service: `host:port` entries (its model API); `["*"]`: the host's network. @default [] */
   network?: string[];
-  /** Its runs are stopped (`timed_out`, `stalled`) after this long without a line on stdout. @default the installation's */
-  stallTimeoutMs?: number;
-  /** Its runs are stopped (`failed`, `memory_limit`) when their processes hold more resident memory. @default the installation's */
-  maxMemoryMb?: number;
   /**
-   * The placement provider its runs are placed by: `worktree`, a git worktree of their own
-   * (docs/worktrees.md), or one of the handler's `placements`; a start, schedule or trigger may set its own. @default "none"
+   * Its runs' defaults (docs/configuration.md: The run spec): permissions, approvals, sandbox,
+   * isolation, ref, timeout, budget, guards, outputSchema, title, metadata. A schedule or trigger
+   * sets its own over them, and a start over both (tightening only what confines or caps).
    */
-  isolation?: string;
+  run?: WorkspaceRunSpec;
   /** How its runs' worktrees are made and removed. */
   worktree?: WorktreeSettings;
   /** Its runs per day and spend per day (UTC): a start beyond is `429 daily_limit_reached`. @default none */
   limits?: DailyLimits;
 }
+
+/** A workspace's run defaults: the run spec but its agent (a workspace chooses by `headlessAgent` and `defaultAgent`). */
+export type WorkspaceRunSpec = Omit<RunSpec, 'agent'>;
 
 /** A scope's limits per UTC day (a workspace, a schedule, a trigger); spend is the `usage.costUsd` its ended runs reported. */
 export interface DailyLimits {
@@ -200,8 +193,6 @@ export interface DailyLimits {
 
 /** A workspace's worktree settings (docs/worktrees.md). */
 export interface WorktreeSettings {
-  /** The ref each worktree is made from. @default "HEAD" */
-  ref?: string;
   /** A shell command run in each new worktree before its agent (copy `.env`, install); it fails the run if it fails. */
   setup?: string;
   /** @default 600000 */

@@ -4,6 +4,7 @@ import { HeadlessError, type HeadlessClient } from '../client/index';
 import { version } from '../../package.json';
 import { APPROVAL_STATUSES, RUN_STATUSES } from '../contract/records';
 import { InboxPush, StartBody } from '../contract/requests';
+import { RunSpecEntries } from '../contract/run-spec';
 
 /**
  * The API as MCP tools (docs/mcp.md), over the typed client: the same tools whether served
@@ -31,21 +32,8 @@ export interface McpContext {
 const TOOLS: Record<string, Tool<v.GenericSchema>> = {
   start_run: tool({
     description: 'Start a coding-agent run in a workspace. Answers at once with its taskId and resumeId; use wait_run for the end.',
-    input: v.strictObject({
-      workspaceId: id,
-      prompt: StartBody.entries.prompt,
-      agent: StartBody.entries.agent,
-      resumeId: StartBody.entries.resumeId,
-      timeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-      title: StartBody.entries.title,
-      metadata: StartBody.entries.metadata,
-      maxTurns: StartBody.entries.maxTurns,
-      maxTokens: StartBody.entries.maxTokens,
-      maxCostUsd: StartBody.entries.maxCostUsd,
-      outputSchema: StartBody.entries.outputSchema,
-      isolation: StartBody.entries.isolation,
-      ref: StartBody.entries.ref,
-    }),
+    // Every field of the run spec, as the start body takes it (contract/run-spec.ts).
+    input: v.strictObject({ workspaceId: id, prompt: StartBody.entries.prompt, resumeId: StartBody.entries.resumeId, ...RunSpecEntries }),
     call: (client, { workspaceId, ...request }) => client.start(workspaceId, request),
   }),
   get_run_changes: tool({

@@ -31,7 +31,7 @@ async function askingDaemon(mock?: MockModel): Promise<{ daemon: Daemon; dir: st
   const env = mock
     ? { ...mockEnv(home, mock.url, 'mock-ok'), PATH: [REAL_BIN, process.env.PATH].join(delimiter) }
     : { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' };
-  writeConfig(dir, { workspaces: [{ id: 'ask', path: ws, agents: ['gemini-acp'], permissions: 'ask', env }] });
+  writeConfig(dir, { workspaces: [{ id: 'ask', path: ws, agents: ['gemini-acp'], run: { permissions: 'ask' }, env }] });
   return { daemon: await startDaemon(dir), dir, ws };
 }
 

@@ -270,7 +270,7 @@ describe('headless-run-webhook schedules, and a queued run', () => {
     writeConfig(dir, {
       maxConcurrentRuns: 1,
       queue: { ttlMs: 100 },
-      schedules: [{ name: 'hold', cron: '0 0 1 1 *', workspace: 'ws', agent: 'fake', prompt: 'wait-file never; echo x' }],
+      schedules: [{ name: 'hold', cron: '0 0 1 1 *', workspace: 'ws', run: { agent: 'fake' }, prompt: 'wait-file never; echo x' }],
     });
     const d = await startDaemon(dir);
     const run = (args: string[]) => runCli(args, { cwd: dir, env: { HEADLESS_URL: d.url, HEADLESS_WORKSPACE: 'ws' }, timeoutMs: 240_000 });

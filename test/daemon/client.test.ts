@@ -114,7 +114,7 @@ describe('schedules and the queue through the client', () => {
     writeConfig(dir, {
       maxConcurrentRuns: 1,
       queue: {},
-      schedules: [{ name: 'yearly', cron: '0 0 1 1 *', workspace: 'ws', agent: 'fake', prompt: 'wait-file never; echo x' }],
+      schedules: [{ name: 'yearly', cron: '0 0 1 1 *', workspace: 'ws', run: { agent: 'fake' }, prompt: 'wait-file never; echo x' }],
     });
     const d = await startDaemon(dir);
     const c = createClient({ url: d.url });

@@ -235,8 +235,8 @@ describe('secrets the service holds', () => {
     writeConfig(cwd, {
       webhooks: { secret: webhookSecret },
       triggers: [
-        { name: 'by-env', workspace: 'ws', sender: 'github', agent: 'fake', secret: { env: 'HRW_TEST_TRIGGER_SECRET' }, prompt: 'x' },
-        { name: 'by-value', workspace: 'ws', sender: 'github', agent: 'fake', secret: 'trigger-secret-by-value-1234', prompt: 'x' },
+        { name: 'by-env', workspace: 'ws', sender: 'github', run: { agent: 'fake' }, secret: { env: 'HRW_TEST_TRIGGER_SECRET' }, prompt: 'x' },
+        { name: 'by-value', workspace: 'ws', sender: 'github', run: { agent: 'fake' }, secret: 'trigger-secret-by-value-1234', prompt: 'x' },
       ],
     });
     const environment = {

@@ -2,7 +2,9 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { transformSync } from 'esbuild';
 import { delimiter, dirname, join, resolve } from 'node:path';
+import * as v from 'valibot';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigSchema } from '../../src/cli/config';
 import { CLI, type Daemon, cleanupDaemons, startDaemon, tempDir } from '../helpers/daemon';
 import { type DocBlock, docBlocks, pageLinks, unmet } from '../helpers/doc-blocks';
 
@@ -114,7 +116,17 @@ for (const { file, page } of pages) {
     for (const block of blocks) {
       const title = `${page}:${block.line}${block.notRun ? ` (not run: ${block.notRun})` : ''}`;
       if (block.lang === 'json') {
-        it(`${title} (parses)`, () => expect(() => JSON.parse(block.script), block.script).not.toThrow());
+        it(`${title} (parses; a config file is a valid one)`, () => {
+          const value = JSON.parse(block.script) as Record<string, unknown>;
+          // A config file's example (what names workspaces, schedules or triggers) is one the daemon reads.
+          if (['workspaces', 'schedules', 'triggers'].some((key) => key in value)) {
+            const result = v.safeParse(ConfigSchema, value);
+            expect(
+              result.issues?.map((i) => `${v.getDotPath(i)}: ${i.message}`),
+              block.script,
+            ).toBeUndefined();
+          }
+        });
         continue;
       }
       if (block.notRun !== undefined) {

@@ -13,7 +13,7 @@ it('a workspace stall limit from the config file stops a silent run; the install
     maxMemoryMb: 4096,
     minFreeMemoryMb: 1,
     agents: { fake: fakeAgent },
-    workspaces: [{ id: 'ws', path: '.', agents: ['fake'], stallTimeoutMs: 1000 }],
+    workspaces: [{ id: 'ws', path: '.', agents: ['fake'], run: { stallTimeoutMs: 1000 } }],
   });
   const daemon = await startDaemon(cwd);
   const started = (await (await api(daemon, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo hi; sleep 60000', timeoutMs: 120_000 })).json()) as {

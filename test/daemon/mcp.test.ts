@@ -5,7 +5,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, type Daemon, api, cleanupDaemons, startFakeDaemon, waitRun } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
-import { PLACEMENT_NAME } from '../../src/contract/requests';
+import { PLACEMENT_NAME } from '../../src/contract/run-spec';
 
 /** The MCP tools, called with the SDK's own client over stdio and over Streamable HTTP. */
 

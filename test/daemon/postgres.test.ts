@@ -65,7 +65,7 @@ describe('headless-run-webhook serve --store postgres://…', () => {
       writeFileSync(join(repo, 'a.txt'), 'a\n');
       git('add', '.');
       git('-c', 'user.email=t@example.com', '-c', 'user.name=T', 'commit', '--quiet', '-m', 'first');
-      writeConfig(dir, { workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], isolation: 'worktree' }] });
+      writeConfig(dir, { workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], run: { isolation: 'worktree' } }] });
       return dir;
     };
     const [a, b] = [project(), project()];

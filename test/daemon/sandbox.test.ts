@@ -148,13 +148,13 @@ describe.skipIf(!hasBwrap).each(VARIANTS)('a sandboxed run (bubblewrap), the dae
       agents: { probe: probeAgent, fake: fakeAgent },
       workspaces: [
         workspace('open'),
-        workspace('box', { sandbox: true, network: [`127.0.0.1:${servers[0]!.port}`] }),
-        workspace('boxro', { sandbox: true, permissions: 'read-only' }),
+        workspace('box', { run: { sandbox: true }, network: [`127.0.0.1:${servers[0]!.port}`] }),
+        workspace('boxro', { run: { sandbox: true, permissions: 'read-only' } }),
         workspace('other'),
         // Root's own folder, never handed to the sandbox's user.
-        workspace('rootbox', { sandbox: true }),
+        workspace('rootbox', { run: { sandbox: true } }),
         // A repository used in place: its git folder is obeyed outside the sandbox.
-        workspace('gitbox', { sandbox: true }),
+        workspace('gitbox', { run: { sandbox: true } }),
       ],
     });
     const as: { uid?: number; gid?: number } = variant === 'user' && isRoot ? escapeUser() : {};
@@ -316,7 +316,7 @@ describe('sandbox settings', () => {
     const cwd2 = dir();
     writeConfig(cwd2, {
       agents: { probe: { command: '/bin/sh', args: [PROBE], stdin: '{prompt}' } },
-      workspaces: [{ id: 'ro', path: '.', agents: ['probe'], permissions: 'read-only' }],
+      workspaces: [{ id: 'ro', path: '.', agents: ['probe'], run: { permissions: 'read-only' } }],
     });
     const plain = await startDaemon(cwd2, ['--port', '0']);
     const res = await api(plain, 'POST', '/api/workspaces/ro/headless', { prompt: 'x', agent: 'probe', wait: true });
@@ -333,7 +333,7 @@ describe('sandbox settings', () => {
   });
   it.skipIf(!hasBwrap)('warns at start that sandboxed agents with the host network are local callers unless localCallers is "token"', async () => {
     const cwd = dir();
-    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', sandbox: true, network: ['*'] }] });
+    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', run: { sandbox: true }, network: ['*'] }] });
     const daemon = await startDaemon(cwd, ['--port', '0']);
     expect(daemon.output()).toMatch(/"level":40,.*sandboxed agents of workspace \\"ws\\" have the host's network/);
     await daemon.stop();
@@ -348,7 +348,7 @@ describe('sandbox settings', () => {
       sandbox: { readable: [FAKE_AGENT] },
       agents: { fake: fakeAgent },
       workspaces: [
-        { id: 'box', path: 'box', agents: ['fake'], sandbox: true },
+        { id: 'box', path: 'box', agents: ['fake'], run: { sandbox: true } },
         { id: 'open', path: '.', agents: ['fake'] },
       ],
     });
@@ -365,7 +365,7 @@ describe('sandbox settings', () => {
 
   it('a schedule asks for a sandbox where bwrap is not on the PATH: the daemon refuses to start, saying how to install it', async () => {
     const cwd = dir();
-    writeConfig(cwd, { schedules: [{ name: 'nightly', cron: '0 3 * * *', workspace: 'default', prompt: 'x', sandbox: true }] });
+    writeConfig(cwd, { schedules: [{ name: 'nightly', cron: '0 3 * * *', workspace: 'default', prompt: 'x', run: { sandbox: true } }] });
     const r = await runCli(['serve', '--port', '0'], { cwd, env: { PATH: join(cwd, 'no-bin') } });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('schedule "nightly" asks for a sandbox, but the sandbox needs bubblewrap, which is not installed: apt-get install bubblewrap');
@@ -376,7 +376,7 @@ describe('sandbox settings', () => {
     mkdirSync(join(cwd, 'bin'));
     // What bubblewrap says where user namespaces are off (a sysctl, or Ubuntu's AppArmor rule).
     writeFileSync(join(cwd, 'bin', 'bwrap'), '#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n', { mode: 0o755 });
-    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', sandbox: true }] });
+    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', run: { sandbox: true } }] });
     const r = await runCli(['serve', '--port', '0'], { cwd, env: { PATH: `${join(cwd, 'bin')}:/usr/bin:/bin` } });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('workspace "ws" asks for a sandbox, but bubblewrap cannot make a sandbox here (bwrap: setting up uid map: Permission denied)');
@@ -385,7 +385,7 @@ describe('sandbox settings', () => {
 
   it('a bad permissions value is a config error naming it', async () => {
     const cwd = dir();
-    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', permissions: 'none' }] });
+    writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', run: { permissions: 'none' } }] });
     const r = await runCli(['serve', '--port', '0'], { cwd });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/workspaces\[0\]\.permissions/);

@@ -33,9 +33,9 @@ async function daemonWithQuestion(): Promise<{ daemon: Daemon; ws: string; socke
     sandbox: { readable: [FAKE_AGENT, ANSWER] },
     agents: { fake: fakeAgent },
     workspaces: [
-      { id: 'ask', path: ws, agents: ['gemini-acp'], permissions: 'ask', env },
+      { id: 'ask', path: ws, agents: ['gemini-acp'], run: { permissions: 'ask' }, env },
       { id: 'ws', path: '.', agents: ['fake'] },
-      { id: 'box', path: 'box', agents: ['fake'], sandbox: true },
+      { id: 'box', path: 'box', agents: ['fake'], run: { sandbox: true } },
     ],
   });
   const socket = join(dir, 'api.sock');

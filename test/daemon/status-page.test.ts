@@ -38,7 +38,7 @@ beforeAll(async () => {
         id: 'ask',
         path: '.',
         agents: ['gemini-acp'],
-        permissions: 'ask',
+        run: { permissions: 'ask' },
         env: { ...mockEnv(home, mock.url, 'mock-ok'), PATH: [resolve(__dirname, '../../node_modules/.bin'), process.env.PATH].join(delimiter) },
       },
     ],

@@ -21,9 +21,8 @@ describe('headless-inbox result', () => {
           name: 'answers',
           cron: '0 0 1 1 *',
           workspace: 'ws',
-          agent: 'fake',
           prompt: `sh headless-inbox result '{"answer":"from a schedule"}'; sleep 600000;`,
-          outputSchema: schema,
+          run: { agent: 'fake', outputSchema: schema },
         },
       ],
     });

@@ -39,11 +39,11 @@ const AGENTS = {
 };
 
 function triggersConfig(dir: string) {
-  const t = (name: string, sender: string, extra: Record<string, unknown>) => ({ name, workspace: 'ops', sender, agent: 'echo', ...extra });
+  const t = (name: string, sender: string, extra: Record<string, unknown>) => ({ name, workspace: 'ops', sender, run: { agent: 'echo' }, ...extra });
   return [
     t('alerts', 'alertmanager', {
       secret: { env: 'ALERTS_TOKEN' },
-      agent: 'slow',
+      run: { agent: 'slow' },
       prompt: 'Investigate {{ payload.commonLabels.alertname }} ({{ status }}): {{ payload.commonAnnotations.summary }}',
       when: { 'payload.commonLabels.severity': ['page', 'critical'] },
       resolved: 'cancel',
@@ -74,7 +74,7 @@ function triggersConfig(dir: string) {
     t('serial', 'generic', {
       secret: 'serial-token',
       verify: { method: 'bearer' },
-      agent: 'slow',
+      run: { agent: 'slow' },
       prompt: 'Serial {{ payload.n }}',
       limits: { concurrent: 1 },
     }),
@@ -95,7 +95,7 @@ function githubProject(): string {
   writeConfig(cwd, {
     agents: AGENTS,
     workspaces: [{ id: 'ops', path: '.' }],
-    triggers: [{ name: 'gh', workspace: 'ops', sender: 'github', agent: 'echo', secret: 's', prompt: '{{ event }}' }],
+    triggers: [{ name: 'gh', workspace: 'ops', sender: 'github', run: { agent: 'echo' }, secret: 's', prompt: '{{ event }}' }],
   });
   return cwd;
 }
@@ -315,8 +315,8 @@ describe('trigger settings', () => {
       agents: AGENTS,
       workspaces: [{ id: 'ops', path: '.', agents: ['echo'] }],
       triggers: [
-        { name: 'typo', workspace: 'ops', sender: 'alertmanager', agent: 'echo', secret: 'x', prompt: '{{ payload.commonLabel.alertname }}' },
-        { name: 'nosecret', workspace: 'ops', sender: 'github', agent: 'slow', secret: { env: 'NOT_SET_ANYWHERE' }, prompt: 'x' },
+        { name: 'typo', workspace: 'ops', sender: 'alertmanager', run: { agent: 'echo' }, secret: 'x', prompt: '{{ payload.commonLabel.alertname }}' },
+        { name: 'nosecret', workspace: 'ops', sender: 'github', run: { agent: 'slow' }, secret: { env: 'NOT_SET_ANYWHERE' }, prompt: 'x' },
       ],
     });
     const r = await runCli(['doctor', '--json'], { cwd, timeoutMs: 240_000 });
@@ -374,7 +374,7 @@ describe.skipIf(!hasAlertmanager)('a real Alertmanager (Debian prometheus-alertm
           name: 'am',
           workspace: 'ops',
           sender: 'alertmanager',
-          agent: 'echo',
+          run: { agent: 'echo' },
           secret: { file: tokenFile },
           prompt: 'Look at {{ payload.commonLabels.alertname }}: {{ payload.commonAnnotations.summary }}',
         },

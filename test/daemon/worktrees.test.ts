@@ -28,7 +28,10 @@ function setUp(workspace: Record<string, unknown> = {}, extra: Record<string, un
   writeFileSync(join(repo, 'c.txt'), 'c\n');
   git(repo, 'add', '.');
   git(repo, 'commit', '--quiet', '-m', 'first');
-  writeConfig(dir, { workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], isolation: 'worktree', ...workspace }], ...extra });
+  writeConfig(dir, {
+    workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], ...workspace, run: { isolation: 'worktree', ...(workspace.run as object) } }],
+    ...extra,
+  });
   return { dir, repo };
 }
 
@@ -134,7 +137,7 @@ describe('a run in a worktree', () => {
     writeConfig(dir, {
       workspaces: [
         { id: 'ws', path: 'repo', agents: ['fake'] },
-        { id: 'plain', path: 'plain', agents: ['fake'], isolation: 'worktree' },
+        { id: 'plain', path: 'plain', agents: ['fake'], run: { isolation: 'worktree' } },
       ],
     });
     const daemon = await startDaemon(dir);
@@ -174,7 +177,7 @@ describe('a run in a worktree', () => {
     await daemon.stop();
 
     writeConfig(dir, {
-      workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], isolation: 'worktree', worktree: { setup: 'echo broken install >&2 && exit 3' } }],
+      workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], run: { isolation: 'worktree' }, worktree: { setup: 'echo broken install >&2 && exit 3' } }],
     });
     const again = await startDaemon(dir);
     const answer = await api(again, 'POST', '/api/workspaces/ws/headless', { prompt: 'echo never' });
@@ -201,7 +204,7 @@ describe('a run in a worktree', () => {
     expect(await stdoutOf(daemon, resumed.taskId)).toContain('kept\n');
     await daemon.stop();
 
-    writeConfig(dir, { workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], isolation: 'worktree', worktree: { cleanup: 'never' } }] });
+    writeConfig(dir, { workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], run: { isolation: 'worktree' }, worktree: { cleanup: 'never' } }] });
     const again = await startDaemon(dir);
     const idle = await start(again, { prompt: 'echo nothing' });
     expect(((await waitRun(again, idle.taskId)) as RunRecord).changes?.worktree).toBe(join(dir, '.headless', 'worktrees', 'ws', idle.resumeId));
@@ -308,7 +311,7 @@ describe('worktrees and crashes', () => {
 
 describe.skipIf(!hasBwrap)('a sandboxed run in a worktree', () => {
   it("sees its worktree and reads its repository, but not the workspace's files; the service commits its work", async () => {
-    const { dir, repo } = setUp({ sandbox: true }, { sandbox: { readable: [FAKE_AGENT] } });
+    const { dir, repo } = setUp({ run: { sandbox: true } }, { sandbox: { readable: [FAKE_AGENT] } });
     writeFileSync(join(repo, 'uncommitted.txt'), 'only in the workspace\n');
     const daemon = await startDaemon(dir);
     const run = await start(daemon, {
@@ -486,7 +489,7 @@ describe.skipIf(!hasBwrap).each(isRoot ? (['root', 'user'] as const) : (['user']
       const workspace = (id: string, extra: Record<string, unknown> = {}) => ({ id, path: `repo/${id}`, agents: ['fake'], ...extra });
       writeConfig(dir, {
         sandbox: { readable: [FAKE_AGENT] },
-        workspaces: [workspace('app', { isolation: 'worktree', sandbox: true }), workspace('lib')],
+        workspaces: [workspace('app', { run: { isolation: 'worktree', sandbox: true } }), workspace('lib')],
       });
       const as: { uid?: number; gid?: number } = variant === 'user' && isRoot ? escapeUser() : {};
       if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, dir]);
@@ -524,7 +527,7 @@ describe.skipIf(!hasBwrap).each(isRoot ? (['root', 'user'] as const) : (['user']
       const setup = 'id -u > setup-uid && ./preinstall.sh; true';
       writeConfig(dir, {
         sandbox: { readable: [FAKE_AGENT] },
-        workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], isolation: 'worktree', sandbox: true, worktree: { setup } }],
+        workspaces: [{ id: 'ws', path: 'repo', agents: ['fake'], run: { isolation: 'worktree', sandbox: true }, worktree: { setup } }],
       });
       const as: { uid?: number; gid?: number } = variant === 'user' && isRoot ? escapeUser() : {};
       if (as.uid !== undefined) spawnSync('chown', ['-R', `${as.uid}:${as.gid}`, dir]);

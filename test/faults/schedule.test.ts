@@ -13,7 +13,7 @@ import { waitFor } from '../helpers/wait';
 
 afterEach(closeAllHosts);
 
-const SCHEDULE = { name: 'tick', cron: '* * * * * *', workspace: 'ws', agent: 'fake', prompt: 'echo tick', missed: 'once' as const };
+const SCHEDULE = { name: 'tick', cron: '* * * * * *', workspace: 'ws', run: { agent: 'fake' }, prompt: 'echo tick', missed: 'once' as const };
 const hostOn = (store: ReturnType<typeof faultyKeyv>) => createTestHost({ store: store.keyv(), schedules: [SCHEDULE] });
 type Json = Record<string, any>;
 const runs = async (host: TestHost): Promise<Json[]> =>

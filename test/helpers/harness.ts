@@ -55,7 +55,7 @@ export interface TestHost {
 
 const hosts = new Set<TestHost>();
 
-const SILENT = { info: () => undefined, warn: () => undefined, error: () => undefined };
+export const SILENT = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 /** A logger that keeps what it is told, to check the lines a unit logs. */
 export function memoryLogger() {

@@ -38,11 +38,11 @@ export const MODES = {
 } as const;
 /** `box` runs each CLI in a bubblewrap sandbox (where bwrap is installed); `ro` with its read-only flags. */
 const POLICIES: Partial<Record<keyof typeof MODES, Record<string, unknown>>> = {
-  box: { sandbox: true },
-  ro: { permissions: 'read-only' },
+  box: { run: { sandbox: true } },
+  ro: { run: { permissions: 'read-only' } },
   // docs/approvals.md: every question waits for a caller; `askfast`'s get their fallback after a second.
-  ask: { permissions: 'ask' },
-  askfast: { permissions: 'ask', approvals: { timeoutMs: 1000 } },
+  ask: { run: { permissions: 'ask' } },
+  askfast: { run: { permissions: 'ask', approvals: { timeoutMs: 1000 } } },
 };
 // In CI the sandboxed runs must run (npm test installs bubblewrap); elsewhere they need it installed.
 export const hasBwrap = spawnSync('bwrap', ['--version']).status === 0 || Boolean(process.env.CI);
@@ -75,7 +75,7 @@ export function realTier(): void {
       paths[mode] = join(root, `ws-${mode}`);
       mkdirSync(paths[mode]);
       // Under a root daemon a sandboxed workspace is the sandbox user's, as its operator makes it (docs/security.md).
-      if (POLICIES[mode]?.sandbox && process.getuid?.() === 0) chownSync(paths[mode], 65532, 65532);
+      if ((POLICIES[mode]?.run as { sandbox?: boolean } | undefined)?.sandbox && process.getuid?.() === 0) chownSync(paths[mode], 65532, 65532);
       writeHome(homes[mode], mock.url);
       return {
         id: mode,

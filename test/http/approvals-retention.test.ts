@@ -21,7 +21,7 @@ async function host(): Promise<TestHost> {
   const env = { PATH: `${FAKE_BIN}${delimiter}${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' };
   return createTestHost({
     store: await createSqliteKeyv(join(dir, 'data')),
-    workspaces: [{ id: 'ws', path: dir, agents: ['gemini-acp'], permissions: 'ask', approvals: { timeoutMs: 300 }, env }],
+    workspaces: [{ id: 'ws', path: dir, agents: ['gemini-acp'], run: { permissions: 'ask', approvals: { timeoutMs: 300 } }, env }],
   });
 }
 

@@ -91,7 +91,7 @@ describe('daily limits', () => {
       name: 'nightly',
       cron: '0 3 * * *',
       workspace: 'ws',
-      agent: 'fake',
+      run: { agent: 'fake' },
       prompt: 'echo scheduled',
       limits: { runsPerDay: 1 },
     };

@@ -184,7 +184,7 @@ describe('a fleet on PostgreSQL', () => {
   async function questionOnA(url: string, body: (hosts: { a: TestHost; b: TestHost; taskId: string; id: string }) => Promise<void>) {
     const ws = mkdtempSync(join(tmpdir(), 'hrw-fleet-ask-'));
     const env = { PATH: `${join(__dirname, '../fixtures/bin')}:${process.env.PATH}`, GEMINI_API_KEY: 'fake-key' };
-    const asking = { id: 'ws', path: ws, agents: ['gemini-acp'], permissions: 'ask' as const, approvals: { timeoutMs: 86_400_000 }, env };
+    const asking = { id: 'ws', path: ws, agents: ['gemini-acp'], run: { permissions: 'ask' as const, approvals: { timeoutMs: 86_400_000 } }, env };
     try {
       const a = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking], instanceLeaseMs: 10_000 });
       const b = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [asking], instanceLeaseMs: 10_000 });
@@ -288,7 +288,7 @@ describe('a fleet on PostgreSQL', () => {
       workspace: 'ws',
       sender: 'generic',
       verify: { method: 'bearer' },
-      agent: 'fake',
+      run: { agent: 'fake' },
       secret,
       prompt: 'echo handled',
     } as const;
@@ -346,7 +346,7 @@ describe('a fleet on PostgreSQL', () => {
 
   it('a schedule in a fleet: each occurrence fires exactly once, while instances start and stop around it', async () => {
     const url = await postgres.database();
-    const schedules = [{ name: 'tick', cron: '* * * * * *', workspace: 'ws', agent: 'fake', prompt: 'echo tick' }];
+    const schedules = [{ name: 'tick', cron: '* * * * * *', workspace: 'ws', run: { agent: 'fake' }, prompt: 'echo tick' }];
     const member = async () => createTestHost({ store: await createPostgresKeyv(url), schedules });
     const runs = async (host: TestHost) =>
       ((await (await host.request('GET', '/api/headless?wsId=ws&schedule=tick&limit=100')).json()) as { runs: Array<{ scheduledFor: string }> }).runs;

@@ -27,7 +27,7 @@ describe('guards', () => {
   it('an agent that keeps printing is not stalled, and a workspace may set its own limit over the installation’s', async () => {
     const host = await createTestHost({
       stallTimeoutMs: 1,
-      workspaces: [{ id: 'ws', path: tmpdir(), agents: ['fake'], stallTimeoutMs: 30_000 }],
+      workspaces: [{ id: 'ws', path: tmpdir(), agents: ['fake'], run: { stallTimeoutMs: 30_000 } }],
       agents: { fake: fakeAgent },
     });
     const body = await syncRun(host, { prompt: 'echo a; sleep 200; echo b; sleep 200; echo c', agent: 'fake' });
@@ -68,8 +68,8 @@ describe('guards', () => {
 
   it('a guard setting that cannot work is refused at start, naming it', async () => {
     await expect(createTestHost({ maxMemoryMb: 0 })).rejects.toThrow('maxMemoryMb must be a whole number of at least 1, not 0');
-    await expect(createTestHost({ workspaces: [{ id: 'ws', path: tmpdir(), stallTimeoutMs: 1.5 }] })).rejects.toThrow(
-      'workspace "ws": stallTimeoutMs must be a whole number',
+    await expect(createTestHost({ workspaces: [{ id: 'ws', path: tmpdir(), run: { stallTimeoutMs: 1.5 } }] })).rejects.toThrow(
+      'workspace "ws": run.stallTimeoutMs is invalid',
     );
   });
 });

@@ -101,6 +101,7 @@ describe('read, list, cancel', () => {
         'resumeId',
         'signal',
         'source',
+        'spec',
         'status',
         'taskId',
         'timeoutMs',
@@ -108,6 +109,7 @@ describe('read, list, cancel', () => {
       ].sort(),
     );
     expect(record.source).toEqual({ kind: 'api' });
+    expect(record.spec).toEqual({ agent: 'fake', timeoutMs: 300_000, permissions: 'full', sandbox: false, isolation: 'none' });
     expect(JSON.stringify(record)).not.toContain('secret-prompt-text');
     expect(Date.parse(record.createdAt as string)).not.toBeNaN();
   });

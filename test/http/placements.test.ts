@@ -92,7 +92,7 @@ describe('a placement provider registered through the `placements` option', () =
     expect(((await again.json()) as { detail: string }).detail).toBe(
       'Field "isolation" is invalid: isolation "pod" names no placement provider (registered: copy, worktree, none).',
     );
-    await expect(createTestHost({ workspaces: [{ id: 'ws', path: host.dir, isolation: 'copy' }] })).rejects.toThrow(
+    await expect(createTestHost({ workspaces: [{ id: 'ws', path: host.dir, run: { isolation: 'copy' } }] })).rejects.toThrow(
       'workspace "ws": isolation "copy" names no placement provider (registered: worktree, none)',
     );
     await expect(createTestHost({ placements: [copyPlacement(), copyPlacement()] })).rejects.toThrow('placements: two providers are named "copy"');

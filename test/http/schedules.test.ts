@@ -26,11 +26,18 @@ function scratch(): string {
 type Json = Record<string, any>;
 const runsOf = async (host: TestHost, name: string): Promise<Json[]> =>
   ((await (await host.request('GET', `/api/headless?wsId=ws&schedule=${name}&limit=100`)).json()) as { runs: Json[] }).runs;
-const schedule = (extra: Json) => ({ name: 'tick', cron: '* * * * * *', workspace: 'ws', agent: 'fake', prompt: 'echo tick', ...extra });
+const schedule = (extra: Json) => ({
+  name: 'tick',
+  cron: '* * * * * *',
+  workspace: 'ws',
+  prompt: 'echo tick',
+  ...extra,
+  run: { agent: 'fake', ...(extra.run as Json) },
+});
 
 describe('schedules', () => {
   it('fire their runs, which carry the schedule and its occurrence; the list filters by it; GET /api/schedules shows the next and the last', async () => {
-    const host = await createTestHost({ schedules: [schedule({ title: 'every second', metadata: { source: 'cron' } })] });
+    const host = await createTestHost({ schedules: [schedule({ run: { title: 'every second', metadata: { source: 'cron' } } })] });
     await waitFor(async () => (await runsOf(host, 'tick')).length >= 2, { timeoutMs: 240_000, what: 'two firings' });
     const runs = await runsOf(host, 'tick');
     expect(runs[0]).toMatchObject({ schedule: 'tick', title: 'every second', metadata: { source: 'cron' } });
@@ -89,7 +96,7 @@ describe('schedules', () => {
     };
     const host = await createTestHost({
       agents: { fake: careful },
-      schedules: [schedule({ prompt: `wait-file ${gate}`, overlap: 'queue', permissions: 'read-only' })],
+      schedules: [schedule({ prompt: `wait-file ${gate}`, overlap: 'queue', run: { permissions: 'read-only' } })],
     });
     await waitFor(async () => (await runsOf(host, 'tick')).some((r) => r.status === 'queued'), { timeoutMs: 240_000, what: 'a queued occurrence' });
     const own = (await (await host.request('POST', '/api/workspaces/ws/headless', { json: { agent: 'fake', prompt: 'echo own', wait: true } })).json()) as Json;

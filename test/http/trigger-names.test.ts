@@ -32,7 +32,7 @@ const t = (name: string, sender: TriggerDefinition['sender'], extra: Partial<Tri
   name,
   workspace: 'ws',
   sender,
-  agent: 'fake',
+  run: { agent: 'fake' },
   secret: 'the-real-secret',
   prompt: 'x',
   ...extra,

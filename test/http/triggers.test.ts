@@ -27,7 +27,7 @@ const github = (): TriggerDefinition => ({
   name: 'gh',
   workspace: 'ws',
   sender: 'github',
-  agent: 'fake',
+  run: { agent: 'fake' },
   secret: GITHUB_SECRET,
   prompt: `go; wait-file ${release}`,
 });
@@ -100,7 +100,7 @@ describe("a trigger's share of the slots and the queue", () => {
     workspace: 'ws',
     sender: 'generic',
     verify: { method: 'bearer' },
-    agent: 'fake',
+    run: { agent: 'fake' },
     secret: 'burst-token',
     prompt: `go; wait-file ${release}`,
   });
@@ -202,7 +202,7 @@ describe('a resolution annotating its run (docs/triggers.md: Filters, repeats an
     name: 'alerts',
     workspace: 'ws',
     sender: 'alertmanager',
-    agent: 'fake',
+    run: { agent: 'fake' },
     secret: 'am-token',
     prompt,
   });
@@ -234,5 +234,21 @@ describe('a resolution annotating its run (docs/triggers.md: Filters, repeats an
       outcome: 'resolved',
       reason: 'its run had already ended: nothing was added to it',
     });
+  });
+});
+
+describe("a trigger's run spec", () => {
+  it("reaches its runs over the workspace's: its title a template rendered per delivery (the sender's values marked), the rest as written", async () => {
+    const workspaces = [{ id: 'ws', path: tmpdir(), agents: ['fake'], run: { maxTurns: 20, title: 'the workspace’s' } }];
+    const trigger = {
+      ...github(),
+      run: { agent: 'fake', title: 'Issue #{{ payload.issue.number }}: {{ payload.issue.title }}', metadata: { team: 'web' }, maxTurns: 5 },
+    };
+    const host = await createTestHost({ workspaces, triggers: [trigger] });
+    const { body } = await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'spec-1'));
+    const record = (await (await host.request('GET', `/api/headless/${body.taskId}`)).json()) as Record<string, any>;
+    expect(record).toMatchObject({ title: 'Issue #⟦7⟧: ⟦Login fails⟧', metadata: { team: 'web' }, budget: { maxTurns: 5 } });
+    expect(record.spec).toMatchObject({ agent: 'fake', title: 'Issue #⟦7⟧: ⟦Login fails⟧', maxTurns: 5, permissions: 'full' });
+    writeFileSync(release, '');
   });
 });

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentHomeMounts, placeOf } from '../../src/core/sandbox/agent-home';
 import { type Mount, bubblewrapArgs } from '../../src/core/sandbox/bubblewrap';
-import { runPolicy } from '../../src/core/sandbox/policy';
 import { hiddenMounts, installMounts } from '../../src/core/sandbox/view';
 
 const at = (args: string[], ...seq: string[]) => args.findIndex((_, i) => seq.every((s, j) => args[i + j] === s));
@@ -184,14 +183,5 @@ describe('the agent home of a sandboxed run', () => {
     expect(placeOf('$CODEX_HOME/auth.json', env)).toBe('/c/auth.json');
     expect(placeOf('.local/share/goose', env)).toBe('/h/.local/share/goose');
     expect(placeOf('$UNSET/x', env)).toBeUndefined();
-  });
-});
-
-describe('runPolicy', () => {
-  it('the schedule’s settings over the workspace’s; none when unconfined', () => {
-    expect(runPolicy({})).toBeUndefined();
-    expect(runPolicy({ permissions: 'read-only' })).toEqual({ permissions: 'read-only', sandbox: false });
-    expect(runPolicy({ sandbox: true }, { permissions: 'read-only' })).toEqual({ permissions: 'read-only', sandbox: true });
-    expect(runPolicy({ sandbox: true, permissions: 'read-only' }, { sandbox: false, permissions: 'full' })).toBeUndefined();
   });
 });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/cli/config';
+import { RunSpecSchema } from '../../src/contract/run-spec';
 
 /** docs/configuration.md lists every key of the config file: none is missing, none is made up. */
 
@@ -25,9 +26,12 @@ function keys(node: Node, prefix: string): string[] {
 describe('docs/configuration.md', () => {
   it('has a row for every key of the config file, and none for a key there is not', () => {
     const page = readFileSync(resolve(__dirname, '../../docs/configuration.md'), 'utf8');
-    const documented = [...page.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1]!);
-    // A workspace's webhook is one row: its fields are those of the webhook page.
-    const expected = keys(ConfigSchema as unknown as Node, '').filter((key) => !key.startsWith('workspaces[].webhook.'));
-    expect(documented.sort()).toEqual(expected.sort());
+    const rows = [...page.matchAll(/^\| `([^`]+)` \|/gm)].map((m) => m[1]!);
+    // A workspace's webhook is one row: its fields are those of the webhook page. Each `run` is
+    // one row too: the run spec has its own table, its keys written `run.…`.
+    const inSpec = /^(workspaces|schedules|triggers)\[\]\.(webhook|run)\./;
+    const expected = keys(ConfigSchema as unknown as Node, '').filter((key) => !inSpec.test(key));
+    expect(rows.filter((row) => !row.startsWith('run.')).sort()).toEqual(expected.sort());
+    expect(rows.filter((row) => row.startsWith('run.')).sort()).toEqual(keys(RunSpecSchema as unknown as Node, 'run.').sort());
   });
 });

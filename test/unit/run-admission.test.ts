@@ -10,7 +10,7 @@ import type { SessionState, Workspace } from '../../src/core/types';
 import { fakeAgent } from '../helpers/harness';
 
 const ws: Workspace = { id: 'ws', path: '/tmp', agents: ['fake', 'other'] };
-const request = (extra: Record<string, unknown> = {}) => ({ prompt: 'x', timeoutMs: 1000, wait: false, ...extra });
+const request = (ask: { agent?: string; resumeId?: string } = {}) => ask;
 
 async function setup(maxConcurrentRuns = 2) {
   const store = keyvStore(createMemoryKeyv());

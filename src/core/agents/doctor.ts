@@ -50,11 +50,11 @@ async function checkAgent(adapter: AgentAdapter, workspace: Workspace, env: Reco
   const invocations = [
     adapter.invocation(sample),
     ...(adapter.supportsResume ? [adapter.invocation({ ...sample, agentSessionId: 'doctor' })] : []),
-    ...(adapter.readOnly && workspace.permissions === 'read-only' ? [adapter.invocation({ ...sample, permissions: 'read-only' })] : []),
+    ...(adapter.readOnly && workspace.run?.permissions === 'read-only' ? [adapter.invocation({ ...sample, permissions: 'read-only' })] : []),
   ];
   const command = invocations[0]?.command ?? adapter.command;
   const sources = credentialSources(adapter);
-  const refusal = policyRefusal(adapter, workspace);
+  const refusal = policyRefusal(adapter, workspace.run);
   const check: AgentCheck = {
     agent: adapter.name,
     command,

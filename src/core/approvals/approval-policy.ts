@@ -5,16 +5,11 @@
  */
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { ApprovalPolicy, ApprovalRule, RunPolicy } from '../../contract/records';
+import type { RunSpec } from '../../contract/run-spec';
 import type { PermissionQuestion } from '../agents/types';
 
-/** Where an approval policy is set: a workspace, a schedule or trigger over it. */
-export interface ApprovalSettings {
-  /** @default 900000 (15 minutes) */
-  timeoutMs?: number;
-  /** @default "deny" */
-  fallback?: 'allow' | 'deny';
-  rules?: ApprovalRule[];
-}
+/** Where an approval policy is set: a run spec's `approvals` (a workspace's, a schedule's or trigger's, a start's), each over the one below. */
+export type ApprovalSettings = NonNullable<RunSpec['approvals']>;
 
 export const DEFAULT_APPROVAL_TIMEOUT_MS = 15 * 60_000;
 
@@ -26,23 +21,6 @@ export function approvalPolicy(workspace: ApprovalSettings = {}, origin: Approva
     fallback: origin.fallback ?? workspace.fallback ?? 'deny',
     ...(rules && rules.length > 0 ? { rules } : {}),
   };
-}
-
-/** Throws, naming where, on approval settings that cannot work (a library caller's typo). */
-export function checkApprovalSettings(settings: ApprovalSettings | undefined, where: string): void {
-  if (settings === undefined) return;
-  const { timeoutMs, fallback, rules } = settings;
-  if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs >= 1))
-    throw new Error(`${where}.timeoutMs must be a whole number of ms, at least 1`);
-  if (fallback !== undefined && fallback !== 'allow' && fallback !== 'deny') throw new Error(`${where}.fallback must be "allow" or "deny"`);
-  for (const [i, rule] of (rules ?? []).entries()) {
-    if (rule.answer !== 'allow' && rule.answer !== 'deny') throw new Error(`${where}.rules[${i}].answer must be "allow" or "deny"`);
-    for (const path of rule.paths ?? []) {
-      if (typeof path !== 'string' || path === '' || isAbsolute(path) || path.split(/[\\/]/).includes('..')) {
-        throw new Error(`${where}.rules[${i}].paths: "${path}" must be a folder inside the working directory, relative, without ".."`);
-      }
-    }
-  }
 }
 
 /**

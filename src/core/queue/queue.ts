@@ -9,6 +9,7 @@
 import { Refusal } from '../../contract/problems';
 import { type RunRecord, hasEnded } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
+import type { ResolvedSpec } from '../runs/run-spec';
 import type { RunEvents } from '../events/run-events';
 import type { Log } from '../logger';
 import { publicRecord } from '../public-record';
@@ -18,7 +19,6 @@ import type { RunLifecycle } from '../runs/lifecycle';
 import type { StartedRun } from '../runs/live-run';
 import { newRunRecord, queuedEventOf, startedEventOf } from '../runs/new-record';
 import type { RunRecords } from '../runs/records';
-import { runPolicy } from '../sandbox/policy';
 import type { SessionBook } from '../sessions';
 import type { QueuedStart, RunOrigin, SlotShare, StoredRun, WebhookTarget, Workspace } from '../types';
 import { newSortableId } from '../util/ids';
@@ -46,6 +46,7 @@ export interface QueueResources {
 export interface EnqueueInput {
   workspace: Workspace;
   request: StartRequest;
+  spec: ResolvedSpec;
   apiUrl: string;
   taskId?: string;
   policy: QueuePolicy;
@@ -95,7 +96,7 @@ export class RunQueue {
   /** Its Session made if new (so its `resumeId` can be given), then ONE write of the `queued` record; `429 queue_full` when full. */
   async enqueue(a: EnqueueInput): Promise<StartedRun> {
     const { workspace, request, policy } = a;
-    const { adapter, known } = await this.$.admission.plan(workspace, request);
+    const { adapter, known } = await this.$.admission.plan(workspace, { agent: a.spec.agent, resumeId: request.resumeId });
     if (known && !this.$.sessions.isResumable(known)) throw new Refusal('session_not_resumable', `Session "${known.resumeId}" cannot be resumed.`);
     this.enqueuing += 1;
     try {
@@ -118,9 +119,9 @@ export class RunQueue {
         ...(traceparent ? { traceparent } : {}),
         ...(a.share ? { share: a.share } : {}),
       };
-      const policyOfRun = runPolicy(workspace, a.origin.policy, request);
       const record = newRunRecord({
         ...a,
+        wait: request.wait,
         taskId,
         resumeId,
         workspaceId: workspace.id,
@@ -129,7 +130,6 @@ export class RunQueue {
         now: iso,
         queued,
         source,
-        policy: policyOfRun,
       });
       await this.$.lifecycle.enqueue(record);
       await this.$.events.queued(queuedEventOf({ ...record, queued })).catch((error: unknown) => this.$.log(`could not store the events of ${taskId}`, error));

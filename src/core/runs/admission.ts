@@ -4,7 +4,6 @@ import { probeEnv } from '../agents/preflight';
 import type { AgentAdapter } from '../agents/types';
 import { newSortableId } from '../util/ids';
 import { Refusal } from '../../contract/problems';
-import type { StartRequest } from '../../contract/requests';
 import type { SessionBook } from '../sessions';
 import type { HeadlessStore } from '../store/keyv-store';
 import type { SessionState, SlotShare, Workspace } from '../types';
@@ -38,6 +37,12 @@ export interface Reservation {
  * Session (queue it where a queue is configured, else refuse it with `problem`). Refusals that
  * no wait can mend (no such Session, a retired one, ...) are thrown.
  */
+/** What a start asked of admission: an agent by name, a Session to resume (neither: the workspace's selection, a new Session). */
+export interface AgentAsk {
+  agent?: string;
+  resumeId?: string;
+}
+
 export type AdmissionDecision = { admitted: Reservation } | { wait: 'capacity' | 'session'; problem: Refusal };
 
 const waitForSlot = (max: number): AdmissionDecision => ({
@@ -125,7 +130,7 @@ export class Admission {
   }
 
   /** The agent a start runs and the Session it resumes, by the documented rules; nothing is held. */
-  async plan(workspace: Workspace, request: StartRequest): Promise<{ adapter: AgentAdapter; known?: SessionState }> {
+  async plan(workspace: Workspace, request: AgentAsk): Promise<{ adapter: AgentAdapter; known?: SessionState }> {
     this.refuseIfClosed();
     const { registry, sessions } = this.o;
     let adapter = request.agent === undefined ? undefined : registry.check(workspace, request.agent);
@@ -145,7 +150,7 @@ export class Admission {
    * Admits a run, or says what it waits for; `plannedTaskId` is the id an idempotent start planned
    * for it; `share`: its source's runs at once, past which it waits as for a slot.
    */
-  async admit(workspace: Workspace, request: StartRequest, plannedTaskId?: string, share?: SlotShare): Promise<AdmissionDecision> {
+  async admit(workspace: Workspace, request: AgentAsk, plannedTaskId?: string, share?: SlotShare): Promise<AdmissionDecision> {
     const { adapter, known } = await this.plan(workspace, request);
     const taskId = plannedTaskId ?? newSortableId('run_');
     const claimed = await this.claimSession(workspace, known, adapter, taskId);

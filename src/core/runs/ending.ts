@@ -4,6 +4,7 @@
  * through the lifecycle (whose one "ended" path tells everyone once it is durable). Also the one
  * state change between start and end: the agent's session id.
  */
+import { outputSchemaOf } from './new-record';
 import { StorageError } from '../../contract/problems';
 import type { RunError } from '../../contract/records';
 import { type TokenPrice, priced } from '../agents/prices';
@@ -180,7 +181,7 @@ export function finalFields(live: Pick<LiveRun, 'process' | 'endedBy'>, end: End
  * have succeeded without one that matches has `failed` with `output_invalid` (or `output_missing`).
  */
 function structuredFields(record: StoredRun, live: LiveRun, fields: FinishFields, verdict: AgentVerdict): FinishFields {
-  const schema = record.outputSchema;
+  const schema = outputSchemaOf(record);
   if (schema === undefined) return fields;
   const native = live.reservation.adapter.structuredOutput === 'native';
   const answer = answerOf(live, verdict, native);

@@ -4,6 +4,7 @@
  * supervised by its guards) and ended through RunEnding, which releases its reservation and
  * stores its final record before anything is announced.
  */
+import { outputSchemaOf } from './new-record';
 import { Refusal } from '../../contract/problems';
 import { policyRefusal, preflight } from '../agents/preflight';
 import { protocolOf } from '../agents/protocols/lines';
@@ -138,7 +139,8 @@ export class RunLauncher {
    * printed), and its schema where the CLI takes one natively; otherwise the prompt says how to answer.
    */
   private agentInput({ prompt, record, reservation }: LaunchInput, turn: LaterTurn | undefined, cwd: string): AgentRunInput {
-    const { resumeId, outputSchema: schema } = record;
+    const { resumeId } = record;
+    const schema = outputSchemaOf(record);
     const native = reservation.adapter.structuredOutput === 'native';
     const asked = turn?.prompt ?? prompt;
     return {
@@ -186,13 +188,13 @@ export class RunLauncher {
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
     const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
-    // A workspace's own guard settings win over the installation's.
+    // The run's own guard settings (its spec: its workspace's, schedule's or start's) win over the installation's.
     const guards = guardsOf(record, {
       // A later turn has what is left of the run's time, and of its budget.
       timeoutMs: turn ? Math.max(1, timeLeft(record)) : record.timeoutMs,
       toolCalls: live.toolCalls,
-      stallTimeoutMs: workspace.stallTimeoutMs ?? this.$.guards.stallTimeoutMs,
-      maxMemoryMb: workspace.maxMemoryMb ?? this.$.guards.maxMemoryMb,
+      stallTimeoutMs: record.spec?.stallTimeoutMs ?? this.$.guards.stallTimeoutMs,
+      maxMemoryMb: record.spec?.maxMemoryMb ?? this.$.guards.maxMemoryMb,
     });
     const proc = await superviseProcess({
       spawner,
@@ -322,7 +324,7 @@ export class RunLauncher {
     const outcome = await decideTurn(
       this.$.turnPolicies,
       {
-        record: { ...publicRecord(stored), ...(stored.outputSchema ? { outputSchema: stored.outputSchema } : {}) },
+        record: { ...publicRecord(stored), outputSchema: outputSchemaOf(stored) },
         adapter,
         verdict,
         answer: answerOf(live, verdict, adapter.structuredOutput === 'native'),

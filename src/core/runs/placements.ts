@@ -97,7 +97,7 @@ export class Placements {
 }
 
 /** Throws, naming where, when a configured `isolation` names no registered provider. */
-export function checkIsolation(placements: Placements, settings: { isolation?: string }, where: string): void {
-  const problem = placements.notRegistered(settings.isolation);
+export function checkIsolation(placements: Placements, settings: { isolation?: string } | undefined, where: string): void {
+  const problem = placements.notRegistered(settings?.isolation);
   if (problem !== undefined) throw new Error(`${where}: ${problem}`);
 }

@@ -7,7 +7,7 @@
  */
 import { Refusal } from '../../contract/problems';
 import { hasEnded, type RunChangesView, type RunRecord } from '../../contract/records';
-import type { StartRequest } from '../../contract/requests';
+import { specOf } from '../../contract/requests';
 import { viewOf } from '../delivery/outbox';
 import type { Webhooks } from '../delivery/webhooks';
 import type { RunEvents } from '../events/run-events';
@@ -18,7 +18,6 @@ import { publicRecord } from '../public-record';
 import { DEFAULT_QUEUE, type QueuePolicy, queuePolicy } from '../queue/policy';
 import type { RunQueue } from '../queue/queue';
 import { type Share, ShareSeats } from '../queue/shares';
-import { runPolicy } from '../sandbox/policy';
 import type { SessionBook } from '../sessions';
 import type { QueueSettings, RunOrigin, SlotShare, StoredRun, WebhookTarget, Workspace } from '../types';
 import { settleWithin } from '../util/settle-within';
@@ -30,7 +29,9 @@ import type { RunLifecycle } from './lifecycle';
 import type { RunOutputView, StartedRun } from './live-run';
 import type { RunProcesses } from '../process/run-membership';
 import type { Placements } from './placements';
-import { newRunRecord, startedEvent } from './new-record';
+import { newRunRecord, outputSchemaOf, startedEvent } from './new-record';
+import { type ResolvedSpec, policyOf, resolveSpec } from './run-spec';
+import type { RunStarter, StartInput } from './run-starter';
 import { tailOf } from './output-tail';
 import type { RunRecords } from './records';
 import { takeOverRuns } from './recovery';
@@ -58,7 +59,15 @@ export interface RunServiceResources {
   queueSettings?: QueueSettings;
 }
 
-export class RunService {
+/** A start whose spec is resolved: what accepting it takes. */
+interface Accepting extends StartInput {
+  origin: RunOrigin;
+  spec: ResolvedSpec;
+  /** Its source's runs at once. */
+  share?: SlotShare;
+}
+
+export class RunService implements RunStarter {
   /** Per workspace with daily limits: its starts being accepted, one after another. */
   private readonly dayChains = new Map<string, Promise<unknown>>();
   /** Each source's runs here, running or queued: its share of the queue. */
@@ -113,19 +122,18 @@ export class RunService {
   }
 
   /** Starts a run, or queues it; `taskId` is the id an idempotent start planned for it. */
-  async start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId?: string, origin: RunOrigin = {}): Promise<StartedRun> {
-    const schema = request.outputSchema === undefined ? undefined : schemaProblem(request.outputSchema);
-    if (schema !== undefined) throw new Refusal('invalid_body', `Field "outputSchema" is invalid: ${schema}.`);
-    const unknown = this.$.placement.notRegistered(request.isolation);
-    if (unknown !== undefined) throw new Refusal('invalid_body', `Field "isolation" is invalid: ${unknown}.`);
-    const refusal = await this.$.placement.check({ workspace, policy: runPolicy(workspace, origin.policy, request) });
+  async start(input: StartInput): Promise<StartedRun> {
+    const { workspace, origin = {} } = input;
+    const spec = this.resolve(input);
+    const refusal = await this.$.placement.check({ workspace, policy: policyOf(spec) });
     if (refusal !== undefined) throw new Refusal('worktree_unavailable', `${refusal}.`);
     const share = origin.share === undefined ? undefined : this.shareOf(workspace, origin.share);
     // Taken before any wait, so simultaneous starts of one source never all pass the check.
     const seat = share === undefined ? undefined : this.seats.take(share);
     try {
       const slots = share === undefined ? undefined : { key: share.key, running: share.running };
-      const accepted = await this.withinDailyLimits(workspace, origin, () => this.accept(workspace, request, apiUrl, taskId, origin, slots));
+      const accepting: Accepting = { ...input, origin, spec, ...(slots ? { share: slots } : {}) };
+      const accepted = await this.withinDailyLimits(workspace, origin, () => this.accept(accepting));
       const run = 'queued' in accepted ? accepted.queued : await this.$.launcher.launch(accepted.launch);
       if (seat) void run.done.catch(() => undefined).finally(() => seat.release());
       return run;
@@ -133,6 +141,18 @@ export class RunService {
       seat?.release();
       throw error;
     }
+  }
+
+  /** The run's spec: the start's over its origin's, over its workspace's, once (runs/run-spec.ts). */
+  private resolve({ workspace, request, origin }: StartInput): ResolvedSpec {
+    const decided = resolveSpec({ workspace: workspace.run, origin: origin?.run, request: specOf(request) });
+    if ('refused' in decided) throw new Refusal('policy_loosened', `Field "${decided.refused.field}" cannot be loosened: ${decided.refused.detail}.`);
+    const { spec } = decided;
+    const schema = spec.outputSchema === undefined ? undefined : schemaProblem(spec.outputSchema);
+    if (schema !== undefined) throw new Refusal('invalid_body', `Field "outputSchema" is invalid: ${schema}.`);
+    const unknown = this.$.placement.notRegistered(spec.isolation);
+    if (unknown !== undefined) throw new Refusal('invalid_body', `Field "isolation" is invalid: ${unknown}.`);
+    return spec;
   }
 
   /** A source's share, its defaults filled in: half the run slots, a quarter of the workspace's queue (at least one each). */
@@ -167,23 +187,15 @@ export class RunService {
   }
 
   /** Admits a start and makes its record durable (or queues it): what launching it needs. */
-  private async accept(
-    workspace: Workspace,
-    request: StartRequest,
-    apiUrl: string,
-    taskId: string | undefined,
-    origin: RunOrigin,
-    share: SlotShare | undefined,
-  ): Promise<{ queued: StartedRun } | { launch: LaunchInput }> {
+  private async accept(a: Accepting): Promise<{ queued: StartedRun } | { launch: LaunchInput }> {
     const { admission, events, records } = this.$;
+    const { workspace, request, origin, spec } = a;
     const webhookTargets = this.$.webhooks.targetsFor(workspace, request.webhook);
-    const enqueue = async (policy: QueuePolicy) => ({
-      queued: await this.$.queue.enqueue({ workspace, request, apiUrl, taskId, policy, webhookTargets, origin, ...(share ? { share } : {}) }),
-    });
+    const enqueue = async (policy: QueuePolicy) => ({ queued: await this.$.queue.enqueue({ ...a, policy, webhookTargets }) });
     const before = origin.after === undefined ? undefined : await this.find(origin.after);
     // Behind a run that has not ended (a schedule's overlap "queue"): queued, with or without a queue configured.
     if (before && !hasEnded(before.status)) return enqueue(queuePolicy(this.$.queueSettings, workspace) ?? DEFAULT_QUEUE);
-    const decision = await admission.admit(workspace, request, taskId, share);
+    const decision = await admission.admit(workspace, { agent: spec.agent, resumeId: request.resumeId }, a.taskId, a.share);
     if ('wait' in decision) {
       // A trigger's burst waits in the default queue where none is configured, unless the workspace has `queue: false`.
       const fallback = origin.queueWhenBusy && workspace.queue !== false ? DEFAULT_QUEUE : undefined;
@@ -195,50 +207,46 @@ export class RunService {
     const { resumeId, adapter } = reservation;
     // Opened first, so a reader who learns of the run finds its timeline.
     const source = origin.source ?? API_SOURCE;
-    events.open(startedEvent({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent: adapter.name, request, source }));
+    const agent = adapter.name;
+    events.open(startedEvent({ taskId: reservation.taskId, resumeId, workspaceId: workspace.id, agent, wait: request.wait, spec, source }));
     let record: StoredRun;
     try {
-      record = await this.admitRecord(workspace, request, reservation, webhookTargets, origin);
+      record = await this.admitRecord(a, reservation, webhookTargets);
     } catch (error) {
       events.discard(reservation.taskId);
       records.untrack(reservation.taskId);
       await reservation.release();
       throw error;
     }
-    admission.rememberAgent(workspace.id, adapter.name);
-    return { launch: { workspace, prompt: request.prompt, apiUrl, reservation, record, traceparent: origin.traceparent } };
+    admission.rememberAgent(workspace.id, agent);
+    return { launch: { workspace, prompt: request.prompt, apiUrl: a.apiUrl, reservation, record, traceparent: origin.traceparent } };
   }
 
   /** Makes the Session and the `running` record durable; nothing is acknowledged before. */
-  private async admitRecord(
-    workspace: Workspace,
-    request: StartRequest,
-    reservation: Reservation,
-    webhookTargets: WebhookTarget[],
-    origin: RunOrigin,
-  ): Promise<StoredRun> {
+  private async admitRecord(a: Accepting, reservation: Reservation, webhookTargets: WebhookTarget[]): Promise<StoredRun> {
     const { adapter, resumeId, taskId } = reservation;
+    const workspaceId = a.workspace.id;
     const now = new Date().toISOString();
     if (reservation.session) await this.$.sessions.update(resumeId, (s) => ({ lastRunAt: now, runCount: s.runCount + 1 }));
-    else
-      await this.$.sessions.create({ resumeId, workspaceId: workspace.id, agent: adapter.name, retired: false, createdAt: now, lastRunAt: now, runCount: 1 });
+    else await this.$.sessions.create({ resumeId, workspaceId, agent: adapter.name, retired: false, createdAt: now, lastRunAt: now, runCount: 1 });
     const record = newRunRecord({
       taskId,
       resumeId,
-      workspaceId: workspace.id,
+      workspaceId,
       agent: adapter.name,
-      request,
+      wait: a.request.wait,
+      spec: a.spec,
       owner: this.$.instanceId,
       webhookTargets,
       now,
-      source: origin.source ?? API_SOURCE,
-      policy: runPolicy(workspace, origin.policy, request),
+      source: a.origin.source ?? API_SOURCE,
     });
     await this.$.lifecycle.accept(record);
     return record;
   }
 
-  private async find(taskId: string): Promise<StoredRun | undefined> {
+  /** A stored run, here or in the store. */
+  async find(taskId: string): Promise<StoredRun | undefined> {
     return this.$.records.current(taskId) ?? (await this.$.records.find(taskId));
   }
 
@@ -269,8 +277,9 @@ export class RunService {
       if (!(await this.find(taskId))) throw new Refusal('run_not_found', `No run "${taskId}".`);
       throw new Refusal('run_not_running', `Run "${taskId}" is not running here, or already has its answer.`);
     }
-    if (record.outputSchema === undefined) throw new Refusal('invalid_body', `Run "${taskId}" was started without an outputSchema: it takes no result.`);
-    const judged = judgeAnswer(record.outputSchema, { value });
+    const schema = outputSchemaOf(record);
+    if (schema === undefined) throw new Refusal('invalid_body', `Run "${taskId}" was started without an outputSchema: it takes no result.`);
+    const judged = judgeAnswer(schema, { value });
     if ('problem' in judged) throw new Refusal('output_invalid', `The answer does not match: ${judged.problem}. Fix it and send it again.`);
     live.answer = { value };
     this.$.launcher.stop(live, 'result');

@@ -1,11 +1,10 @@
 import { Refusal } from '../../contract/problems';
 import { hasEnded } from '../../contract/records';
-import { type StartRequest, parseStartBody } from '../../contract/requests';
 import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
 import type { HeadlessLogger } from '../logger';
-import type { StartedRun } from '../runs/live-run';
+import type { RunStarter } from '../runs/run-starter';
 import type { HeadlessStore } from '../store/keyv-store';
-import type { RunOrigin, StoredRun, Workspace } from '../types';
+import type { RunOrigin, Workspace } from '../types';
 import type { ScheduleDefinition } from './schedule-spec';
 
 /** What a schedule last did, shared by every instance: `schedule:<name>`. */
@@ -21,8 +20,7 @@ const stateKey = (name: string) => `schedule:${name}`;
 export interface FiringDeps {
   store: HeadlessStore;
   idempotency: IdempotencyKeys;
-  start(workspace: Workspace, request: StartRequest, apiUrl: string, taskId: string, origin: RunOrigin): Promise<StartedRun>;
-  find(taskId: string): Promise<StoredRun | undefined>;
+  runs: Pick<RunStarter, 'start' | 'find'>;
   workspace(id: string): Promise<Workspace>;
   apiUrl(): string;
   logger: HeadlessLogger;
@@ -52,7 +50,7 @@ export class Firing {
     const state = await this.state(s.name);
     // Handled already, by another instance of a fleet (or before a restart).
     if (!manual && state?.lastOccurrence !== undefined && state.lastOccurrence >= occurrence) return { skipped: HANDLED_ALREADY };
-    const previous = state?.lastTaskId === undefined ? undefined : await this.$.find(state.lastTaskId);
+    const previous = state?.lastTaskId === undefined ? undefined : await this.$.runs.find(state.lastTaskId);
     const busy = previous !== undefined && !hasEnded(previous.status);
     const overlap = manual ? 'allow' : (s.overlap ?? 'skip');
     if (busy && overlap === 'skip') {
@@ -62,19 +60,19 @@ export class Firing {
     }
     const origin: RunOrigin = {
       source: { kind: 'schedule', name: s.name, scheduledFor: occurrence },
-      policy: { permissions: s.permissions, approvals: s.approvals, sandbox: s.sandbox, isolation: s.isolation, ref: s.ref },
+      ...(s.run === undefined ? {} : { run: s.run }),
       ...(s.limits === undefined ? {} : { limits: s.limits }),
       ...(busy && overlap === 'queue' ? { after: previous.taskId } : {}),
     };
-    const body = this.bodyOf(s);
     const workspace = await this.$.workspace(s.workspace);
     const execute = async (taskId: string): Promise<StoredAnswer> => {
-      const { record } = await this.$.start(workspace, parseStartBody(body), this.$.apiUrl(), taskId, origin);
+      const request = { prompt: s.prompt, wait: false };
+      const { record } = await this.$.runs.start({ workspace, request, apiUrl: this.$.apiUrl(), taskId, origin });
       return { status: 202, body: { taskId: record.taskId, resumeId: record.resumeId, status: record.status }, headers: {} };
     };
-    const replay = async (taskId: string) => ((await this.$.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
+    const replay = async (taskId: string) => ((await this.$.runs.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
     const key = `schedule:${s.name}:${manual ? `now:${occurrence}` : occurrence}`;
-    const { answer, replayed } = await this.$.idempotency.run(s.workspace, key, { ...body, origin }, execute, replay);
+    const { answer, replayed } = await this.$.idempotency.run(s.workspace, key, { prompt: s.prompt, origin }, execute, replay);
     const taskId = (answer.body as { taskId: string }).taskId;
     if (!replayed) {
       this.$.logger.info({ schedule: s.name, occurrence, taskId, manual }, 'schedule fired');
@@ -85,18 +83,6 @@ export class Firing {
       );
     }
     return { started: taskId, replayed };
-  }
-
-  /** The start body of its runs. */
-  private bodyOf(s: ScheduleDefinition): Record<string, unknown> {
-    return {
-      prompt: s.prompt,
-      ...(s.agent === undefined ? {} : { agent: s.agent }),
-      ...(s.timeoutMs === undefined ? {} : { timeoutMs: s.timeoutMs }),
-      ...(s.title === undefined ? {} : { title: s.title }),
-      ...(s.outputSchema === undefined ? {} : { outputSchema: s.outputSchema }),
-      ...(s.metadata === undefined ? {} : { metadata: s.metadata }),
-    };
   }
 
   /** Only ever moves forward: an instance behind the others never writes an older occurrence over a newer one. */

@@ -1,10 +1,8 @@
 import { Cron } from 'croner';
-import { SCHEDULE_NAME } from '../../contract/requests';
+import { PROMPT_MAX, SCHEDULE_NAME } from '../../contract/requests';
+import type { RunSpec } from '../../contract/run-spec';
 import { checkDailyLimits } from '../runs/daily-limits';
-import { schemaProblem } from '../runs/structured-output';
-import { checkPolicy } from '../sandbox/policy';
-import type { ApprovalSettings } from '../approvals/approval-policy';
-import type { RunPolicy } from '../../contract/records';
+import { checkSpecLayer, refuseMovedKeys } from '../runs/run-spec';
 import type { DailyLimits } from '../types';
 
 /** A schedule (docs/queue-and-schedules.md): a cron expression that starts a run in a workspace. */
@@ -16,26 +14,13 @@ export interface ScheduleDefinition {
   /** IANA time zone the expression is read in. @default "UTC" */
   timezone?: string;
   workspace: string;
-  /** @default the workspace's agent selection */
-  agent?: string;
   prompt: string;
-  timeoutMs?: number;
-  title?: string;
-  metadata?: Record<string, string>;
+  /** Its runs' spec, over the workspace's `run` (docs/configuration.md: The run spec): agent, timeout, title, permissions, isolation… */
+  run?: RunSpec;
   /** When the run it started last has not ended: `skip` this occurrence, `queue` it behind that run, or `allow` both. @default "skip" */
   overlap?: 'skip' | 'queue' | 'allow';
   /** After the service was down over an occurrence: `skip` it, or run it `once` at start-up. @default "skip" */
   missed?: 'skip' | 'once';
-  /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
-  permissions?: RunPolicy['permissions'];
-  /** Under `permissions: "ask"`, over the workspace's (docs/approvals.md). */
-  approvals?: ApprovalSettings;
-  sandbox?: boolean;
-  /** A JSON Schema its runs' answers must match: each run's `result` (docs/structured-output.md). */
-  outputSchema?: Record<string, unknown>;
-  /** Over the workspace's: the placement provider of its runs; `worktree` runs each in a git worktree of its own, made from `ref` (docs/worktrees.md). */
-  isolation?: string;
-  ref?: string;
   /** Its runs per day and spend per day (UTC): an occurrence beyond starts nothing. @default none */
   limits?: DailyLimits;
   /** Fire up to this many ms after the occurrence, at random (a fleet of schedules then spreads out). @default 0 */
@@ -55,6 +40,9 @@ export function checkSchedules(schedules: ScheduleDefinition[], hasWorkspace: (i
     names.add(s.name);
     if (hasWorkspace(s.workspace) === false) throw new Error(`${where}: no workspace "${s.workspace}"`);
     if (typeof s.prompt !== 'string' || s.prompt.trim() === '') throw new Error(`${where}: its prompt must not be blank`);
+    if (s.prompt.length > PROMPT_MAX) throw new Error(`${where}: its prompt has more than ${PROMPT_MAX} characters`);
+    refuseMovedKeys(s, where);
+    checkSpecLayer(s.run, where, { agent: true });
     try {
       cronOf(s).nextRun();
     } catch (error) {
@@ -62,10 +50,7 @@ export function checkSchedules(schedules: ScheduleDefinition[], hasWorkspace: (i
     }
     if (s.overlap !== undefined && !['skip', 'queue', 'allow'].includes(s.overlap)) throw new Error(`${where}: overlap must be skip, queue or allow`);
     if (s.missed !== undefined && !['skip', 'once'].includes(s.missed)) throw new Error(`${where}: missed must be skip or once`);
-    checkPolicy(s, where);
     checkDailyLimits(s.limits, `${where}: limits`);
-    const schema = s.outputSchema === undefined ? undefined : schemaProblem(s.outputSchema);
-    if (schema !== undefined) throw new Error(`${where}: outputSchema is invalid: ${schema}`);
     if (s.jitterMs !== undefined && !(Number.isInteger(s.jitterMs) && s.jitterMs >= 0)) throw new Error(`${where}: jitterMs must be a whole number, 0 or more`);
   }
 }

@@ -119,7 +119,7 @@ export class Scheduler {
 
   private async view(s: ScheduleDefinition): Promise<ScheduleView> {
     const state = await this.firing.state(s.name);
-    const last = state?.lastTaskId === undefined ? undefined : await this.$.find(state.lastTaskId);
+    const last = state?.lastTaskId === undefined ? undefined : await this.$.runs.find(state.lastTaskId);
     return {
       name: s.name,
       workspaceId: s.workspace,

@@ -1,9 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Refusal } from '../../contract/problems';
 import { hasEnded } from '../../contract/records';
+import { TITLE_MAX } from '../../contract/run-spec';
 import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
 import type { HeadlessLogger } from '../logger';
 import type { StartedRun } from '../runs/live-run';
+import type { RunStarter } from '../runs/run-starter';
 import type { HeadlessStore } from '../store/keyv-store';
 import type { RunOrigin, StoredRun, Workspace } from '../types';
 import { newSortableId, sha256 } from '../util/ids';
@@ -19,9 +21,7 @@ export interface TriggerDeps {
   store: HeadlessStore;
   deliveries: DeliveryLog;
   idempotency: IdempotencyKeys;
-  start(workspace: Workspace, body: Record<string, unknown>, apiUrl: string, taskId: string, origin: RunOrigin): Promise<StartedRun>;
-  find(taskId: string): Promise<StoredRun | undefined>;
-  cancel(taskId: string): Promise<unknown>;
+  runs: RunStarter;
   /** Adds `trigger.resolved` to a run's timeline; answers whether it was added (not to an ended run, nor one running elsewhere). */
   annotate(taskId: string, data: { trigger: string; delivery: string; event?: string; cancelled: boolean }): boolean;
   workspace(id: string): Promise<Workspace>;
@@ -103,7 +103,7 @@ export class TriggerService {
       sender: d.sender,
       verify: verify.method,
       enabled: d.enabled !== false,
-      ...(d.agent === undefined ? {} : { agent: d.agent }),
+      ...(d.run?.agent === undefined ? {} : { agent: d.run.agent }),
       ...(warnings.length > 0 ? { warnings } : {}),
     }));
   }
@@ -214,7 +214,7 @@ export class TriggerService {
       const { record } = await start(taskId);
       return { status: 202, body: { taskId: record.taskId, status: record.status }, headers: {} };
     };
-    const replay = async (taskId: string) => ((await this.$.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
+    const replay = async (taskId: string) => ((await this.$.runs.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
     const name = trigger.definition.name;
     return this.$.idempotency.run(first.scope, first.key, { trigger: name }, execute, replay, trigger.windowMs);
   }
@@ -234,23 +234,18 @@ export class TriggerService {
     const prompt = preamble(d.name, d.sender) + (await this.render(trigger.prompt, context));
     if (prompt.length > MAX_PROMPT)
       throw new DeliveryRefusal('prompt_too_long', `the rendered prompt has ${prompt.length} characters, more than ${MAX_PROMPT}`);
-    const body = {
-      prompt,
-      ...(d.agent === undefined ? {} : { agent: d.agent }),
-      ...(d.timeoutMs === undefined ? {} : { timeoutMs: d.timeoutMs }),
-      ...(trigger.title ? { title: (await this.render(trigger.title, context)).slice(0, 200) } : {}),
-      ...(d.metadata === undefined ? {} : { metadata: d.metadata }),
-      ...(d.outputSchema === undefined ? {} : { outputSchema: d.outputSchema }),
-    };
+    const title = trigger.title ? (await this.render(trigger.title, context)).trim().slice(0, TITLE_MAX) : '';
     const origin: RunOrigin = {
       source: { kind: 'trigger', name: d.name, delivery: at.delivery, ...(facts.deliveryId ? { deliveryId: facts.deliveryId } : {}) },
-      policy: { permissions: d.permissions, approvals: d.approvals, sandbox: d.sandbox, isolation: d.isolation, ref: d.ref },
+      // Its title is a template: what it rendered to, or none where that is blank.
+      run: { ...d.run, title: title === '' ? undefined : title },
       ...(d.limits === undefined ? {} : { limits: d.limits }),
       queueWhenBusy: true,
       share: { key: `trigger:${d.name}`, running: d.limits?.concurrent, queued: d.limits?.queued },
       ...(at.traceparent === undefined ? {} : { traceparent: at.traceparent }),
     };
-    const run = await this.$.start(await this.$.workspace(d.workspace), body, this.$.apiUrl(), at.taskId, origin);
+    const workspace = await this.$.workspace(d.workspace);
+    const run = await this.$.runs.start({ workspace, request: { prompt, wait: false }, apiUrl: this.$.apiUrl(), taskId: at.taskId, origin });
     if (facts.incident !== undefined) await this.$.store.set(incidentKey(d.name, facts.incident), run.record.taskId, trigger.windowMs);
     return run;
   }
@@ -261,10 +256,10 @@ export class TriggerService {
     if (action === 'ignore' || facts.incident === undefined)
       return { outcome: 'resolved' as const, reason: action === 'ignore' ? 'ignored' : 'no incident to match' };
     const taskId = await this.$.store.get<string>(incidentKey(name, facts.incident));
-    const run = taskId === undefined ? undefined : await this.$.find(taskId);
+    const run = taskId === undefined ? undefined : await this.$.runs.find(taskId);
     if (!run) return { outcome: 'resolved' as const, reason: 'no run of this incident' };
     const cancel = action === 'cancel' && !hasEnded(run.status);
-    if (cancel) await this.$.cancel(run.taskId).catch(() => undefined);
+    if (cancel) await this.$.runs.cancel(run.taskId).catch(() => undefined);
     const told = this.$.annotate(run.taskId, { trigger: name, delivery, ...(facts.event ? { event: facts.event } : {}), cancelled: cancel });
     return { outcome: 'resolved' as const, taskId: run.taskId, reason: cancel ? 'its run was cancelled' : toldReason(told, run) };
   }

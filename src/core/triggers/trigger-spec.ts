@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs';
+import type { RunSpec } from '../../contract/run-spec';
 import { checkDailyLimits } from '../runs/daily-limits';
-import { schemaProblem } from '../runs/structured-output';
-import { checkPolicy } from '../sandbox/policy';
-import type { ApprovalSettings } from '../approvals/approval-policy';
-import type { RunPolicy } from '../../contract/records';
+import { checkSpecLayer, refuseMovedKeys } from '../runs/run-spec';
 import type { DailyLimits } from '../types';
 import { type SenderName, SENDER_NAMES, type Sender, senderOf } from './senders';
 import { type PromptTemplate, parseTemplate, templateVariables } from './template';
@@ -28,10 +26,11 @@ export interface TriggerDefinition {
   secret: SecretSource;
   /** A Liquid template over `payload`, `headers`, `event`, `status`, `deliveryId`, `trigger`. */
   prompt: string;
-  agent?: string;
-  title?: string;
-  metadata?: Record<string, string>;
-  timeoutMs?: number;
+  /**
+   * Its runs' spec, over the workspace's `run` (docs/configuration.md: The run spec); its `title`
+   * is a template, as `prompt` is.
+   */
+  run?: RunSpec;
   /** Every entry must match: a path (`status`, `event`, `payload.commonLabels.severity`, `payload.issue.labels[].name`) and the value, or values, it may have. */
   when?: When;
   /** A delivery whose key was seen within the window starts nothing. @default the sender's key, 72 h */
@@ -47,16 +46,6 @@ export interface TriggerDefinition {
   limits?: { perMinute?: number; concurrent?: number; queued?: number } & DailyLimits;
   /** @default true */
   enabled?: boolean;
-  /** Over the workspace's `permissions` and `sandbox` for the runs it starts (docs/security.md: Confining agents). */
-  permissions?: RunPolicy['permissions'];
-  /** Under `permissions: "ask"`, over the workspace's (docs/approvals.md). */
-  approvals?: ApprovalSettings;
-  sandbox?: boolean;
-  /** A JSON Schema its runs' answers must match: each run's `result` (docs/structured-output.md). */
-  outputSchema?: Record<string, unknown>;
-  /** Over the workspace's: the placement provider of its runs; `worktree` runs each in a git worktree of its own, made from `ref` (docs/worktrees.md). */
-  isolation?: string;
-  ref?: string;
 }
 
 /** A trigger ready to take deliveries. */
@@ -156,8 +145,6 @@ function checkNumbers(d: TriggerDefinition, where: string): void {
     'limits.queued': d.limits?.queued,
   };
   checkDailyLimits(d.limits, `${where}: limits`);
-  const schema = d.outputSchema === undefined ? undefined : schemaProblem(d.outputSchema);
-  if (schema !== undefined) throw new Error(`${where}: outputSchema is invalid: ${schema}`);
   for (const [name, value] of Object.entries(positive)) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) throw new Error(`${where}.${name} must be a whole number of at least 1`);
   }
@@ -171,7 +158,8 @@ function loadTrigger(d: TriggerDefinition, where: string, env: NodeJS.ProcessEnv
   const sender = senderOf(d.sender);
   const verify = verifyOf(d, sender, where);
   checkNumbers(d, where);
-  checkPolicy(d, where);
+  refuseMovedKeys(d, where);
+  checkSpecLayer(d.run, where, { agent: true });
   if (d.when !== undefined) checkWhen(d.when, `${where}.when`, CONTEXT_NAMES);
   const warnings: string[] = [];
   const example = sender.example;
@@ -181,7 +169,7 @@ function loadTrigger(d: TriggerDefinition, where: string, env: NodeJS.ProcessEnv
     verify,
     secret: readSecret(d.secret, where, env),
     prompt: templateOf(d.prompt ?? '', `${where}.prompt`, example, warnings),
-    ...(d.title === undefined ? {} : { title: templateOf(d.title, `${where}.title`, example, warnings) }),
+    ...(d.run?.title === undefined ? {} : { title: templateOf(d.run.title, `${where}.run.title`, example, warnings) }),
     ...(d.dedupe?.key === undefined ? {} : { dedupeKey: templateOf(d.dedupe.key, `${where}.dedupe.key`, example, warnings) }),
     windowMs: (d.dedupe?.windowSeconds ?? DEFAULT_WINDOW_S) * 1000,
     warnings,

@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative } from 'node:path';
 import { localHost } from '../process/local-host';
 import { SpawnFailure } from '../process/spawner';
-import { GIT_REF } from '../../contract/requests';
 import type { PlaceInput, Placed, PlacedSetup, PlacementProvider, ReleaseInput, SandboxView, Settled } from '../runs/placement';
 import type { Log } from '../logger';
 import type { PlacementRecord, Workspace, WorktreeRecord, WorktreeSettings } from '../types';
@@ -48,8 +47,7 @@ export function checkWorktreeSettings(ws: Pick<Workspace, 'worktree'>, where: st
   if (s.setupTimeoutMs !== undefined && !(Number.isInteger(s.setupTimeoutMs) && s.setupTimeoutMs > 0))
     throw new Error(`${where}: worktree.setupTimeoutMs must be a whole number of ms`);
   if (s.cleanup !== undefined && !CLEANUPS.includes(s.cleanup)) throw new Error(`${where}: worktree.cleanup must be ${CLEANUPS.join(', ')}`);
-  if (s.ref !== undefined && !(typeof s.ref === 'string' && GIT_REF.test(s.ref)))
-    throw new Error(`${where}: worktree.ref must be a git ref (${GIT_REF.source})`);
+  if ('ref' in s) throw new Error(`${where}: worktree.ref has moved into the run spec: write it as "run": { "ref": … }`);
 }
 
 /** A worktree record as a run's placement holds it (`data`): read back from the store, so its shape is checked. */

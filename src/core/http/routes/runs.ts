@@ -75,6 +75,7 @@ export const RUN_ROUTES: Route[] = [
           'invalid_idempotency_key',
           'invalid_webhook',
           'webhook_not_allowed',
+          'policy_loosened',
           'workspace_not_found',
           'session_not_found',
           'session_other_workspace',
@@ -100,7 +101,7 @@ export const RUN_ROUTES: Route[] = [
         const workspace = await services.workspace(params.workspaceId);
         const traceparent = request.headers.get('traceparent') ?? undefined;
         const origin = traceparent !== undefined && isTraceparent(traceparent) ? { traceparent } : {};
-        const { record, done } = await services.runs.start(workspace, start, apiUrl, taskId, origin);
+        const { record, done } = await services.runs.start({ workspace, request: start, apiUrl, taskId, origin });
         if (!start.wait) return { status: 202, body: accepted(record), headers: location(record.taskId) };
         const result = await done;
         return { status: 200, body: { ...result.record, output: result.output }, headers: {} };
