@@ -31,26 +31,31 @@ export function describeRun(r: RunRecord): string {
     const n = r.changes.files.length;
     lines.push(`  changes: ${n} file${n === 1 ? '' : 's'} on ${r.changes.branch}${r.changes.worktree ? ` (worktree ${r.changes.worktree})` : ''}`);
   }
+  if (r.verify) {
+    const last = r.verify.attempts.at(-1);
+    const failing = last?.checks.filter((c) => !c.passed).map((c) => c.name) ?? [];
+    const n = r.verify.attempts.length;
+    lines.push(`  verify: ${r.verify.verdict} after ${n} attempt${n === 1 ? '' : 's'}${failing.length > 0 ? ` (failing: ${failing.join(', ')})` : ''}`);
+  }
   for (const w of r.webhooks ?? []) lines.push(`  webhook ${w.event} → ${w.url}: ${w.state} (${w.attempts} attempts)`);
   return lines.join('\n');
 }
 
+/** What one event says, by its type; a type not listed shows its Session. */
+const WHAT: Partial<Record<RunEvent['type'], (data: Record<string, unknown>) => string>> = {
+  message: (d) => String(d.text),
+  tool: (d) => `${String(d.name)} ${String(d.status)}`,
+  usage: (d) => `${String(d.inputTokens)} in, ${String(d.outputTokens)} out`,
+  error: (d) => String(d.message),
+  'run.ended': (d) => String(d.status),
+  'run.started': (d) => `${String(d.agent)} in ${String(d.workspaceId)}`,
+  'verify.checked': (d) => `${String(d.name)} ${d.passed ? 'passed' : d.timedOut ? 'timed out' : `failed (exit ${String(d.exitCode)})`}`,
+  'verify.verdict': (d) => `attempt ${String(d.attempt)}: ${String(d.verdict)}`,
+};
+
 export function describeEvent(e: RunEvent): string {
   const time = e.time.slice(11, 19);
   const data = e.data as Record<string, unknown>;
-  const what =
-    e.type === 'message'
-      ? String(data.text)
-      : e.type === 'tool'
-        ? `${String(data.name)} ${String(data.status)}`
-        : e.type === 'usage'
-          ? `${String(data.inputTokens)} in, ${String(data.outputTokens)} out`
-          : e.type === 'error'
-            ? String(data.message)
-            : e.type === 'run.ended'
-              ? String(data.status)
-              : e.type === 'run.started'
-                ? `${String(data.agent)} in ${String(data.workspaceId)}`
-                : String(data.resumeId ?? '');
+  const what = WHAT[e.type]?.(data) ?? String(data.resumeId ?? '');
   return `${time} ${e.type.padEnd(13)} ${what.replace(/\s+/g, ' ').slice(0, 200)}`;
 }

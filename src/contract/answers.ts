@@ -43,6 +43,20 @@ export const WebhookDeliverySchema = v.object({
   deliveredAt: v.optional(v.string()),
 });
 
+const CheckResultSchema = v.object({
+  name: v.string(),
+  exitCode: nullableNumber,
+  passed: v.boolean(),
+  durationMs: v.number(),
+  timedOut: v.optional(v.literal(true)),
+  output: v.string(),
+});
+
+export const RunVerifySchema = v.object({
+  verdict: v.picklist(['pending', 'passed', 'failed', 'stalled']),
+  attempts: v.array(v.object({ attempt: v.number(), passed: v.boolean(), checks: v.array(CheckResultSchema), at: v.string() })),
+});
+
 export const RunChangesSchema = v.object({
   branch: v.string(),
   base: v.string(),
@@ -134,6 +148,7 @@ export const RunRecordSchema = v.pipe(
     lastMessage: v.optional(v.string()),
     result: v.optional(v.unknown()),
     approvals: v.optional(v.object({ asked: v.number(), allowed: v.number(), denied: v.number(), timedOut: v.number(), pending: v.array(v.string()) })),
+    verify: v.optional(RunVerifySchema),
     changes: v.optional(RunChangesSchema),
     webhooks: v.optional(v.array(WebhookDeliverySchema)),
   }),

@@ -1,5 +1,5 @@
 /** A run's events, as the API streams and pages them (docs/http-api.md: Follow a run). */
-import type { ApprovalAnswer, ApprovalRecord, RunEventType, RunRecord, RunUsage } from './records';
+import type { ApprovalAnswer, ApprovalRecord, CheckResult, RunEventType, RunRecord, RunUsage, RunVerify } from './records';
 
 export interface RunEventData {
   /** Accepted into the queue: it starts when a slot (and its Session) is free. */
@@ -16,6 +16,10 @@ export interface RunEventData {
   'permission.answered': { id: string } & ApprovalAnswer;
   /** A delivery of the trigger that started it said its incident is over (docs/triggers.md: Resolved). */
   'trigger.resolved': { trigger: string; delivery: string; event?: string; cancelled: boolean };
+  /** A check of its verify loop ran (docs/verify.md). */
+  'verify.checked': { attempt: number } & Omit<CheckResult, 'output'>;
+  /** Its checks' verdict after an attempt: `pending` while another turn is asked for. */
+  'verify.verdict': { attempt: number; verdict: RunVerify['verdict']; failing: string[] };
   /** The final record. */
   'run.ended': RunRecord;
 }

@@ -11,6 +11,7 @@ const STATUS = {
   agent_disabled: 400,
   no_headless_agent: 400,
   resume_requires_async: 400,
+  verify_unsupported: 400,
   invalid_idempotency_key: 400,
   invalid_webhook: 400,
   unauthorized: 401,

@@ -19,6 +19,8 @@ export const RUN_EVENT_TYPES = [
   'permission.requested',
   'permission.answered',
   'trigger.resolved',
+  'verify.checked',
+  'verify.verdict',
   'run.ended',
 ] as const;
 export type RunEventType = (typeof RUN_EVENT_TYPES)[number];
@@ -217,10 +219,40 @@ export interface RunRecord {
   result?: unknown;
   /** The permissions it asked for under `permissions: "ask"` (docs/approvals.md); each is at `GET /api/approvals?taskId=`. */
   approvals?: RunApprovals;
+  /** Its verify loop (docs/verify.md): each attempt's checks, and the verdict. */
+  verify?: RunVerify;
   /** What it changed, for a run in a worktree once it has ended; the patch is at `GET /api/headless/:taskId/changes`. */
   changes?: RunChanges;
   /** Its webhook deliveries (on `GET /api/headless/:taskId` of a run that has webhooks). */
   webhooks?: WebhookDeliveryView[];
+}
+
+/** A run's verify loop as its record shows it (docs/verify.md). */
+export interface RunVerify {
+  /** `pending` while it goes on; `passed`; `failed` (still failing after its attempts, or its agent could go on no more); `stalled` (the same failure twice). */
+  verdict: 'pending' | 'passed' | 'failed' | 'stalled';
+  attempts: VerifyAttempt[];
+}
+
+/** One run of the checks, after one turn of the agent. */
+export interface VerifyAttempt {
+  /** 1 for the checks after the agent's first turn. */
+  attempt: number;
+  passed: boolean;
+  checks: CheckResult[];
+  at: string;
+}
+
+export interface CheckResult {
+  name: string;
+  /** Null when it was stopped (`timedOut`) or killed by a signal. */
+  exitCode: number | null;
+  passed: boolean;
+  durationMs: number;
+  /** It ran past its timeout and was stopped. */
+  timedOut?: true;
+  /** The tail of its output (stdout and stderr as they came), at most its `outputChars`; escaped as the timeline is. */
+  output: string;
 }
 
 /** A run's limits (docs/http-api.md: Budgets): tool calls, tokens (input and output), US dollars. */

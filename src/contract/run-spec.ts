@@ -63,6 +63,50 @@ export const ApprovalSettingsSchema = v.strictObject(
   'invalid_body',
 );
 
+/** A check's name: what the record, the timeline and the agent are told. */
+export const CHECK_NAME = /^[A-Za-z0-9][A-Za-z0-9 _.:-]{0,63}$/;
+/** At most this many checks, and this many attempts (the first included). */
+export const VERIFY_CHECKS_MAX = 10;
+export const VERIFY_ATTEMPTS_MAX = 10;
+/** How much of a check's output goes back to the agent and onto the record, by default and at most (characters, its tail). */
+export const CHECK_OUTPUT_DEFAULT = 4000;
+export const CHECK_OUTPUT_MAX = 16_000;
+
+/**
+ * The verify loop (docs/verify.md): checks the service runs itself, in the run's own folder and
+ * confinement, after the agent ends its turn as a success; on failure the same Session is asked
+ * again with what failed, up to `maxAttempts`.
+ */
+export const VerifySchema = v.strictObject(
+  {
+    checks: v.pipe(
+      v.array(
+        v.strictObject(
+          {
+            name: v.pipe(v.string('invalid_body'), v.regex(CHECK_NAME, 'invalid_body')),
+            /** A shell command, run with `sh -c` in the run's working directory; exit 0 passes. */
+            command: v.pipe(v.string('invalid_body'), v.minLength(1, 'invalid_body'), v.maxLength(4000, 'invalid_body')),
+            /** @default 300000, and never past the run's own time */
+            timeoutMs: v.optional(positiveInt),
+            /** Characters of its output's tail shown to the agent and kept on the record. @default 4000 */
+            outputChars: v.optional(v.pipe(positiveInt, v.maxValue(CHECK_OUTPUT_MAX, 'invalid_body'))),
+          },
+          'invalid_body',
+        ),
+        'invalid_body',
+      ),
+      v.minLength(1, 'invalid_body'),
+      v.maxLength(VERIFY_CHECKS_MAX, 'invalid_body'),
+      v.check((checks) => new Set(checks.map((c) => c.name)).size === checks.length, 'invalid_body'),
+    ),
+    /** Attempts at most, the first included. @default 3 */
+    maxAttempts: v.optional(v.pipe(positiveInt, v.maxValue(VERIFY_ATTEMPTS_MAX, 'invalid_body'))),
+    /** When the checks still fail at the end: the run `fail`s (`verify_failed`, `verify_stalled`), or ends as its agent did, with the verdict recorded. @default "fail" */
+    onExhausted: v.optional(v.picklist(['fail', 'keep'], 'invalid_body')),
+  },
+  'invalid_body',
+);
+
 export const RunSpecEntries = {
   /** The agent that runs it. @default the workspace's selection (docs/http-api.md: Agent selection) */
   agent: v.optional(v.string('invalid_body')),
@@ -121,6 +165,8 @@ export const RunSpecEntries = {
   stallTimeoutMs: v.optional(positiveInt),
   /** Stopped (`failed`, `memory_limit`) when its processes hold more resident memory. @default the installation's */
   maxMemoryMb: v.optional(positiveInt),
+  /** Checks the service runs after the agent's turn, asking it again until they pass (docs/verify.md). */
+  verify: v.optional(VerifySchema),
 };
 
 /** A partial spec: a layer of defaults (a workspace's, a schedule's, a trigger's) or what a start asked. */

@@ -61,11 +61,13 @@ export type {
 } from '../contract/records';
 export type { DailyLimits, PlacementRecord, QueueSettings, Workspace, WorkspaceRunSpec, WorktreeCleanup, WorktreeRecord, WorktreeSettings } from './types';
 export { RUN_SPEC_KEYS, RunSpecSchema } from '../contract/run-spec';
-export type { Permissions, RunSpec } from '../contract/run-spec';
+export type { Permissions, RunSpec, RunSpecKey } from '../contract/run-spec';
 export type { ResolvedSpec } from './runs/run-spec';
 export type { TokenPrice } from './agents/prices';
 export { MAX_TURNS } from './runs/turn-policy';
-export type { TurnContext, TurnDecision, TurnEnd, TurnPolicy } from './runs/turn-policy';
+export type { TurnCommand, TurnCommandEnd, TurnContext, TurnDecision, TurnEnd, TurnEventType, TurnPolicy } from './runs/turn-policy';
+export type { TurnNotes } from './runs/transitions';
+export type { CheckResult, RunVerify, VerifyAttempt } from '../contract/records';
 export type { PlaceInput, Placed, PlacedSetup, PlacementProvider, ReleaseInput, RunPatch, SandboxView, Settled } from './runs/placement';
 export { localHost } from './process/local-host';
 export type { HostedRun, ProcessHost, RecordedProcess } from './process/process-host';

@@ -195,6 +195,24 @@ describe('structured output (docs/structured-output.md), the real CLIs against t
   });
 });
 
+describe('verify (docs/verify.md), the real CLIs against the mock model', () => {
+  it.each(['claude', 'gemini', 'gemini-acp'] as const)(
+    '%s: told by the service that its check fails, it writes the file on the second attempt, on the same session (over ACP: the live one)',
+    async (agent) => {
+      const file = `verified-${agent}.txt`;
+      rmSync(join(paths.ok, file), { force: true });
+      const before = tier.mock.requests.length;
+      const done = await run('ok', { agent, prompt: `VERIFY_FILE ${file}`, verify: { checks: [{ name: 'file', command: `test -f ${file}` }] } });
+      expect(done, JSON.stringify(done)).toMatchObject({ status: 'succeeded', verify: { verdict: 'passed' } });
+      expect(done.verify.attempts.map((a: { passed: boolean }) => a.passed)).toEqual([false, true]);
+      expect(existsSync(join(paths.ok, file))).toBe(true);
+      // The service's prompt reached the model with the earlier turn in the same conversation.
+      const asked = requestsSince(before).find((body) => body.includes('they fail (attempt 2 of 3 comes next)'));
+      expect(asked).toContain(`VERIFY_FILE ${file}`);
+    },
+  );
+});
+
 describe.each(ACP)('%s: the real CLI over the Agent Client Protocol', (agent) => {
   it('runs to succeeded with the same reply as through its stdout, its session id captured; a resume loads that session (gemini: not resumable over ACP)', async () => {
     const first = await run('ok', { agent, prompt: `Remember the word ALPHA-${agent}.`, wait: true });

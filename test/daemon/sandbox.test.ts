@@ -388,7 +388,7 @@ describe('sandbox settings', () => {
     writeConfig(cwd, { workspaces: [{ id: 'ws', path: '.', run: { permissions: 'none' } }] });
     const r = await runCli(['serve', '--port', '0'], { cwd });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/workspaces\[0\]\.permissions/);
+    expect(r.stderr).toContain('"workspaces[0].run.permissions" is invalid: expected ("full" | "ask" | "read-only")');
   });
 
   it('a sandbox user that is root, or not "uid:gid", is a config error naming it', async () => {

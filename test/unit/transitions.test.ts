@@ -26,6 +26,7 @@ const APPLY: Record<Exclude<TransitionName, 'accept' | 'enqueue'>, (by: string) 
   recordProcess: (by) => change.recordProcess(by, { process: { pid: 1, machine: 'm' }, placement: { cwd: '/w' } }),
   noteSession: (by) => change.noteSession(by, 'agent-session', AT.toISOString()),
   noteApprovals: (by) => change.noteApprovals(by, { asked: 1, allowed: 0, denied: 0, timedOut: 0, pending: ['apr_1'] }),
+  noteTurn: (by) => change.noteTurn(by, { verify: { verdict: 'pending', attempts: [] } }),
   finish: (by) => change.finish(by, { status: 'succeeded', exitCode: 0, signal: null, lastMessage: 'done' }, AT),
   claim: (by) => change.claim(by, OTHER),
   interrupt: (by) => change.interrupt(by, OTHER, AT),

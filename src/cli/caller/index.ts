@@ -24,7 +24,10 @@ export { CALLER_USAGE };
 
 /** Every caller command: the table of names (names.ts) and this one must agree, which the type checks. */
 const COMMANDS: Record<CallerName, { command: Command; takes: Array<keyof typeof OPTIONS> }> = {
-  run: { command: run, takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow', 'title', 'meta', 'schema', 'worktree', 'ref'] },
+  run: {
+    command: run,
+    takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow', 'title', 'meta', 'schema', 'worktree', 'ref', 'verify', 'attempts'],
+  },
   status: { command: status, takes: [] },
   follow: { command: follow, takes: ['after'] },
   logs: { command: logs, takes: ['tail', 'stderr'] },

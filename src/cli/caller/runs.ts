@@ -1,6 +1,6 @@
 import { RUN_STATUSES, type RunStatus } from '../../contract/records';
 import { describeRun, seconds, visible } from '../describe';
-import { type Command, EXIT, exitFor, finish, metadataOf, positiveInt, print, printJson, usage, workspaceOf } from './shared';
+import { type Command, EXIT, type Values, exitFor, finish, metadataOf, positiveInt, print, printJson, usage, workspaceOf } from './shared';
 
 // Built-ins by getBuiltinModule, as in data-dir.ts.
 const { readFileSync } = process.getBuiltinModule('node:fs');
@@ -24,6 +24,16 @@ function schemaFile(file: string): Record<string, unknown> {
   return usage('run', `--schema ${file} must hold a JSON Schema object`);
 }
 
+/** `--verify CMD`, as many as given (each a check named by its command), and `--attempts N`. */
+function verifyOf(v: Values): { verify?: { checks: Array<{ name: string; command: string }>; maxAttempts?: number } } {
+  if (!v.verify) {
+    if (v.attempts) return usage('run', '--attempts goes with --verify');
+    return {};
+  }
+  const checks = v.verify.map((command, i) => ({ name: `check ${i + 1}`, command }));
+  return { verify: { checks, ...(v.attempts ? { maxAttempts: positiveInt('run', 'attempts', v.attempts) } : {}) } };
+}
+
 export const run: Command = async (client, args, v) => {
   const [prompt] = args;
   if (args.length !== 1 || prompt === undefined || prompt.trim() === '') return usage('run', 'give the prompt as one argument (quote it)');
@@ -37,6 +47,7 @@ export const run: Command = async (client, args, v) => {
     ...(v.schema ? { outputSchema: schemaFile(v.schema) } : {}),
     ...(v.worktree ? { isolation: 'worktree' as const } : {}),
     ...(v.ref ? { ref: v.ref } : {}),
+    ...verifyOf(v),
   };
   const started = await client.start(workspaceOf(v), request);
   const verb = started.status === 'queued' ? `queued ${started.taskId} at place ${started.queuePosition ?? '?'}` : `started ${started.taskId}`;

@@ -33,6 +33,8 @@ export const OPTIONS = {
   schema: { type: 'string' },
   ref: { type: 'string' },
   meta: { type: 'string', multiple: true },
+  verify: { type: 'string', multiple: true },
+  attempts: { type: 'string' },
   always: { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 

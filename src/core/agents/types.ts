@@ -121,6 +121,8 @@ export interface AgentProtocol {
   readonly talksBack: boolean;
   /** The agent asks for its permissions through it (`io.ask`), so a run's `permissions: "ask"` can be answered. */
   readonly asks: boolean;
+  /** When a turn ends it asks for the next prompt (`io.next`) on its open session: a run goes on without a resume. */
+  readonly continues?: boolean;
   open(io: AgentIO, input: AgentRunInput): AgentConversation;
   /** What the agent says of itself over this protocol, asked without a prompt (`doctor`): ACP's `initialize`. */
   handshake?(start: { file: string; args: string[]; env: Record<string, string>; cwd: string }): Promise<ProtocolFacts>;

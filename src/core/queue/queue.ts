@@ -96,7 +96,11 @@ export class RunQueue {
   /** Its Session made if new (so its `resumeId` can be given), then ONE write of the `queued` record; `429 queue_full` when full. */
   async enqueue(a: EnqueueInput): Promise<StartedRun> {
     const { workspace, request, policy } = a;
-    const { adapter, known } = await this.$.admission.plan(workspace, { agent: a.spec.agent, resumeId: request.resumeId });
+    const { adapter, known } = await this.$.admission.plan(workspace, {
+      agent: a.spec.agent,
+      resumeId: request.resumeId,
+      continues: a.spec.verify !== undefined,
+    });
     if (known && !this.$.sessions.isResumable(known)) throw new Refusal('session_not_resumable', `Session "${known.resumeId}" cannot be resumed.`);
     this.enqueuing += 1;
     try {

@@ -41,7 +41,12 @@ export interface Reservation {
 export interface AgentAsk {
   agent?: string;
   resumeId?: string;
+  /** It may need more turns on its session (a verify loop): an agent that can have none is refused. */
+  continues?: boolean;
 }
+
+/** Another turn can be had on its session: it resumes one headless, or its protocol asks for the next prompt on the open one. */
+export const canContinue = (adapter: AgentAdapter): boolean => adapter.supportsResume || adapter.protocol?.continues === true;
 
 export type AdmissionDecision = { admitted: Reservation } | { wait: 'capacity' | 'session'; problem: Refusal };
 
@@ -142,6 +147,15 @@ export class Admission {
       defaultAgent: this.o.defaultAgent,
       env: this.selectionEnv(workspace),
     });
+    if (request.continues && !canContinue(adapter)) {
+      const can = this.o.registry
+        .names()
+        .filter((name) => this.o.registry.isEnabled(workspace, name) && canContinue(this.o.registry.get(name) as AgentAdapter));
+      throw new Refusal(
+        'verify_unsupported',
+        `${adapter.name} cannot be asked again on its session headless, so it cannot run a verify loop; agents here that can: ${can.join(', ') || 'none'}.`,
+      );
+    }
     this.refuseIfClosed();
     return { adapter, ...(known ? { known } : {}) };
   }

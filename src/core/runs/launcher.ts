@@ -22,7 +22,8 @@ import type { StoredRun, Workspace } from '../types';
 import type { Reservation } from './admission';
 import { RunEnding, emptyEnd, processOutcome } from './ending';
 import { type HeldSecrets, buildRunEnv, runVariables } from './env';
-import { type Guard, budgetGuard, memoryGuard, stallGuard, watchdog } from './guards';
+import { runConfined } from './confined-command';
+import { type Guard, budgetGuard, memoryGuard, stallGuard, timedOut, watchdog } from './guards';
 import { agentIO } from './agent-io';
 import { InboxCommand } from './inbox-command';
 import type { RunLifecycle } from './lifecycle';
@@ -39,7 +40,7 @@ import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './sup
 import type { RunTokens } from './tokens';
 import { RunQuestions } from './questions';
 import type { Approvals } from '../approvals/approvals';
-import { type TurnPolicy, decideTurn, timeLeft } from './turn-policy';
+import { type TurnInput, type TurnPolicy, decideTurn, timeLeft } from './turn-policy';
 
 /** Grace between SIGTERM and SIGKILL for the guards and cancel. */
 export const KILL_GRACE_MS = 5000;
@@ -179,11 +180,12 @@ export class RunLauncher {
     });
     await preflight(adapter, invocation.command, env);
     const spawner = this.spawnerOf(input, placed, env);
+    live.confined ??= { spawner, env };
     if (!turn && placed.setup) await this.setUp(live, placed, placed.setup, spawner, env);
     const watchers: Array<(event: AgentEvent) => void> = [];
     live.questions ??= new RunQuestions({ ...this.$, noteApprovals: (...a) => this.$.lifecycle.noteApprovals(...a) }, { record, cwd });
     const questions = live.questions;
-    const io = agentIO({ live, watchers, price: this.$.prices[adapter.name], questions, events: this.$.events, next: () => this.nextTurn(live, true) });
+    const io = agentIO({ live, watchers, price: this.$.prices[adapter.name], questions, events: this.$.events, next: () => this.nextTurn(live, true, 0) });
     const conversation = protocol.open(io, agentInput);
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
@@ -216,7 +218,7 @@ export class RunLauncher {
    */
   private async setUp(live: LiveRun, placed: PlacedRun, setup: PlacedSetup, spawner: Spawner, env: Record<string, string>): Promise<void> {
     const started = (proc: SupervisedProcess) => {
-      live.setup = proc;
+      live.beside = proc;
       if (live.pendingStop) proc.stop(STOPS[live.pendingStop], 0);
     };
     try {
@@ -227,7 +229,7 @@ export class RunLauncher {
       if (live.pendingStop) live.endedBy = STOPS[live.pendingStop];
       throw error;
     } finally {
-      live.setup = undefined;
+      live.beside = undefined;
     }
   }
 
@@ -294,7 +296,7 @@ export class RunLauncher {
     if (live.process?.stopped) live.halt.abort();
     const verdict = this.ending.verdictOf(live, end.exitCode);
     live.verdict = live.earlier ? laterTurn(live.earlier, verdict) : verdict;
-    const prompt = live.turnDecided ? undefined : await this.nextTurn(live, false);
+    const prompt = live.turnDecided ? undefined : await this.nextTurn(live, false, end.exitCode);
     const agentSessionId = live.verdict.agentSessionId;
     if (prompt !== undefined && agentSessionId !== undefined) {
       try {
@@ -315,12 +317,14 @@ export class RunLauncher {
    * A turn ended (`open`: its session still is): the turn policies are asked, unless the service
    * stopped it. Another turn is noted on its timeline and its prompt returned; a policy's end is kept for its final record.
    */
-  private async nextTurn(live: LiveRun, open: boolean): Promise<string | undefined> {
+  private async nextTurn(live: LiveRun, open: boolean, exitCode: number | null): Promise<string | undefined> {
     const { verdict } = live;
     const stored = this.$.records.current(live.taskId);
     const stopped = () => live.ending || live.process?.stopped !== undefined || live.pendingStop !== undefined;
     if (!verdict || !stored || stopped()) return undefined;
     const { adapter } = live.reservation;
+    // An open session's agent prints nothing while the policies decide (a check may take minutes): not a stall.
+    const release = open ? live.questions?.hold() : undefined;
     const outcome = await decideTurn(
       this.$.turnPolicies,
       {
@@ -331,9 +335,11 @@ export class RunLauncher {
         turn: live.asked.length + 1,
         asked: [...live.asked],
         canContinue: open || (adapter.supportsResume && verdict.agentSessionId !== undefined),
+        succeeded: exitCode === 0 && verdict.error === undefined && verdict.limit === undefined,
+        ...this.turnHands(live, stored.bootId, open),
       },
       { log: this.$.log, halt: live.halt.signal },
-    );
+    ).finally(() => release?.());
     live.turnDecided = open;
     if (!outcome || stopped()) return undefined;
     if ('end' in outcome) {
@@ -348,13 +354,49 @@ export class RunLauncher {
     return outcome.next.prompt;
   }
 
+  /** What a turn policy may do for the run between its turns: run a command as its agent runs, note what it found, add to its timeline. */
+  private turnHands(live: LiveRun, owner: string, open: boolean): Pick<TurnInput, 'run' | 'note' | 'event'> {
+    const { taskId } = live;
+    return {
+      run: async (command, signal) => {
+        const { placed, confined } = live;
+        if (!placed || !confined) throw new Error(`${taskId} has no placement to run ${command.what} in`);
+        const stopOnAbort = () => live.beside?.stop(timedOut(command.timeoutMs), 0);
+        signal.addEventListener('abort', stopOnAbort, { once: true });
+        try {
+          const end = await runConfined({
+            ...command,
+            ...confined,
+            cwd: placed.cwd,
+            host: placed.host,
+            // Its session open (ACP), the agent lives on beside the command: only the command's own group goes at its end.
+            leftovers: open ? 'group' : 'run',
+            run: { taskId, data: placed.data },
+            // A stop that came as it was starting stops it at once.
+            started: (proc) => {
+              live.beside = proc;
+              if (live.pendingStop || live.halt.signal.aborted) proc.stop(STOPS[live.pendingStop ?? 'cancel'], 0);
+            },
+          });
+          const timedOut = end.stopped?.reason === 'timeout' && !signal.aborted;
+          return { ...end, timedOut, stopped: end.stopped !== undefined && !timedOut };
+        } finally {
+          live.beside = undefined;
+          signal.removeEventListener('abort', stopOnAbort);
+        }
+      },
+      note: (notes) => this.$.lifecycle.noteTurn(taskId, owner, notes),
+      event: (type, data) => void this.$.events.append(taskId, type, data as never),
+    };
+  }
+
   /** Stops its process; with none running (being spawned, or between turns), the stop waits for the next or ends the run. */
   stop(live: LiveRun, reason: ServiceStop): void {
     live.halt.abort();
     const grace = reason === 'shutdown' ? SHUTDOWN_GRACE_MS : KILL_GRACE_MS;
     if (live.process?.stop(STOPS[reason], grace)) return;
     if (!live.process?.stopped) live.pendingStop ??= reason;
-    live.setup?.stop(STOPS[reason], grace);
+    live.beside?.stop(STOPS[reason], grace);
   }
 
   /** Removes the folder of the `headless-inbox` launcher and the sandboxes'. */

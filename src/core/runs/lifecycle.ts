@@ -16,7 +16,7 @@ import type { StoredRun } from '../types';
 import type { RunResult } from './live-run';
 import type { Placements } from './placements';
 import type { RunRecords } from './records';
-import { type Change, type FinishFields, type QueuedEnding, change } from './transitions';
+import { type Change, type FinishFields, type QueuedEnding, type TurnNotes, change } from './transitions';
 import type { ApprovalRecord, RunApprovals, RunChanges, RunError } from '../../contract/records';
 
 export const EMPTY_OUTPUT: ProcessOutput = { stdout: '', stderr: '', truncated: false };
@@ -107,6 +107,11 @@ export class RunLifecycle {
   async noteApprovals(taskId: string, owner: string, approvals: RunApprovals, asked?: ApprovalRecord): Promise<void> {
     const run = await this.$.records.update(taskId, change.noteApprovals(owner, approvals, asked));
     if (run && asked) this.$.webhooks.schedule(run);
+  }
+
+  /** running → running: what a turn policy found between turns (its verify loop's attempts). */
+  async noteTurn(taskId: string, owner: string, notes: TurnNotes): Promise<void> {
+    await this.$.records.update(taskId, change.noteTurn(owner, notes));
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { RunRecord, RunStatus, RunUsage } from '../../contract/records';
 import type { AgentConversation, AgentVerdict } from '../agents/types';
-import type { ProcessOutput } from '../process/spawner';
+import type { ProcessOutput, Spawner } from '../process/spawner';
 import type { Reservation } from './admission';
 import type { RunStop } from './outcome';
 import type { PlacedRun } from './placements';
@@ -37,8 +37,10 @@ export interface LiveRun {
   process?: SupervisedProcess;
   /** Where it was placed, once it was. */
   placed?: PlacedRun;
-  /** Its placement's setup, while it runs: the run's stops stop it. */
-  setup?: SupervisedProcess;
+  /** A command the service runs beside its agent (its placement's setup, a verify check), while it runs: the run's stops stop it. */
+  beside?: SupervisedProcess;
+  /** How its agent is started, once it was (its spawner, confined where its policy says, and its environment): what its checks run as. */
+  confined?: { spawner: Spawner; env: Record<string, string> };
   /** The agent's verdict, once a turn ended: the last turn's, with the usage of every turn. */
   verdict?: AgentVerdict;
   /** The verdict of the turns before the one under way (runs/turn-policy.ts). */

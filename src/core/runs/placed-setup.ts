@@ -1,19 +1,13 @@
 /**
- * @module A placement's setup (placement.ts `PlacedSetup`), run before the run's agent through
- * the run's own spawner: confined as its agent is, supervised by a watchdog of its own timeout,
- * reaped by its host when it ends.
+ * @module A placement's setup (placement.ts `PlacedSetup`), run before the run's agent as a
+ * confined command (confined-command.ts): as its agent runs, under a watchdog of its own timeout.
  */
 import type { ProcessHost } from '../process/process-host';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { clip } from '../util/text';
-import { watchdog } from './guards';
+import { type CommandEnd, runConfined } from './confined-command';
 import type { PlacedSetup } from './placement';
-import { type SupervisedProcess, superviseProcess } from './supervisor';
-
-/** Between SIGTERM and SIGKILL when a setup is stopped. */
-const SETUP_KILL_GRACE_MS = 2000;
-/** Goes to its folder inside whatever confines it (a sandbox starts in the run's own folder), then runs the command. */
-const IN_FOLDER = 'cd "$1" && exec sh -c "$2"';
+import type { SupervisedProcess } from './supervisor';
 
 export interface SetupInput {
   setup: PlacedSetup;
@@ -29,25 +23,17 @@ export interface SetupInput {
 /** Runs the setup: the placement's data once it succeeded; a SpawnFailure with its code once it failed (and the placement undid itself). */
 export async function runPlacedSetup(o: SetupInput): Promise<unknown> {
   const { setup } = o;
-  let proc: SupervisedProcess;
+  let end: CommandEnd;
   try {
-    proc = await superviseProcess({
-      spawner: o.spawner,
-      host: o.host,
-      run: o.run,
-      guards: [watchdog(setup.timeoutMs)],
-      killGraceMs: SETUP_KILL_GRACE_MS,
-      spawn: { command: 'sh', args: ['-c', IN_FOLDER, 'setup', setup.cwd, setup.command], cwd: setup.cwd, env: { ...o.env, ...setup.env } },
-    });
+    const env = { ...o.env, ...setup.env };
+    end = await runConfined({ ...o, what: 'setup', command: setup.command, cwd: setup.cwd, timeoutMs: setup.timeoutMs, env });
   } catch (error) {
     await setup.failed();
     throw error;
   }
-  o.started(proc);
-  const end = await proc.ended;
-  if (end.exitCode === 0 && proc.stopped === undefined) return setup.succeeded();
+  if (end.exitCode === 0 && end.stopped === undefined) return setup.succeeded();
   await setup.failed();
-  const stop = proc.stopped;
+  const stop = end.stopped;
   const why = stop
     ? stop.reason === 'timeout'
       ? `did not finish within ${setup.timeoutMs} ms`

@@ -106,6 +106,19 @@ export class RunQuestions {
     );
   }
 
+  /**
+   * The run waits on the service itself (its turn policies deciding, a check running, while its
+   * ACP session stays open): its stall guard pauses as for a question. Returns the release.
+   */
+  hold(): () => void {
+    this.pause(1);
+    let released = false;
+    return () => {
+      if (!released) this.pause(-1);
+      released = true;
+    };
+  }
+
   private pause(delta: number): void {
     const was = this.waitingOn > 0;
     this.waitingOn += delta;

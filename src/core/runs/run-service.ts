@@ -195,7 +195,12 @@ export class RunService implements RunStarter {
     const before = origin.after === undefined ? undefined : await this.find(origin.after);
     // Behind a run that has not ended (a schedule's overlap "queue"): queued, with or without a queue configured.
     if (before && !hasEnded(before.status)) return enqueue(queuePolicy(this.$.queueSettings, workspace) ?? DEFAULT_QUEUE);
-    const decision = await admission.admit(workspace, { agent: spec.agent, resumeId: request.resumeId }, a.taskId, a.share);
+    const decision = await admission.admit(
+      workspace,
+      { agent: spec.agent, resumeId: request.resumeId, continues: spec.verify !== undefined },
+      a.taskId,
+      a.share,
+    );
     if ('wait' in decision) {
       // A trigger's burst waits in the default queue where none is configured, unless the workspace has `queue: false`.
       const fallback = origin.queueWhenBusy && workspace.queue !== false ? DEFAULT_QUEUE : undefined;

@@ -20,6 +20,12 @@ export interface SupervisorOptions {
   onWaiting?: (listener: (waiting: boolean) => void) => void;
   /** Between SIGTERM and SIGKILL when a guard stops the run. */
   killGraceMs: number;
+  /**
+   * What its end kills: `run`, whatever is left of the run (its marker); `group`, its own process
+   * group only: it ran beside the run's live agent, whose own end reaps what left the group.
+   * @default "run"
+   */
+  leftovers?: 'run' | 'group';
 }
 
 export interface ProcessEnd extends ProcessExit {
@@ -81,7 +87,7 @@ export async function superviseProcess(o: SupervisorOptions): Promise<Supervised
     for (const end of unwatch) end();
     for (const timer of timers) clearTimeout(timer);
     await kill('SIGKILL');
-    await host.reap(run).catch(() => undefined);
+    if (o.leftovers !== 'group') await host.reap(run).catch(() => undefined);
   };
   const ended = child.exit.then(
     async (exit): Promise<ProcessEnd> => {

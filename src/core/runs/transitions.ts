@@ -4,7 +4,7 @@
  * applies each one as ONE write of the record (a compare-and-set where the store is shared), and
  * nothing else changes a run's status. docs/internals.md draws it.
  */
-import type { ApprovalRecord, RunApprovals, RunError, RunStatus } from '../../contract/records';
+import type { ApprovalRecord, RunApprovals, RunError, RunStatus, RunVerify } from '../../contract/records';
 import { owe } from '../delivery/outbox';
 import type { StoredRun } from '../types';
 
@@ -32,6 +32,8 @@ export const TRANSITIONS = {
   noteSession: { from: ['running'], to: ['running'], owned: true },
   /** The agent asked for a permission, or was answered: its `approvals`, and a question's `permission.requested` webhooks. */
   noteApprovals: { from: ['running'], to: ['running'], owned: true },
+  /** Between its turns, what a turn policy found (its verify loop's attempts). */
+  noteTurn: { from: ['running'], to: ['running'], owned: true },
   /** Its process ended, or never started: the final record, judged. */
   finish: { from: ['running'], to: ['succeeded', 'failed', 'cancelled', 'timed_out', 'interrupted'], owned: true },
   /** Another instance becomes its owner (its own is gone), before it is interrupted. */
@@ -99,6 +101,11 @@ export function endedRecord(run: StoredRun, end: { status: RunStatus; error?: Ru
 /** A change of one record: the next record, or undefined when the transition is refused. */
 export type Change = (run: StoredRun) => StoredRun | undefined;
 
+/** What a turn policy may note on a running run's record (runs/turn-policy.ts `TurnContext.note`). */
+export interface TurnNotes {
+  verify?: RunVerify;
+}
+
 /** Each transition of a stored run as a change: its guard, then the record it makes. */
 export const change = {
   take(instanceId: string, at: Date): Change {
@@ -124,6 +131,9 @@ export const change = {
       const next = { ...r, approvals };
       return asked ? owe(next, 'permission.requested', asked.createdAt, asked) : next;
     };
+  },
+  noteTurn(owner: string, notes: TurnNotes): Change {
+    return (r) => (can('noteTurn', r, owner) ? { ...r, ...notes } : undefined);
   },
   finish(owner: string, fields: FinishFields, at: Date): Change {
     const { status, error, ...more } = fields;

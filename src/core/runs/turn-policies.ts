@@ -5,8 +5,10 @@
  */
 import { repairTurn } from './repair-turn';
 import type { TurnPolicy } from './turn-policy';
+import { verifyTurn } from './verify-turn';
 
-const BUILTIN_TURN_POLICIES: readonly TurnPolicy[] = [repairTurn];
+/** The answer is repaired first, so the checks run on a turn whose answer matches (and it is judged again after each). */
+const BUILTIN_TURN_POLICIES: readonly TurnPolicy[] = [repairTurn, verifyTurn];
 
 /** The built-ins, then `extra`; throws, naming it, on a policy without a name or a `decide` (a library caller's typo), or a name taken. */
 export function turnPolicies(extra: readonly TurnPolicy[] = []): TurnPolicy[] {

@@ -6,11 +6,13 @@
  * is bounded: at most `MAX_TURNS` turns, every decision within what is left of the run's time,
  * and the later turns under the run's own guards (its budget counts every turn).
  */
+import type { RunEventData } from '../../contract/events';
 import type { RunError, RunRecord } from '../../contract/records';
 import type { AgentAdapter, AgentVerdict } from '../agents/types';
 import type { Log } from '../logger';
 import { timedOut } from './guards';
 import type { RunStop } from './outcome';
+import type { TurnNotes } from './transitions';
 
 /** A run has this many turns at most, the first included: a policy's `next` past it is no opinion. */
 export const MAX_TURNS = 10;
@@ -31,9 +33,48 @@ export interface TurnContext {
   asked: readonly string[];
   /** Another turn can be had on its session: the session is still open, or the agent can resume the one it printed. */
   canContinue: boolean;
+  /** The turn ended as a success would: its process exited 0 (or its open session's turn ended), the agent reported no failure and no limit. */
+  succeeded: boolean;
+  /**
+   * Runs a shell command as the run's agent runs: in its working directory, through its spawner
+   * (its sandbox, network and user), under its marker; stopped by its own timeout, by the run's
+   * stops, and when the run's time is up. Throws only when it could not be started.
+   */
+  run(command: TurnCommand): Promise<TurnCommandEnd>;
+  /** Notes what it found on the run's record, durably, while it runs (its verify loop's attempts). */
+  note(notes: TurnNotes): Promise<void>;
+  /** Adds an event of its own to the run's timeline. */
+  event<T extends TurnEventType>(type: T, data: RunEventData[T]): void;
   /** Aborted when the run's time is up: the decision no longer counts. */
   signal: AbortSignal;
 }
+
+/** A command a policy runs: `what` names it in `ps` (`check`); `merged`: its stderr joins its stdout. */
+export interface TurnCommand {
+  what: string;
+  command: string;
+  timeoutMs: number;
+  merged?: boolean;
+}
+
+/** How a policy's command ended. */
+export interface TurnCommandEnd {
+  exitCode: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  durationMs: number;
+  /** Stopped at its own timeout. */
+  timedOut: boolean;
+  /** Stopped by the run's own stop (a cancel, a shutdown, its time up). */
+  stopped: boolean;
+}
+
+/** The timeline events a turn policy may add. */
+export type TurnEventType = 'verify.checked' | 'verify.verdict';
+
+/** What the launcher gives the loop: the context but its signal, its `run` taking the signal it is cut by. */
+export type TurnInput = Omit<TurnContext, 'signal' | 'run'> & { run(command: TurnCommand, signal: AbortSignal): Promise<TurnCommandEnd> };
 
 /** How a policy ends a run: `succeeded`, or `failed` with the error that says why. */
 export type TurnEnd = { status: 'succeeded' } | { status: 'failed'; error: RunError };
@@ -60,14 +101,11 @@ export function timeLeft(record: { timeoutMs: number; startedAt?: string; create
  * (it is logged); one still deciding when the run's time is up ends it `timed_out`, or when the
  * run is stopped (`halt`: cancel, shutdown, its answer, a guard), leaves it to that stop.
  */
-export async function decideTurn(
-  policies: readonly TurnPolicy[],
-  context: Omit<TurnContext, 'signal'>,
-  o: { log: Log; halt: AbortSignal },
-): Promise<TurnOutcome> {
-  const left = timeLeft(context.record);
+export async function decideTurn(policies: readonly TurnPolicy[], input: TurnInput, o: { log: Log; halt: AbortSignal }): Promise<TurnOutcome> {
+  const left = timeLeft(input.record);
   if (left <= 0 || o.halt.aborted) return undefined;
   const controller = new AbortController();
+  const context: TurnContext = { ...input, signal: controller.signal, run: (command) => input.run(command, controller.signal) };
   let timer: NodeJS.Timeout | undefined;
   let halted: () => void = () => undefined;
   const cut = new Promise<'late' | 'halted'>((resolve) => {
@@ -77,7 +115,7 @@ export async function decideTurn(
   });
   try {
     for (const policy of policies) {
-      const decision = await Promise.race([ask(policy, { ...context, signal: controller.signal }, o.log), cut]);
+      const decision = await Promise.race([ask(policy, context, o.log), cut]);
       if (decision === 'late' || decision === 'halted') {
         controller.abort();
         return decision === 'late' ? { end: timedOut(context.record.timeoutMs) } : undefined;

@@ -76,6 +76,7 @@ export class RunTracing {
     const parent = trace.setSpan(ROOT_CONTEXT, span);
     const started = new Map<string, RunEvent>();
     for (const event of await this.o.events(run).catch(() => [])) {
+      if (event.type === 'verify.checked') this.checkSpan(parent, event);
       if (event.type !== 'tool') continue;
       const key = event.data.id ?? event.data.name;
       if (event.data.status === 'started') {
@@ -99,6 +100,16 @@ export class RunTracing {
     });
     if (run.status !== 'succeeded') span.setStatus({ code: SpanStatusCode.ERROR, message: run.error?.code ?? run.status });
     span.end(run.endedAt ? new Date(run.endedAt) : undefined);
+  }
+
+  /** A check of its verify loop (docs/verify.md): a child span over the time it ran. */
+  private checkSpan(parent: ReturnType<typeof trace.setSpan>, event: Extract<RunEvent, { type: 'verify.checked' }>): void {
+    const { name, attempt, exitCode, passed, durationMs } = event.data;
+    const end = new Date(event.time);
+    const attributes = { 'headless.check.name': name, 'headless.check.attempt': attempt, ...(exitCode === null ? {} : { 'headless.exit_code': exitCode }) };
+    const span = this.o.tracer.startSpan(`verify_check ${name}`, { startTime: new Date(end.getTime() - durationMs), attributes }, parent);
+    if (!passed) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end(end);
   }
 }
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { RunSpec } from '../../contract/run-spec';
+import { RUN_SPEC_KEYS, type RunSpec } from '../../contract/run-spec';
 import { checkDailyLimits } from '../runs/daily-limits';
 import { checkSpecLayer, refuseMovedKeys } from '../runs/run-spec';
 import type { DailyLimits } from '../types';
@@ -158,7 +158,12 @@ function loadTrigger(d: TriggerDefinition, where: string, env: NodeJS.ProcessEnv
   const sender = senderOf(d.sender);
   const verify = verifyOf(d, sender, where);
   checkNumbers(d, where);
-  refuseMovedKeys(d, where);
+  // A trigger's own `verify` is how its deliveries are verified; its runs' checks are `run.verify`.
+  refuseMovedKeys(
+    d,
+    where,
+    RUN_SPEC_KEYS.filter((key) => key !== 'verify'),
+  );
   checkSpecLayer(d.run, where, { agent: true });
   if (d.when !== undefined) checkWhen(d.when, `${where}.when`, CONTEXT_NAMES);
   const warnings: string[] = [];

@@ -32,6 +32,7 @@ export const acpProtocol = (o: { asks: boolean }): AgentProtocol => ({
   name: 'acp',
   talksBack: true,
   asks: o.asks,
+  continues: true,
   open: (io, input) => new AcpConversation(io, input),
   handshake,
 });

@@ -76,6 +76,7 @@ export const RUN_ROUTES: Route[] = [
           'invalid_webhook',
           'webhook_not_allowed',
           'policy_loosened',
+          'verify_unsupported',
           'workspace_not_found',
           'session_not_found',
           'session_other_workspace',

@@ -195,6 +195,9 @@ function render(e) {
   if (e.type === 'run.ended') return el('li', `${e.time.slice(11, 19)} run.ended: ${d.status}`, 'note');
   if (e.type === 'agent.session') return el('li', 'agent.session: the session can be resumed', 'note');
   if (e.type === 'permission.requested') return el('li', `asks: ${d.tool.kind ? `${d.tool.kind}: ` : ''}${d.tool.title}`, 'note ask');
+  if (e.type === 'verify.checked')
+    return el('li', `check ${d.name}: ${d.passed ? 'passed' : d.timedOut ? 'timed out' : `failed (exit ${d.exitCode})`}`, d.passed ? 'note' : 'err');
+  if (e.type === 'verify.verdict') return el('li', `checks, attempt ${d.attempt}: ${d.verdict}`, 'note');
   if (e.type === 'permission.answered')
     return el('li', `${d.decision === 'allow' ? 'allowed' : 'denied'} by ${d.by === 'caller' ? 'a caller' : 'its fallback'}`, 'note');
   return undefined;
@@ -220,6 +223,12 @@ async function showRun(taskId, fresh) {
   if (record.source?.kind === 'trigger') lines.push(`Started by trigger ${record.source.name} (delivery ${record.source.delivery})`);
   if (record.error) lines.push(`${record.error.code}: ${record.error.message}`);
   if (record.lastMessage) lines.push(`Last message: ${record.lastMessage}`);
+  // Its verify loop (docs/verify.md): one line per attempt, each failing check with its exit.
+  for (const a of record.verify?.attempts ?? []) {
+    const failing = a.checks.filter((c) => !c.passed).map((c) => `${c.name} (${c.timedOut ? 'timed out' : `exit ${c.exitCode}`})`);
+    lines.push(`Checks, attempt ${a.attempt}: ${a.passed ? 'passed' : `failing ${failing.join(', ')}`}`);
+  }
+  if (record.verify) lines.push(`Verify: ${record.verify.verdict}`);
   $('summary').replaceChildren(...lines.map((l, i) => el('div', l, i === 0 ? `status ${record.status}` : 'muted')));
   $('cancel').hidden = ended(record);
   $('cancel').onclick = () => cancel(record);
@@ -233,7 +242,20 @@ async function showRun(taskId, fresh) {
   $('timeline').replaceChildren();
   const source = new EventSource(`api/headless/${encodeURIComponent(taskId)}/events`);
   timelineSource = source;
-  const types = ['run.queued', 'run.started', 'agent.session', 'message', 'tool', 'usage', 'error', 'permission.requested', 'permission.answered', 'run.ended'];
+  const types = [
+    'run.queued',
+    'run.started',
+    'agent.session',
+    'message',
+    'tool',
+    'usage',
+    'error',
+    'permission.requested',
+    'permission.answered',
+    'verify.checked',
+    'verify.verdict',
+    'run.ended',
+  ];
   for (const type of types) {
     source.addEventListener(type, (m) => {
       const e = JSON.parse(m.data);

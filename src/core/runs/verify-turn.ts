@@ -1,0 +1,105 @@
+/**
+ * @module The verify loop (docs/verify.md), a turn policy (runs/turn-policy.ts): when a run's agent
+ * ends a turn as a success, the service runs the run's checks itself, as its agent runs (its
+ * folder, sandbox, network and user), never trusting the agent to say it ran them. While one
+ * fails, the same Session is asked again with what failed and its output, bounded three ways: its
+ * attempts (`maxAttempts`, and the loop's own `MAX_TURNS`), the run's own time and budget (which
+ * every turn and check counts against), and no progress (the same failure twice ends it).
+ */
+import type { CheckResult, RunVerify, VerifyAttempt } from '../../contract/records';
+import { CHECK_OUTPUT_DEFAULT, type RunSpec } from '../../contract/run-spec';
+import { MAX_TURNS, type TurnContext, type TurnDecision, type TurnPolicy, timeLeft } from './turn-policy';
+
+type Verify = NonNullable<RunSpec['verify']>;
+type Check = Verify['checks'][number];
+
+const DEFAULT_ATTEMPTS = 3;
+const CHECK_TIMEOUT_DEFAULT = 300_000;
+/** ANSI escapes, then every control or format character but a newline and a tab: what the output may hold of them. */
+const [ESC, BEL] = [String.fromCharCode(27), String.fromCharCode(7)];
+const ANSI = new RegExp(`${ESC}\\[[0-9;?]*[ -/]*[@-~]|${ESC}\\][^${BEL}]*${BEL}`, 'g');
+const UNSHOWN = /[\p{Cc}\p{Cf}]/gu;
+
+export const verifyTurn: TurnPolicy = {
+  name: 'verify',
+  async decide(context) {
+    const verify = context.record.spec?.verify;
+    if (verify === undefined || !context.succeeded) return undefined;
+    const before = context.record.verify?.attempts ?? [];
+    const attempt = before.length + 1;
+    const checks: CheckResult[] = [];
+    for (const check of verify.checks) checks.push(await runCheck(context, check, attempt));
+    const passed = checks.every((c) => c.passed);
+    const attempts = [...before, { attempt, passed, checks, at: new Date().toISOString() }];
+    const verdict = verdictOf(context, verify, attempts);
+    await context.note({ verify: { verdict, attempts } });
+    context.event('verify.verdict', { attempt, verdict, failing: checks.filter((c) => !c.passed).map((c) => c.name) });
+    return decisionOf(verify, verdict, attempts);
+  },
+};
+
+/** Runs one check as the run's agent runs; one that cannot be started fails, saying why. */
+async function runCheck(context: TurnContext, check: Check, attempt: number): Promise<CheckResult> {
+  const timeoutMs = Math.max(1, Math.min(check.timeoutMs ?? CHECK_TIMEOUT_DEFAULT, timeLeft(context.record)));
+  const chars = check.outputChars ?? CHECK_OUTPUT_DEFAULT;
+  let result: CheckResult;
+  try {
+    const end = await context.run({ what: 'check', command: check.command, timeoutMs, merged: true });
+    const { timedOut } = end;
+    const passed = end.exitCode === 0 && !end.timedOut && !end.stopped;
+    const output = tailOf(`${end.stdout}${end.stderr}`, chars);
+    result = { name: check.name, exitCode: end.exitCode, passed, durationMs: end.durationMs, ...(timedOut ? { timedOut: true as const } : {}), output };
+  } catch (error) {
+    result = { name: check.name, exitCode: null, passed: false, durationMs: 0, output: `it could not be started: ${(error as Error).message}` };
+  }
+  const { output: _, ...shown } = result;
+  context.event('verify.checked', { attempt, ...shown });
+  return result;
+}
+
+/** The last `chars` characters of a check's output, with what would not show taken out. */
+function tailOf(text: string, chars: number): string {
+  const clean = text.replace(ANSI, '').replace(UNSHOWN, (c) => (c === '\n' || c === '\t' ? c : ''));
+  return clean.length > chars ? `…${clean.slice(-(chars - 1))}` : clean;
+}
+
+/** Passed; failed again the same way (stalled); out of attempts, or of turns (failed); or another turn is due (pending). */
+function verdictOf(context: TurnContext, verify: Verify, attempts: VerifyAttempt[]): RunVerify['verdict'] {
+  const [last, previous] = [attempts.at(-1), attempts.at(-2)];
+  if (last?.passed) return 'passed';
+  if (previous && !previous.passed && sameFailure(previous, last)) return 'stalled';
+  const exhausted = attempts.length >= (verify.maxAttempts ?? DEFAULT_ATTEMPTS) || context.turn >= MAX_TURNS || !context.canContinue;
+  return exhausted ? 'failed' : 'pending';
+}
+
+const failureOf = (a: VerifyAttempt | undefined) => JSON.stringify(a?.checks.filter((c) => !c.passed).map((c) => [c.name, c.exitCode, c.output]));
+const sameFailure = (a: VerifyAttempt, b: VerifyAttempt | undefined) => failureOf(a) === failureOf(b);
+
+function decisionOf(verify: Verify, verdict: RunVerify['verdict'], attempts: VerifyAttempt[]): TurnDecision {
+  if (verdict === 'passed') return undefined;
+  const last = attempts.at(-1);
+  const failing = last?.checks.filter((c) => !c.passed) ?? [];
+  if (verdict === 'pending') return { next: { prompt: againPrompt(verify, attempts.length, failing), reason: `its checks fail: ${names(failing)}` } };
+  // Out of attempts, as the caller chose: the run ends as its agent did, the verdict on its record.
+  if (verify.onExhausted === 'keep') return undefined;
+  const code = verdict === 'stalled' ? 'verify_stalled' : 'verify_failed';
+  const why = verdict === 'stalled' ? `failed the same way twice in a row` : `still fail after ${attempts.length} attempt${attempts.length === 1 ? '' : 's'}`;
+  return { end: { status: 'failed', error: { code, message: `Its checks ${why}: ${names(failing)}.` } } };
+}
+
+const names = (checks: CheckResult[]) => checks.map((c) => `${c.name} (${c.timedOut ? 'timed out' : `exit ${c.exitCode ?? 'none'}`})`).join(', ');
+
+/** What the agent is told: which checks fail, how, the tail of their output, and which attempt comes next. */
+function againPrompt(verify: Verify, done: number, failing: CheckResult[]): string {
+  const max = verify.maxAttempts ?? DEFAULT_ATTEMPTS;
+  const commands = new Map(verify.checks.map((c) => [c.name, c.command]));
+  const sections = failing.map((c) => {
+    const how = c.timedOut ? `did not finish in time` : `exited with ${c.exitCode ?? 'no code (killed)'}`;
+    return `Check "${c.name}" (\`${commands.get(c.name)}\`) ${how} after ${(c.durationMs / 1000).toFixed(1)} s. The end of its output:\n\`\`\`\n${c.output}\n\`\`\``;
+  });
+  return [
+    `The service ran this task's checks after your work, and they fail (attempt ${done + 1} of ${max} comes next).`,
+    ...sections,
+    'Fix the cause in the code, then end your turn: the service runs the checks again itself. Do not weaken, skip or edit the checks.',
+  ].join('\n\n');
+}
