@@ -18,7 +18,7 @@ import { Approvals } from './approvals/approvals';
 import { type HeadlessLogger, type Log, errorLog } from './logger';
 import { logObserver } from './telemetry/log-observer';
 import { createMetrics } from './telemetry/metrics';
-import { type ServiceObserver, fanOut } from './telemetry/observer';
+import { type ServiceObserver, createObserver } from './telemetry/observer';
 import { RunTracing } from './telemetry/run-tracing';
 import type { HeadlessHandlerOptions } from './options';
 import { createExecaSpawner } from './process/spawner';
@@ -151,7 +151,9 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     today: () => Promise.all(limited().map((w) => daily.day(w.id, w.limits))),
   });
   const tracing = options.tracer && new RunTracing({ tracer: options.tracer, events: async (r) => (await events.page(r, 0, 100_000)).events, log });
-  const observe = fanOut([logObserver(logger), metrics.observer, ...(tracing ? [tracing.observer()] : [])], (error) => log('an observer failed', error));
+  const observe = createObserver([logObserver(logger), metrics.observer, ...(tracing ? [tracing.observer()] : [])], (error) =>
+    log('an observer failed', error),
+  );
   const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, observe, workspace: (id) => workspaces.find(id) });
   checkQueueSettings(options.queue, 'queue');
   checkGuards({ stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb, minFreeMemoryMb: options.minFreeMemoryMb }, '');
@@ -291,10 +293,9 @@ function buildTriggers($: ServiceResources, runs: RunService, idempotency: Idemp
     deliveries,
     idempotency,
     runs,
-    annotate: (taskId, data) => events.append(taskId, 'trigger.resolved', data),
+    timeline: events,
     workspace: (id) => workspaces.require(id),
     apiUrl: () => options.apiUrl ?? '',
-    observe: (trigger, outcome) => $.observe.triggerDelivered(trigger, outcome),
   });
 }
 

@@ -121,6 +121,24 @@ describe('Idempotency-Key on a start', () => {
     expect(host.spawner.count).toBe(0);
   });
 
+  it('an answer kept before version 2 (a release before the upgrade) is replayed as it was: status, body, Location', async () => {
+    const store = createMemoryKeyv();
+    const host = await createTestHost({ store });
+    await start(host, 'before', { prompt: 'echo x' });
+    const id = `idem:${sha256('ws\0before')}`;
+    const raw = await store.get(id, { raw: true });
+    const { version: _, ...entry } = (raw?.value ?? {}) as Record<string, unknown>;
+    const location = { location: '/api/headless/run_before' };
+    const kept = { status: 202, body: { taskId: 'run_before', resumeId: 'ses_before', status: 'running' }, headers: location };
+    await store.set(id, { ...entry, answer: kept }, (raw?.expires ?? 0) - Date.now());
+    const again = await start(host, 'before', { prompt: 'echo x' });
+    expect(again.status).toBe(202);
+    expect(await again.json()).toEqual(kept.body);
+    expect(again.headers.get('location')).toBe(location.location);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(host.spawner.count).toBe(1);
+  });
+
   it('keys are kept for 24 h, then expire', async () => {
     const store = createMemoryKeyv();
     const host = await createTestHost({ store });
@@ -128,7 +146,7 @@ describe('Idempotency-Key on a start', () => {
     await start(host, 'ttl', { prompt: 'echo x' });
     // Keys are stored hashed, scoped by workspace.
     const raw = await store.get(`idem:${sha256('ws\0ttl')}`, { raw: true });
-    expect(raw?.value).toMatchObject({ state: 'done', answer: { status: 202 } });
+    expect(raw?.value).toMatchObject({ version: 2, state: 'done', answer: { status: 202 } });
     expect(raw!.expires! - before).toBeGreaterThanOrEqual(24 * 3600 * 1000);
     expect(raw!.expires! - Date.now()).toBeLessThanOrEqual(24 * 3600 * 1000);
   });

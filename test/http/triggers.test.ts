@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { sign as signGithub } from '@octokit/webhooks-methods';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Keyv } from 'keyv';
+import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import type { TriggerDefinition } from '../../src/core/triggers/trigger-spec';
+import { sha256 } from '../../src/core/util/ids';
 import { faultyKeyv } from '../helpers/faulty-store';
 import { type TestHost, closeAllHosts, createTestHost } from '../helpers/harness';
 
@@ -91,6 +94,64 @@ describe('a captured GitHub delivery sent again', () => {
     expect(await send(host, 'gh', other, await githubHeaders(other, 'delivery-1'))).toMatchObject({
       body: { outcome: 'deduplicated', taskId: first.body.taskId },
     });
+  });
+});
+
+describe("a delivery's repeat keys, as the store keeps them", () => {
+  /** A GitHub delivery's two keys: its id and its signed body, each in its trigger's scope. */
+  const keyIds = (delivery: string, body: string) => [
+    `idem:${sha256(`trigger:gh\0trigger:gh:${sha256(delivery)}`)}`,
+    `idem:${sha256(`trigger-body:gh\0${sha256(body)}`)}`,
+  ];
+  /** Rewrites a kept entry, keeping its expiry. */
+  async function rewrite(store: Keyv, id: string, change: (entry: Record<string, unknown>) => Record<string, unknown>) {
+    const raw = await store.get(id, { raw: true });
+    await store.set(id, change(raw?.value as Record<string, unknown>), (raw?.expires ?? 0) - Date.now());
+  }
+  const PROBLEM = { 'content-type': 'application/problem+json' };
+
+  it("keep the trigger's own answer, its run and the run's status; a repeat is answered with that run", async () => {
+    const store = createMemoryKeyv();
+    const host = await createTestHost({ store, triggers: [github()] });
+    const first = await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-1'));
+    for (const id of keyIds('delivery-1', ISSUE))
+      expect(await store.get(id)).toMatchObject({ version: 2, state: 'done', answer: { taskId: first.body.taskId, status: 'running' } });
+    expect(await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-1'))).toMatchObject({
+      body: { outcome: 'deduplicated', taskId: first.body.taskId },
+    });
+  });
+
+  it('cut off before their answer was kept (the service died), are answered by the run they were bound to', async () => {
+    const store = createMemoryKeyv();
+    const host = await createTestHost({ store, triggers: [github()] });
+    const first = await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-1'));
+    for (const id of keyIds('delivery-1', ISSUE)) await rewrite(store, id, ({ answer: _, ...e }) => ({ ...e, state: 'pending', taskId: first.body.taskId }));
+    expect(await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-1'))).toMatchObject({
+      body: { outcome: 'deduplicated', taskId: first.body.taskId },
+    });
+    expect(host.spawner.count).toBe(1);
+  });
+
+  it('kept before version 2, as HTTP answers (a 202, a spawn failure), are still repeats: answered with the run they name', async () => {
+    const store = createMemoryKeyv();
+    const host = await createTestHost({ store, triggers: [github()] });
+    await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-1'));
+    const [byId = '', byBody = ''] = keyIds('delivery-1', ISSUE);
+    await rewrite(store, byId, ({ version: _, ...e }) => ({ ...e, answer: { status: 202, body: { taskId: 'run_before', status: 'running' }, headers: {} } }));
+    await rewrite(store, byBody, ({ version: _, ...e }) => ({
+      ...e,
+      answer: { status: 500, body: { code: 'spawn_failed', status: 500, taskId: 'run_failed_before' }, headers: PROBLEM },
+    }));
+    expect(await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-1'))).toMatchObject({
+      status: 202,
+      body: { outcome: 'deduplicated', taskId: 'run_before' },
+    });
+    // Under another id, the same body: a repeat by the body's key.
+    expect(await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-2'))).toMatchObject({
+      status: 202,
+      body: { outcome: 'deduplicated', taskId: 'run_failed_before' },
+    });
+    expect(host.spawner.count).toBe(1);
   });
 });
 

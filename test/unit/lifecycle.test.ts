@@ -14,7 +14,7 @@ import { RunRecords } from '../../src/core/runs/records';
 import { takeOverRuns } from '../../src/core/runs/recovery';
 import type { CollectionSpec, HeadlessStore, RecordTable } from '../../src/core/store/headless-store';
 import { keyvStore } from '../../src/core/store/keyv-store';
-import type { ServiceObserver } from '../../src/core/telemetry/observer';
+import { createObserver } from '../../src/core/telemetry/observer';
 import type { RunRecord } from '../../src/contract/records';
 import type { StoredRun } from '../../src/core/types';
 import { localHost } from '../../src/core/process/local-host';
@@ -83,13 +83,9 @@ async function setup() {
   const records = new RunRecords({ store, log });
   await records.load();
   const ended: RunRecord[] = [];
-  const observe: ServiceObserver = {
-    runStarted: () => undefined,
-    runEnded: (run) => ended.push(run),
-    deliveryAttempted: () => undefined,
-    scheduleFired: () => undefined,
-    triggerDelivered: () => undefined,
-  };
+  const observe = createObserver([{ runEnded: (run) => void ended.push(run) }], (error) => {
+    throw error;
+  });
   const webhooks = { schedule: () => undefined } as unknown as Webhooks;
   const events = new RunEvents({ store, log });
   const released: Array<{ taskId: string; cwd: string }> = [];

@@ -89,19 +89,22 @@ describe('the request credential', () => {
 });
 
 describe("a route's own verifier (the seam a signed-webhook route plugs into)", () => {
-  const signed: RouteVerifier = {
+  const signed: RouteVerifier<{ sender: string }> = {
     name: 'signature',
     runTokens: 'none',
     security: [{}],
     async verify(request) {
       if (request.headers.get('x-signature') !== 'good') throw unauthorized();
+      return { sender: request.headers.get('x-sender') ?? '' };
     },
   };
   const doc = { summary: 'x', responses: {}, problems: [] };
   const gateAsked: string[] = [];
   const pipeline = createPipeline({
     routes: [
-      route({ name: 'hooks.receive', method: 'POST', path: '/hooks/:name', auth: signed, doc }, async ({ params }) => json({ received: params.name })),
+      route({ name: 'hooks.receive', method: 'POST', path: '/hooks/:name', auth: signed, doc }, async ({ params, verified }) =>
+        json({ received: params.name, from: verified.sender }),
+      ),
       route({ name: 'runs.secret', method: 'GET', path: '/secret', auth: 'caller', doc }, async () => json({ secret: true })),
     ],
     services: {} as RouteServices,
@@ -122,7 +125,9 @@ describe("a route's own verifier (the seam a signed-webhook route plugs into)", 
   it('alone decides who gets in: the gate is never asked, a remote sender with no admin token is let in by its signature', async () => {
     const ok = await post({ 'x-signature': 'good' });
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toEqual({ received: 'alerts' });
+    // What it verified is handed to the route's handler.
+    expect(await ok.json()).toEqual({ received: 'alerts', from: '' });
+    expect(await (await post({ 'x-signature': 'good', 'x-sender': 'alertmanager' })).json()).toEqual({ received: 'alerts', from: 'alertmanager' });
     expect((await post({ 'x-signature': 'bad' })).status).toBe(401);
     expect(gateAsked).toEqual([]);
   });

@@ -163,7 +163,7 @@ export class WebhookDispatcher {
     });
     this.storeFailures.delete(jobKey(job));
     const lag = next.state === 'delivered' && d.event === 'run.ended' && run.endedAt ? Date.now() - Date.parse(run.endedAt) : undefined;
-    this.o.observe?.deliveryAttempted(next.state === 'pending' ? 'retried' : next.state, lag);
+    this.o.observe?.emit('deliveryAttempted', next.state === 'pending' ? 'retried' : next.state, lag);
     if (next.state === 'failed')
       this.o.log(`gave up the webhook ${deliveryId(job.taskId, d)} to ${target.url} after ${next.attempts} attempt(s): ${next.lastError}`);
     if (stored?.bootId === this.o.instanceId && next.state === 'pending') this.after(job, (next.nextAttemptAt ?? Date.now()) - Date.now());

@@ -4,6 +4,7 @@ import { clip } from '../util/text';
 import type { EventPage, RunEventData } from '../../contract/events';
 import { Timeline } from './timeline';
 import { deleteTimeline, loadTimeline, saveTimeline } from './timeline-store';
+import type { TimelineWriter } from './timeline-writer';
 import type { HeadlessStore } from '../store/keyv-store';
 import { type RunEventType, type RunRecord, hasEnded } from '../../contract/records';
 
@@ -57,7 +58,7 @@ export function fromAgentEvent(event: AgentEvent): { [T in AgentEvent['type']]: 
  * most every `flushMs` and when the run ends; an ended run's, or one running on another
  * instance, is read from the store.
  */
-export class RunEvents {
+export class RunEvents implements TimelineWriter {
   private readonly live = new Map<string, { timeline: Timeline; timer?: NodeJS.Timeout; writing: Promise<void> }>();
   private readonly limits: { maxEvents: number; maxBytes: number };
   private readonly flushMs: number;

@@ -14,20 +14,21 @@ import { forwardedForRun } from '../sandbox/egress-proxy';
  * - `caller or run token`: also any live run token; what it then asks is decided again, call by call (MCP).
  * - `anyone`: no gate at all, for probes that carry nothing but a status (health, readiness).
  * A route for a remote sender that cannot hold the admin token (a signed webhook) declares a
- * verifier of its own, which alone decides, and opens nothing else.
+ * verifier of its own, which alone decides, and opens nothing else. What a verifier returns (what
+ * it verified: a sender's trigger and the body it read) is handed to the route's handler.
  */
-export type RouteAuth = BuiltinAuth | RouteVerifier;
+export type RouteAuth<V = unknown> = BuiltinAuth | RouteVerifier<V>;
 export type BuiltinAuth = 'caller' | 'caller or own run token' | 'caller or run token' | 'anyone';
 
-export interface RouteVerifier {
+export interface RouteVerifier<V = void> {
   /** Its name, as a custom gate sees it (`AuthContext.auth`). */
   readonly name: string;
   /** The run tokens it takes: none, those of the run's own workspace, any. */
   readonly runTokens: 'none' | 'own' | 'any';
   /** The OpenAPI security alternatives it accepts (`{}`: none needed). */
   readonly security: ReadonlyArray<Record<string, string[]>>;
-  /** Lets the request in, or throws the problem that answers it (401, 403, ...). */
-  verify(request: Request, context: VerifyContext): Promise<void>;
+  /** Lets the request in, answering what it verified (the handler's `verified`), or throws the problem that answers it (401, 403, ...). */
+  verify(request: Request, context: VerifyContext): Promise<V>;
 }
 
 /** What a verifier is given: the request's auth context and the installation's gate. */
@@ -69,7 +70,7 @@ const BUILTIN: Record<BuiltinAuth, RouteVerifier> = {
 };
 
 /** The verifier a route declares (a request that matches no route is gated as `caller`). */
-export const verifierOf = (auth: RouteAuth | undefined): RouteVerifier =>
+export const verifierOf = (auth: RouteAuth | undefined): RouteVerifier<unknown> =>
   auth === undefined ? BUILTIN.caller : typeof auth === 'string' ? BUILTIN[auth] : auth;
 
 /**
@@ -86,7 +87,7 @@ export type Credential =
   | { kind: 'run'; grant: RunTokenGrant; inScope: boolean };
 
 /** Reads the credential; a run token is in scope where the route's verifier takes one. */
-export function readCredential(request: Request, tokens: RunTokens, verifier: RouteVerifier, workspaceId: string | undefined): Credential {
+export function readCredential(request: Request, tokens: RunTokens, verifier: RouteVerifier<unknown>, workspaceId: string | undefined): Credential {
   const header = request.headers.get('authorization');
   if (header === null) return { kind: 'none' };
   const [, token] = /^Bearer +([^\s]+) *$/i.exec(header) ?? [];

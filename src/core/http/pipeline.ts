@@ -61,8 +61,14 @@ function withoutBody(response: Response): Response {
  * becomes problem JSON in one place.
  */
 export function createPipeline(o: PipelineOptions) {
-  /** Runs the verifier the route declares (or the caller gate, for no route). */
-  async function verify(request: Request, match: RouteMatch | undefined, ctx: HeadlessServerContext, verifier: RouteVerifier, credential: Credential) {
+  /** Runs the verifier the route declares (or the caller gate, for no route); answers what it verified. */
+  async function verify(
+    request: Request,
+    match: RouteMatch | undefined,
+    ctx: HeadlessServerContext,
+    verifier: RouteVerifier<unknown>,
+    credential: Credential,
+  ): Promise<unknown> {
     const auth: AuthContext = {
       remoteAddress: ctx.remoteAddress,
       localAddress: ctx.localAddress,
@@ -74,7 +80,7 @@ export function createPipeline(o: PipelineOptions) {
       runToken: credential.kind === 'run' ? credential.grant : undefined,
       credential,
     };
-    await verifier.verify(request, { auth, gate: o.gate, customGate: o.customGate, params: match?.params ?? {}, services: o.services });
+    return verifier.verify(request, { auth, gate: o.gate, customGate: o.customGate, params: match?.params ?? {}, services: o.services });
   }
 
   async function handle(request: Request, ctx: HeadlessServerContext = {}): Promise<Response> {
@@ -94,7 +100,7 @@ export function createPipeline(o: PipelineOptions) {
       const found = match instanceof HttpProblem ? undefined : match;
       const verifier = verifierOf(found?.route.auth);
       const credential = readCredential(request, o.tokens, verifier, found?.params.workspaceId);
-      await verify(request, found, ctx, verifier, credential);
+      const verified = await verify(request, found, ctx, verifier, credential);
       if (!found) throw match;
       checkParams(found.params);
       const response = await found.route.handle({
@@ -104,6 +110,7 @@ export function createPipeline(o: PipelineOptions) {
         basePath,
         apiUrl: o.apiUrl() ?? `${url.origin}${basePath}`,
         credential,
+        verified,
         services: o.services,
         dispatch: (target, init) => Promise.resolve(adapter.fetch(target, init, ctx)),
       });

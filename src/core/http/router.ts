@@ -2,7 +2,6 @@
 import { Response } from '@whatwg-node/fetch';
 import { ID_PATTERN } from '../../contract/ids';
 import { HttpProblem } from '../../contract/problems';
-import type { StoredAnswer } from '../idempotency';
 import type { Credential, RouteAuth } from './auth';
 import type { RouteServices } from './route-services';
 
@@ -26,8 +25,8 @@ export interface RouteDoc {
   problems: ProblemCode[];
 }
 
-/** One request, as a handler sees it: `params` typed by the route's path. */
-export interface RouteContext<P> {
+/** One request, as a handler sees it: `params` typed by the route's path, `verified` by its verifier. */
+export interface RouteContext<P, V = void> {
   request: Request;
   url: URL;
   params: P;
@@ -36,6 +35,8 @@ export interface RouteContext<P> {
   /** The base URL runs are given as `HEADLESS_API_URL`. */
   apiUrl: string;
   credential: Credential;
+  /** What the route's verifier let in (a sender's trigger and body); nothing for the built-in ones. */
+  verified: V;
   services: RouteServices;
   /** Answers another request in-process, as if it came from the same peer. */
   dispatch(url: string, init: RequestInit): Promise<Response>;
@@ -56,18 +57,25 @@ export interface Route {
   segments: string[];
   /** What the OpenAPI document says of it. */
   doc: RouteDoc;
-  handle(context: RouteContext<Record<string, string>>): Promise<Response>;
+  handle(context: RouteContext<Record<string, string>, unknown>): Promise<Response>;
 }
 
-export function route<Path extends string>(
-  declared: { name: string; method: Route['method']; path: Path; auth: RouteAuth; doc: RouteDoc },
-  handle: (context: RouteContext<Record<ParamNames<Path>, string>>) => Promise<Response>,
+export function route<Path extends string, V = void>(
+  declared: { name: string; method: Route['method']; path: Path; auth: RouteAuth<V>; doc: RouteDoc },
+  handle: (context: RouteContext<Record<ParamNames<Path>, string>, V>) => Promise<Response>,
 ): Route {
   return { ...declared, segments: declared.path.slice(1).split('/'), handle: handle as Route['handle'] };
 }
 
+/** An answer: its status, JSON body and headers (what a start's Idempotency-Key keeps). */
+export interface HttpAnswer {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
 /** An answer as a JSON response; a content type of its own (problem JSON) wins. */
-export const answer = (a: StoredAnswer, extra: Record<string, string> = {}) =>
+export const answer = (a: HttpAnswer, extra: Record<string, string> = {}) =>
   new Response(JSON.stringify(a.body), { status: a.status, headers: { 'content-type': 'application/json', ...a.headers, ...extra } });
 
 export const json = (body: unknown, status = 200) => answer({ status, body, headers: {} });

@@ -267,7 +267,7 @@ export class RunLauncher {
       throw error;
     }
     const current = publicRecord(this.$.records.current(taskId) ?? record);
-    this.$.observe.runStarted(current);
+    this.$.observe.emit('runStarted', current);
     return { record: current, done: live.done };
   }
 

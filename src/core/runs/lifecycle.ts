@@ -183,7 +183,7 @@ export class RunLifecycle {
     const record = publicRecord(final);
     await this.$.events.end(record).catch((error: unknown) => this.$.log(`could not end the events of ${taskId}`, error));
     this.$.records.untrack(taskId);
-    if (here) this.$.observe.runEnded(record);
+    if (here) this.$.observe.emit('runEnded', record);
     if (here && final.placement) {
       const { workspaceId, placement, changes } = final;
       await this.$.placement

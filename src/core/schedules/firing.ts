@@ -1,7 +1,8 @@
 import { Refusal } from '../../contract/problems';
 import { hasEnded } from '../../contract/records';
-import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
+import type { IdempotencyKeys } from '../idempotency';
 import type { HeadlessLogger } from '../logger';
+import { type KeptStart, keptOf, keptStart } from '../runs/kept-start';
 import type { RunStarter } from '../runs/run-starter';
 import type { HeadlessStore } from '../store/keyv-store';
 import type { RunOrigin, Workspace } from '../types';
@@ -65,15 +66,16 @@ export class Firing {
       ...(busy && overlap === 'queue' ? { after: previous.taskId } : {}),
     };
     const workspace = await this.$.workspace(s.workspace);
-    const execute = async (taskId: string): Promise<StoredAnswer> => {
+    const execute = async (taskId: string): Promise<KeptStart> => {
       const request = { prompt: s.prompt, wait: false };
-      const { record } = await this.$.runs.start({ workspace, request, apiUrl: this.$.apiUrl(), taskId, origin });
-      return { status: 202, body: { taskId: record.taskId, resumeId: record.resumeId, status: record.status }, headers: {} };
+      return keptOf((await this.$.runs.start({ workspace, request, apiUrl: this.$.apiUrl(), taskId, origin })).record);
     };
-    const replay = async (taskId: string) => ((await this.$.runs.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
     const key = `schedule:${s.name}:${manual ? `now:${occurrence}` : occurrence}`;
-    const { answer, replayed } = await this.$.idempotency.run(s.workspace, key, { prompt: s.prompt, origin }, execute, replay);
-    const taskId = (answer.body as { taskId: string }).taskId;
+    const once = keptStart(execute, this.$.runs);
+    const {
+      answer: { taskId },
+      replayed,
+    } = await this.$.idempotency.once(s.workspace, key, { prompt: s.prompt, origin }, once);
     if (!replayed) {
       this.$.logger.info({ schedule: s.name, occurrence, taskId, manual }, 'schedule fired');
       // The run is made: a refused state write costs only the overlap check of the next occurrence

@@ -92,11 +92,11 @@ export class Scheduler {
     try {
       const fired = await this.firing.fire(s, occurrence);
       if ('skipped' in fired) {
-        if (fired.skipped !== HANDLED_ALREADY) this.$.observe.scheduleFired(s.name, 'skipped');
-      } else if (!fired.replayed) this.$.observe.scheduleFired(s.name, 'started');
+        if (fired.skipped !== HANDLED_ALREADY) this.$.observe.emit('scheduleFired', s.name, 'skipped');
+      } else if (!fired.replayed) this.$.observe.emit('scheduleFired', s.name, 'started');
     } catch (error) {
       if (firedElsewhere(error)) return;
-      this.$.observe.scheduleFired(s.name, 'refused');
+      this.$.observe.emit('scheduleFired', s.name, 'refused');
       const why = error instanceof Refusal ? `${error.code}: ${error.message}` : String(error);
       this.$.logger.warn({ schedule: s.name, occurrence, error: why }, 'schedule occurrence not started');
     }

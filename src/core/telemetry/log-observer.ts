@@ -1,8 +1,11 @@
 import type { HeadlessLogger } from '../logger';
-import type { ServiceObserver } from './observer';
+import type { ServiceSubscriber } from './observer';
 
-/** The run lines of the logs (docs/deployment.md: Logs): never the prompt, the output or a token. */
-export function logObserver(logger: HeadlessLogger): ServiceObserver {
+/**
+ * The run lines of the logs (docs/deployment.md: Logs): never the prompt, the output or a token.
+ * Schedules and triggers log their firings and deliveries themselves, with the occurrence or the delivery's id.
+ */
+export function logObserver(logger: HeadlessLogger): ServiceSubscriber {
   return {
     runStarted: ({ taskId, workspaceId, agent, mode, resumeId, schedule }) =>
       logger.info({ taskId, workspaceId, agent, mode, resumeId, ...(schedule ? { schedule } : {}) }, 'run started'),
@@ -11,10 +14,5 @@ export function logObserver(logger: HeadlessLogger): ServiceObserver {
         { taskId, workspaceId, agent, status, durationMs, exitCode, ...(error ? { error: error.code } : {}), ...(schedule ? { schedule } : {}) },
         'run ended',
       ),
-    deliveryAttempted: () => undefined,
-    // The scheduler logs its firings itself, with the occurrence.
-    scheduleFired: () => undefined,
-    // The trigger service logs each delivery itself, with its id.
-    triggerDelivered: () => undefined,
   };
 }

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { ServiceObserver } from './observer';
+import type { ServiceSubscriber } from './observer';
 
 /**
  * The Prometheus metrics of one handler (docs/deployment.md: Metrics), in a registry of its own
@@ -12,7 +12,7 @@ export interface MetricSources {
   today(): Promise<Array<{ workspaceId: string; runs: number; spendUsd: number }>>;
 }
 
-export function createMetrics(o: MetricSources): { registry: Registry; observer: ServiceObserver } {
+export function createMetrics(o: MetricSources): { registry: Registry; observer: ServiceSubscriber } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'headless_' });
   const labels = (names: string[]) => ({ registers: [registry], labelNames: names });
@@ -38,7 +38,7 @@ export function createMetrics(o: MetricSources): { registry: Registry; observer:
   const triggered = new Counter({ name: 'headless_trigger_deliveries_total', help: 'Trigger deliveries, by outcome.', ...labels(['trigger', 'outcome']) });
   storeGauges(registry, o);
   const mine = new Set<string>();
-  const observer: ServiceObserver = {
+  const observer: ServiceSubscriber = {
     runStarted(run) {
       mine.add(run.taskId);
       running.set(mine.size);

@@ -1,7 +1,7 @@
 import { ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from '@opentelemetry/api';
 import type { RunEvent } from '../../contract/events';
 import type { RunRecord } from '../../contract/records';
-import type { ServiceObserver } from './observer';
+import type { ServiceSubscriber } from './observer';
 
 /** A W3C `traceparent`: version 00, trace id, parent span id, flags. */
 const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
@@ -57,18 +57,14 @@ export class RunTracing {
   }
 
   /** The observer that ends each span once its run's final record is durable. */
-  observer(): ServiceObserver {
+  observer(): ServiceSubscriber {
     return {
-      runStarted: () => undefined,
       runEnded: (run) => {
         const span = this.spans.get(run.taskId);
         if (!span) return;
         this.spans.delete(run.taskId);
         this.end(span, run).catch((error: unknown) => this.o.log(`could not end the trace span of ${run.taskId}`, error));
       },
-      deliveryAttempted: () => undefined,
-      scheduleFired: () => undefined,
-      triggerDelivered: () => undefined,
     };
   }
 

@@ -2,11 +2,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Refusal } from '../../contract/problems';
 import { hasEnded } from '../../contract/records';
 import { TITLE_MAX } from '../../contract/run-spec';
-import type { IdempotencyKeys, StoredAnswer } from '../idempotency';
+import type { TimelineWriter } from '../events/timeline-writer';
+import type { IdempotencyKeys } from '../idempotency';
 import type { HeadlessLogger } from '../logger';
+import { type KeptStart, keptOf, keptStart } from '../runs/kept-start';
 import type { StartedRun } from '../runs/live-run';
 import type { RunStarter } from '../runs/run-starter';
 import type { HeadlessStore } from '../store/keyv-store';
+import type { ServiceObserver } from '../telemetry/observer';
 import type { RunOrigin, StoredRun, Workspace } from '../types';
 import { newSortableId, sha256 } from '../util/ids';
 import type { DeliveryLog, DeliveryOutcome, DeliveryRecord } from './deliveries';
@@ -22,13 +25,13 @@ export interface TriggerDeps {
   deliveries: DeliveryLog;
   idempotency: IdempotencyKeys;
   runs: RunStarter;
-  /** Adds `trigger.resolved` to a run's timeline; answers whether it was added (not to an ended run, nor one running elsewhere). */
-  annotate(taskId: string, data: { trigger: string; delivery: string; event?: string; cancelled: boolean }): boolean;
+  /** Where a resolution adds `trigger.resolved` to its run's timeline. */
+  timeline: TimelineWriter;
   workspace(id: string): Promise<Workspace>;
   apiUrl(): string;
   logger: HeadlessLogger;
-  /** Counted in `headless_trigger_deliveries_total`. */
-  observe(trigger: string, outcome: DeliveryOutcome | 'unverified'): void;
+  /** Told of each delivery (`triggerDelivered`): counted in `headless_trigger_deliveries_total`. */
+  observe: ServiceObserver;
 }
 
 /** What a delivery came to; the HTTP edge answers `refused` ones with their problem, the rest `202`. */
@@ -115,7 +118,7 @@ export class TriggerService {
    */
   refusedUnverified(name: string, peer: string | undefined): void {
     const known = this.$.triggers.has(name);
-    this.$.observe(known ? name : NO_TRIGGER, 'unverified');
+    this.$.observe.emit('triggerDelivered', known ? name : NO_TRIGGER, 'unverified');
     if (known) this.unverified.add(name, peer);
   }
 
@@ -185,9 +188,8 @@ export class TriggerService {
     for (let waited = false; ; waited = true) {
       try {
         const { answer, replayed } = await this.once(trigger, keys, start);
-        const { taskId, status, repeat } = answer.body as { taskId: string; status?: string; repeat?: boolean };
-        if (replayed || repeat === true) return { outcome: 'deduplicated' as const, taskId, reason: 'seen within the dedupe window' };
-        return { outcome: status === 'queued' ? ('queued' as const) : ('started' as const), taskId };
+        if (replayed) return { outcome: 'deduplicated' as const, taskId: answer.taskId, reason: 'seen within the dedupe window' };
+        return { outcome: answer.status === 'queued' ? ('queued' as const) : ('started' as const), taskId: answer.taskId };
       } catch (error) {
         if (!(error instanceof Refusal && error.code === 'idempotency_key_in_use')) throw error;
       }
@@ -198,25 +200,26 @@ export class TriggerService {
     }
   }
 
-  /** Claims the first key, then within it the rest: the run starts only if none was seen; each key keeps the answer. */
+  /**
+   * Claims the first key, then within it the rest: the run starts only if none was seen; each key
+   * keeps the run. A repeat by an inner key is one by the outer keys too (`replayed`).
+   */
   private async once(
     trigger: Trigger,
     [first, ...rest]: [RepeatKey, ...RepeatKey[]],
     start: (taskId: string) => Promise<StartedRun>,
-  ): Promise<{ answer: StoredAnswer; replayed: boolean }> {
-    const execute = async (taskId: string): Promise<StoredAnswer> => {
+  ): Promise<{ answer: KeptStart; replayed: boolean }> {
+    let repeat = false;
+    const execute = async (taskId: string): Promise<KeptStart> => {
       const [next, ...after] = rest;
-      if (next !== undefined) {
-        const inner = await this.once(trigger, [next, ...after], start);
-        // A repeat by an inner key is kept as one under this key too.
-        return inner.replayed ? { ...inner.answer, body: { ...(inner.answer.body as object), repeat: true } } : inner.answer;
-      }
-      const { record } = await start(taskId);
-      return { status: 202, body: { taskId: record.taskId, status: record.status }, headers: {} };
+      if (next === undefined) return keptOf((await start(taskId)).record);
+      const inner = await this.once(trigger, [next, ...after], start);
+      repeat = inner.replayed;
+      return inner.answer;
     };
-    const replay = async (taskId: string) => ((await this.$.runs.find(taskId)) ? { status: 202, body: { taskId }, headers: {} } : undefined);
     const name = trigger.definition.name;
-    return this.$.idempotency.run(first.scope, first.key, { trigger: name }, execute, replay, trigger.windowMs);
+    const kept = await this.$.idempotency.once(first.scope, first.key, { trigger: name }, keptStart(execute, this.$.runs), trigger.windowMs);
+    return { answer: kept.answer, replayed: kept.replayed || repeat };
   }
 
   private started(run: StartedRun) {
@@ -260,7 +263,12 @@ export class TriggerService {
     if (!run) return { outcome: 'resolved' as const, reason: 'no run of this incident' };
     const cancel = action === 'cancel' && !hasEnded(run.status);
     if (cancel) await this.$.runs.cancel(run.taskId).catch(() => undefined);
-    const told = this.$.annotate(run.taskId, { trigger: name, delivery, ...(facts.event ? { event: facts.event } : {}), cancelled: cancel });
+    const told = this.$.timeline.append(run.taskId, 'trigger.resolved', {
+      trigger: name,
+      delivery,
+      ...(facts.event ? { event: facts.event } : {}),
+      cancelled: cancel,
+    });
     return { outcome: 'resolved' as const, taskId: run.taskId, reason: cancel ? 'its run was cancelled' : toldReason(told, run) };
   }
 
@@ -286,7 +294,7 @@ export class TriggerService {
   }
 
   private async log(record: DeliveryRecord): Promise<void> {
-    this.$.observe(record.trigger, record.outcome);
+    this.$.observe.emit('triggerDelivered', record.trigger, record.outcome);
     this.$.logger.info(
       { trigger: record.trigger, delivery: record.id, outcome: record.outcome, taskId: record.taskId, reason: record.reason },
       'trigger delivery',

@@ -1,15 +1,14 @@
 import * as v from 'valibot';
-import { type RunRecord, hasEnded } from '../../../contract/records';
-import { HttpProblem, problemAnswer } from '../../../contract/problems';
+import { HttpProblem } from '../../../contract/problems';
 import { ANSWERS } from '../../../contract/answers';
 import { EventsQuery, ListQuery, OutputQuery, StartBody, parseEventsQuery, parseListQuery, parseOutputQuery, parseStartBody } from '../../../contract/requests';
-import type { StoredAnswer } from '../../idempotency';
 import { StillPending } from '../../runs/lifecycle';
 import { isTraceparent } from '../../telemetry/run-tracing';
 import { readEmptyBody, readJsonObject } from '../body';
 import { eventStreamResponse } from '../event-stream';
 import { type RouteVerifier, unauthorized } from '../auth';
-import { type Route, answer, json, route } from '../router';
+import { accepted, idempotentStart } from '../idempotent-start';
+import { type HttpAnswer, type Route, answer, json, route } from '../router';
 
 /** A caller, or the run itself with its own run token (another run's is refused). */
 const OWN_RUN: RouteVerifier = {
@@ -25,15 +24,6 @@ const OWN_RUN: RouteVerifier = {
   },
 };
 
-/** Runs: start, list, read, output, events, cancel. */
-/** The `202` of a start: the run's ids and status, and its place if it was queued. */
-const accepted = (r: RunRecord) => ({
-  taskId: r.taskId,
-  resumeId: r.resumeId,
-  status: r.status,
-  ...(r.queuePosition === undefined ? {} : { queuePosition: r.queuePosition }),
-});
-
 /**
  * A caller waiting for its run when the service stops: the run is durable and goes on later.
  * `status` is the HTTP status (RFC 9457), so the run's own is `runStatus`; `Location` names it.
@@ -46,6 +36,7 @@ const stillPending = (pending: StillPending, location: Record<string, string>) =
     retryAfterSeconds: 5,
   });
 
+/** Runs: start, list, read, output, events, cancel. */
 export const RUN_ROUTES: Route[] = [
   route(
     {
@@ -98,7 +89,7 @@ export const RUN_ROUTES: Route[] = [
       const body = await readJsonObject(request);
       const start = parseStartBody(body);
       const location = (taskId: string) => ({ location: `${basePath}/api/headless/${encodeURIComponent(taskId)}` });
-      const execute = async (taskId?: string): Promise<StoredAnswer> => {
+      const execute = async (taskId?: string): Promise<HttpAnswer> => {
         const workspace = await services.workspace(params.workspaceId);
         const traceparent = request.headers.get('traceparent') ?? undefined;
         const origin = traceparent !== undefined && isTraceparent(traceparent) ? { traceparent } : {};
@@ -107,23 +98,11 @@ export const RUN_ROUTES: Route[] = [
         const result = await done;
         return { status: 200, body: { ...result.record, output: result.output }, headers: {} };
       };
-      // The answer a request cut off before it was answered would have had, from its run.
-      const replay = async (taskId: string): Promise<StoredAnswer | undefined> => {
-        const result = await services.runs.result(taskId);
-        if (!result) return undefined;
-        const { record, output } = result;
-        if (record.mode === 'async') return { status: 202, body: accepted(record), headers: location(taskId) };
-        if (hasEnded(record.status)) return { status: 200, body: { ...record, output: output ?? { stdout: '', stderr: '', truncated: false } }, headers: {} };
-        const still = new HttpProblem('idempotency_key_in_use', `The run this Idempotency-Key started, "${taskId}", has not ended yet; retry once it has.`, {
-          extra: { taskId },
-        });
-        const refused = problemAnswer(still);
-        return { ...refused, headers: { ...refused.headers, ...location(taskId) } };
-      };
       const key = request.headers.get('idempotency-key');
       try {
         if (key === null) return answer(await execute());
-        const { answer: first, replayed } = await services.idempotency.run(params.workspaceId, key, body, execute, replay);
+        const once = idempotentStart(execute, services.runs, location);
+        const { answer: first, replayed } = await services.idempotency.once(params.workspaceId, key, body, once);
         return answer(first, replayed ? { 'idempotent-replayed': 'true' } : {});
       } catch (error) {
         throw error instanceof StillPending ? stillPending(error, location(error.record.taskId)) : error;

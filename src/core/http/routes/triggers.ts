@@ -11,7 +11,10 @@ import type { RouteServices } from '../route-services';
 import { type Route, answer, json, route } from '../router';
 
 /** What the sender's verifier read and let in, for the route's handler: the body is read once. */
-const verified = new WeakMap<Request, { trigger: Trigger; body: string }>();
+interface VerifiedDelivery {
+  trigger: Trigger;
+  body: string;
+}
 
 /** Each handler's count of unverified deliveries per peer address (several handlers may share a process). */
 const failures = new WeakMap<RouteServices, FailedAttempts>();
@@ -31,7 +34,7 @@ function failuresOf(services: RouteServices): FailedAttempts {
  * nothing of which exist. A peer that sends 10 unverified deliveries in a minute is refused
  * `429 too_many_attempts` for the rest of it, whatever it sends.
  */
-export const SENDER_SIGNATURE: RouteVerifier = {
+export const SENDER_SIGNATURE: RouteVerifier<VerifiedDelivery> = {
   name: 'sender signature',
   runTokens: 'none',
   security: [{ senderSignature: [] }],
@@ -48,7 +51,7 @@ export const SENDER_SIGNATURE: RouteVerifier = {
       services.triggers.refusedUnverified(name, auth.remoteAddress);
       throw new HttpProblem('unauthorized', 'This delivery could not be verified.');
     }
-    verified.set(request, { trigger, body });
+    return { trigger, body };
   },
 };
 
@@ -79,9 +82,7 @@ export const TRIGGER_ROUTES: Route[] = [
         ],
       },
     },
-    async ({ request, services }) => {
-      const delivery = verified.get(request);
-      if (!delivery) throw new HttpProblem('unauthorized', 'This delivery could not be verified.');
+    async ({ request, services, verified: delivery }) => {
       const type = (request.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase();
       if (type !== 'application/json')
         throw new HttpProblem('unsupported_media_type', 'Send the delivery as Content-Type: application/json (GitHub: Content type "application/json").');
