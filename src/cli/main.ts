@@ -18,6 +18,7 @@ Commands:
   changes    show what a worktree run changed: its files, its branch
   list       list a workspace's runs
   cancel     cancel a run
+  message    send a running run's agent a follow-up
   inbox      list the Inbox, show an item, or mark it read
   approvals  list the permission questions runs wait on
   approve    allow a waiting question

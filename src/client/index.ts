@@ -32,6 +32,7 @@ export interface ClientOptions {
 export type StartOptions = Omit<v.InferInput<typeof StartBody>, 'wait'>;
 
 export type StartAccepted = v.InferOutput<typeof ANSWERS.StartAccepted>;
+export type MessageAccepted = v.InferOutput<typeof ANSWERS.MessageAccepted>;
 export type SyncResult = v.InferOutput<typeof ANSWERS.SyncResult>;
 export type RunOutput = v.InferOutput<typeof ANSWERS.RunOutput>;
 export type RunChangesView = v.InferOutput<typeof ANSWERS.RunChanges>;
@@ -54,6 +55,8 @@ export interface HeadlessClient {
     options?: { status?: RunStatus; limit?: number; cursor?: string; metadata?: string; schedule?: string; trigger?: string; agent?: string },
   ): Promise<v.InferOutput<typeof ANSWERS.RunList>>;
   cancel(taskId: string): Promise<RunRecord>;
+  /** A follow-up for a running run's agent, given as its next turn's prompt (docs/http-api.md: Follow-ups). */
+  message(taskId: string, text: string): Promise<MessageAccepted>;
   output(taskId: string, tail?: number): Promise<RunOutput>;
   /** What a run in a worktree changed, with its patch, once it has ended (docs/worktrees.md). */
   changes(taskId: string): Promise<RunChangesView>;
@@ -254,6 +257,7 @@ export function createClient(options: ClientOptions): HeadlessClient {
         return { items: page.runs as RunRecord[], next: page.nextCursor };
       }),
     cancel: (taskId) => call(ANSWERS.RunRecord, 'POST', `/api/headless/${enc(taskId)}/cancel`) as Promise<RunRecord>,
+    message: (taskId, text) => call(ANSWERS.MessageAccepted, 'POST', `/api/headless/${enc(taskId)}/messages`, { text }),
     output: (taskId, tail) => call(ANSWERS.RunOutput, 'GET', `/api/headless/${enc(taskId)}/output${query({ tail })}`),
     changes: (taskId) => call(ANSWERS.RunChanges, 'GET', `/api/headless/${enc(taskId)}/changes`),
     usage: (workspaceId) => call(ANSWERS.WorkspaceUsage, 'GET', `/api/workspaces/${enc(workspaceId)}/usage`),

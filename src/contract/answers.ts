@@ -227,8 +227,12 @@ export const ProblemSchema = v.pipe(
 );
 
 /** Every answer schema by name: the OpenAPI document's components, and what the routes and the client refer to. */
+/** A follow-up taken: it goes to the agent at its next turn. */
+export const MessageAcceptedSchema = v.object({ taskId: v.string(), messageId: v.string(), pending: v.optional(v.number()) });
+
 export const ANSWERS = {
   RunRecord: RunRecordSchema,
+  MessageAccepted: MessageAcceptedSchema,
   StartAccepted: StartAcceptedSchema,
   SyncResult: SyncResultSchema,
   RunList: RunListSchema,

@@ -16,6 +16,8 @@ export interface RunEventData {
   'permission.answered': { id: string } & ApprovalAnswer;
   /** A delivery of the trigger that started it said its incident is over (docs/triggers.md: Resolved). */
   'trigger.resolved': { trigger: string; delivery: string; event?: string; cancelled: boolean };
+  /** A caller's follow-up (docs/http-api.md: Follow-ups): taken, then given to the agent as its next turn's prompt. Its text is not shown, as a prompt is not. */
+  'follow-up': { id: string; state: 'queued' | 'delivered' | 'dropped'; chars: number };
   /** A check of its verify loop ran (docs/verify.md). */
   'verify.checked': { attempt: number } & Omit<CheckResult, 'output'>;
   /** Its checks' verdict after an attempt: `pending` while another turn is asked for. */

@@ -33,6 +33,7 @@ const STATUS = {
   session_retired: 409,
   session_not_resumable: 409,
   run_not_running: 409,
+  run_cannot_continue: 409,
   approval_answered: 409,
   idempotency_key_in_use: 409,
   body_too_large: 413,

@@ -19,6 +19,7 @@ export const RUN_EVENT_TYPES = [
   'permission.requested',
   'permission.answered',
   'trigger.resolved',
+  'follow-up',
   'verify.checked',
   'verify.verdict',
   'run.ended',

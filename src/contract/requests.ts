@@ -90,6 +90,22 @@ export function parseStartBody(body: Record<string, unknown>): StartRequest {
   return parsed;
 }
 
+/** `POST /api/headless/:taskId/messages`: a follow-up for a running run's agent, given at its next turn. */
+export const MessageBody = v.strictObject(
+  {
+    text: v.pipe(
+      v.string('invalid_body'),
+      v.check((t) => t.trim() !== '', 'prompt_required'),
+      v.maxLength(PROMPT_MAX, 'prompt_too_long'),
+    ),
+  },
+  'invalid_body',
+);
+
+export function parseMessageBody(body: Record<string, unknown>): { text: string } {
+  return parse(MessageBody, body);
+}
+
 /** A page's cursor is the `nextCursor` of the page before: an id of what is listed, never anything else. */
 const cursorSchema = (prefix: string) => v.optional(v.pipe(v.string(), v.regex(sortableIdPattern(prefix))));
 /**

@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import { HeadlessError, type HeadlessClient } from '../client/index';
 import { version } from '../../package.json';
 import { APPROVAL_STATUSES, RUN_STATUSES } from '../contract/records';
-import { InboxPush, StartBody } from '../contract/requests';
+import { InboxPush, MessageBody, StartBody } from '../contract/requests';
 import { RunSpecEntries } from '../contract/run-spec';
 
 /**
@@ -70,6 +70,11 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
     description: 'Cancel a running run (its whole process group is stopped).',
     input: v.strictObject({ taskId: id }),
     call: (client, { taskId }) => client.cancel(taskId),
+  }),
+  send_message: tool({
+    description: "Send a running run's agent a follow-up: it is given as the agent's next turn, on the same session (a turn under way is not interrupted).",
+    input: v.strictObject({ taskId: id, text: MessageBody.entries.text }),
+    call: (client, { taskId, text }) => client.message(taskId, text),
   }),
   wait_run: tool({
     description: 'Wait for a run to end and answer its final record; after timeoutSeconds (default 600) answers the record as it is.',

@@ -58,6 +58,7 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
       'list_runs',
       'list_trigger_deliveries',
       'read_inbox',
+      'send_message',
       'start_run',
       'wait_run',
     ]);

@@ -134,6 +134,42 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     await page.close();
   }, 600_000);
 
+  it('a running run takes a follow-up from its field, its next turn; a run with checks lists each attempt', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${daemon.url}/`);
+    const gate = join(daemon.dir, 'follow-up-gate');
+    const run = await start(`session page-2; wait-file ${gate}; echo first turn`);
+    const row = page.locator(`tr[data-task="${run.taskId}"]`);
+    await expect.poll(() => row.locator('td.status').textContent()).toBe('running');
+    await row.click();
+    await expect.poll(() => page.locator('#follow-up').isVisible()).toBe(true);
+    // The fake agent's next turn runs what it is told: this follow-up's words.
+    await page.locator('#follow-up-text').fill('echo from the follow-up');
+    await page.locator('#follow-up button[type="submit"]').click();
+    await expect.poll(() => page.locator('#timeline li').allTextContents()).toEqual(expect.arrayContaining([expect.stringContaining('follow-up queued')]));
+    writeFileSync(gate, '');
+    expect((await waitRun(daemon, run.taskId)).status).toBe('succeeded');
+    await expect.poll(() => page.locator('#output').textContent()).toContain('from the follow-up');
+
+    const checked = (await (
+      await api(daemon, 'POST', '/api/workspaces/ws/headless', {
+        prompt: 'session page-3; echo done',
+        agent: 'fake',
+        verify: { checks: [{ name: 'lint', command: 'exit 3' }], maxAttempts: 1 },
+      })
+    ).json()) as { taskId: string };
+    expect((await waitRun(daemon, checked.taskId)).status).toBe('failed');
+    await page.locator(`tr[data-task="${checked.taskId}"]`).click();
+    await expect.poll(() => page.locator('#summary').textContent()).toContain('Checks, attempt 1: failing lint (exit 3)');
+    await expect
+      .poll(() => page.locator('#timeline li').allTextContents())
+      .toEqual(expect.arrayContaining([expect.stringContaining('check lint: failed (exit 3)')]));
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 600_000);
+
   it('is a dashboard: states, titled runs, filters, pages, a link per run, the conversation, the Inbox beside, at 1280, 800 and 400 px', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const errors: string[] = [];

@@ -5,7 +5,7 @@ import { visible } from '../describe';
 import { fail } from '../fail';
 import { approvals, approve, deny } from './approvals';
 import { inbox, sessions } from './inbox';
-import { cancel, changes, follow, list, logs, run, status } from './runs';
+import { cancel, changes, follow, list, logs, message, run, status } from './runs';
 import { schedules } from './schedules';
 import { triggers } from './triggers';
 import { type Command, EXIT, OPTIONS, print, printJson, usage } from './shared';
@@ -34,6 +34,7 @@ const COMMANDS: Record<CallerName, { command: Command; takes: Array<keyof typeof
   changes: { command: changes, takes: [] },
   list: { command: list, takes: ['workspace', 'status', 'limit', 'cursor', 'meta'] },
   cancel: { command: cancel, takes: ['wait'] },
+  message: { command: message, takes: [] },
   inbox: { command: inbox, takes: ['workspace', 'unread', 'limit', 'cursor'] },
   approvals: { command: approvals, takes: ['workspace', 'status', 'limit', 'cursor'] },
   approve: { command: approve, takes: ['always'] },

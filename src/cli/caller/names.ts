@@ -7,6 +7,7 @@ export const CALLER_COMMANDS = [
   'changes',
   'list',
   'cancel',
+  'message',
   'inbox',
   'approvals',
   'approve',

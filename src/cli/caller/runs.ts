@@ -118,6 +118,15 @@ export const list: Command = async (client, args, v) => {
   return EXIT.succeeded;
 };
 
+export const message: Command = async (client, args, v) => {
+  const [taskId, text] = args;
+  if (args.length !== 2 || taskId === undefined || text === undefined || text.trim() === '') return usage('message', 'give the taskId and the text (quote it)');
+  const taken = await client.message(taskId, text);
+  if (v.json) printJson(taken);
+  else print(`sent to ${taken.taskId} for its next turn (${taken.messageId})`);
+  return EXIT.succeeded;
+};
+
 export const cancel: Command = async (client, args, v) => {
   let record = await client.cancel(one('cancel', args));
   if (v.wait) record = await client.wait(record.taskId);

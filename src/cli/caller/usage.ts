@@ -51,6 +51,9 @@ export const CALLER_USAGE: Record<string, string> = {
   --limit N        how many, newest first (default 20, at most 500)
   --cursor C       the page after the one that printed "next page: --cursor C"`,
   cancel: 'Usage: headless-run-webhook cancel <taskId> [--wait]',
+  message: `Usage: headless-run-webhook message <taskId> "<text>"
+
+  Sends a running run's agent a follow-up: it is given as its next turn, on the same session.`,
   inbox: `Usage: headless-run-webhook inbox [--workspace ID] [--unread] [--limit N] [--cursor C]
        headless-run-webhook inbox show <itemId> [--workspace ID]
        headless-run-webhook inbox read <itemId> [--workspace ID]`,

@@ -44,7 +44,8 @@ export interface FleetHandlers {
 }
 
 /** Cancel a run; a question of a run was answered (docs/approvals.md). */
-export type FleetRequest = { op: 'cancel'; taskId: string } | { op: 'approval'; id: string };
+/** A follow-up's text waits in the store under `message:<id>` (a notification holds 8000 bytes at most). */
+export type FleetRequest = { op: 'cancel'; taskId: string } | { op: 'message'; taskId: string; id: string } | { op: 'approval'; id: string };
 
 export type FleetAnswer = { ok: true } | { ok: false; code: ProblemCode; message: string };
 

@@ -310,6 +310,8 @@ export class RunLauncher {
     }
     // A stop that came when no process ran ends it as that stop.
     if (live.pendingStop && !live.process?.stopped) live.endedBy = STOPS[live.pendingStop];
+    // Follow-ups that came after its last turn was decided: the run ends without them, and says so.
+    for (const m of live.followUps.splice(0)) this.$.events.append(live.taskId, 'follow-up', { id: m.id, state: 'dropped', chars: m.text.length });
     await this.ending.finalize(live, processOutcome(end));
   }
 
@@ -355,7 +357,7 @@ export class RunLauncher {
   }
 
   /** What a turn policy may do for the run between its turns: run a command as its agent runs, note what it found, add to its timeline. */
-  private turnHands(live: LiveRun, owner: string, open: boolean): Pick<TurnInput, 'run' | 'note' | 'event'> {
+  private turnHands(live: LiveRun, owner: string, open: boolean): Pick<TurnInput, 'run' | 'note' | 'event' | 'takeFollowUps'> {
     const { taskId } = live;
     return {
       run: async (command, signal) => {
@@ -386,6 +388,7 @@ export class RunLauncher {
         }
       },
       note: (notes) => this.$.lifecycle.noteTurn(taskId, owner, notes),
+      takeFollowUps: () => live.followUps.splice(0),
       event: (type, data) => void this.$.events.append(taskId, type, data as never),
     };
   }

@@ -57,6 +57,8 @@ export interface LiveRun {
   toolCalls: number;
   /** Aborted at its first stop: a turn policy still deciding is cut short. */
   halt: AbortController;
+  /** Follow-ups a caller sent while its turn ran, for its next turn (runs/follow-up-turn.ts). */
+  followUps: FollowUp[];
   /** The answer it sent with `headless-inbox result`, once one matched its schema. */
   answer?: { value: unknown };
   /** The highest usage its agent reported so far (bounded and priced): what its budget and final record count. */
@@ -75,9 +77,15 @@ export interface LiveRun {
   done: Promise<RunResult>;
 }
 
+/** A caller's message to a running run's agent, waiting for its next turn. */
+export interface FollowUp {
+  id: string;
+  text: string;
+}
+
 /** The stops the service asks for by itself (the guards and a refused record are the supervisor's). */
 export type ServiceStop = 'cancel' | 'shutdown' | 'result';
 
 export function newLiveRun(a: Pick<LiveRun, 'taskId' | 'reservation' | 'resumedFrom' | 'done'>): LiveRun {
-  return { ...a, ending: false, asked: [], toolCalls: 0, halt: new AbortController() };
+  return { ...a, ending: false, asked: [], toolCalls: 0, followUps: [], halt: new AbortController() };
 }

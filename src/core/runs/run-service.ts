@@ -19,10 +19,12 @@ import { DEFAULT_QUEUE, type QueuePolicy, queuePolicy } from '../queue/policy';
 import type { RunQueue } from '../queue/queue';
 import { type Share, ShareSeats } from '../queue/shares';
 import type { SessionBook } from '../sessions';
+import type { HeadlessStore } from '../store/keyv-store';
 import type { QueueSettings, RunOrigin, SlotShare, StoredRun, WebhookTarget, Workspace } from '../types';
 import { settleWithin } from '../util/settle-within';
 import type { Admission, Reservation } from './admission';
 import { cancelElsewhere } from './cancel';
+import { type FollowUpTaken, FollowUps } from './follow-ups';
 import type { DailyUsage, WorkspaceDay } from './daily-limits';
 import type { LaunchInput, RunLauncher } from './launcher';
 import type { RunLifecycle } from './lifecycle';
@@ -54,6 +56,7 @@ export interface RunServiceResources {
   placement: Placements;
   daily: DailyUsage;
   log: Log;
+  store: HeadlessStore;
   instanceId: string;
   /** The installation's queue; workspaces may set their own. */
   queueSettings?: QueueSettings;
@@ -73,7 +76,11 @@ export class RunService implements RunStarter {
   /** Each source's runs here, running or queued: its share of the queue. */
   private readonly seats = new ShareSeats();
 
-  constructor(private readonly $: RunServiceResources) {}
+  private readonly followUps: FollowUps;
+
+  constructor(private readonly $: RunServiceResources) {
+    this.followUps = new FollowUps({ ...$, find: (taskId) => this.find(taskId) });
+  }
 
   /** Loads what start-up needs. */
   async load(): Promise<void> {
@@ -102,11 +109,17 @@ export class RunService implements RunStarter {
     await this.$.placement.sweep({ workspaces, hasEnded: ended }, this.$.log);
   }
 
-  /** Acts on another instance's request about a run of this one. */
-  async answer(request: Extract<FleetRequest, { op: 'cancel' }>): Promise<FleetAnswer> {
+  /** Acts on another instance's request about a run of this one: a cancel, or a follow-up (its text in the store). */
+  async answer(request: Extract<FleetRequest, { op: 'cancel' | 'message' }>): Promise<FleetAnswer> {
     if (!this.$.launcher.get(request.taskId)) return { ok: false, code: 'run_not_running', message: `Run "${request.taskId}" has already ended.` };
-    await this.cancel(request.taskId);
+    if (request.op === 'cancel') await this.cancel(request.taskId);
+    else await this.followUps.takeForwarded(request.taskId, request.id);
     return { ok: true };
+  }
+
+  /** A caller's follow-up for a running run (docs/http-api.md: Follow-ups): given to its agent at its next turn. */
+  message(taskId: string, text: string): Promise<FollowUpTaken> {
+    return this.followUps.send(taskId, text);
   }
 
   /** This instance's running runs' processes: an answer from one of them is refused (docs/approvals.md). */

@@ -3,12 +3,16 @@
  * are asked: the built-ins, then a handler's own (`turnPolicies`). A new built-in is its file
  * plus its line here.
  */
+import { followUpTurn } from './follow-up-turn';
 import { repairTurn } from './repair-turn';
 import type { TurnPolicy } from './turn-policy';
 import { verifyTurn } from './verify-turn';
 
-/** The answer is repaired first, so the checks run on a turn whose answer matches (and it is judged again after each). */
-const BUILTIN_TURN_POLICIES: readonly TurnPolicy[] = [repairTurn, verifyTurn];
+/**
+ * A caller's follow-ups first (their word before the service's); then the answer is repaired, so
+ * the checks run on a turn whose answer matches (and it is judged again after each).
+ */
+const BUILTIN_TURN_POLICIES: readonly TurnPolicy[] = [followUpTurn, repairTurn, verifyTurn];
 
 /** The built-ins, then `extra`; throws, naming it, on a policy without a name or a `decide` (a library caller's typo), or a name taken. */
 export function turnPolicies(extra: readonly TurnPolicy[] = []): TurnPolicy[] {

@@ -43,6 +43,8 @@ export interface TurnContext {
   run(command: TurnCommand): Promise<TurnCommandEnd>;
   /** Notes what it found on the run's record, durably, while it runs (its verify loop's attempts). */
   note(notes: TurnNotes): Promise<void>;
+  /** Takes the follow-ups callers sent while the turn ran (docs/http-api.md: Follow-ups): the next turn's to give. */
+  takeFollowUps(): Array<{ id: string; text: string }>;
   /** Adds an event of its own to the run's timeline. */
   event<T extends TurnEventType>(type: T, data: RunEventData[T]): void;
   /** Aborted when the run's time is up: the decision no longer counts. */
@@ -71,7 +73,7 @@ export interface TurnCommandEnd {
 }
 
 /** The timeline events a turn policy may add. */
-export type TurnEventType = 'verify.checked' | 'verify.verdict';
+export type TurnEventType = 'verify.checked' | 'verify.verdict' | 'follow-up';
 
 /** What the launcher gives the loop: the context but its signal, its `run` taking the signal it is cut by. */
 export type TurnInput = Omit<TurnContext, 'signal' | 'run'> & { run(command: TurnCommand, signal: AbortSignal): Promise<TurnCommandEnd> };

@@ -1,7 +1,18 @@
 import * as v from 'valibot';
 import { HttpProblem } from '../../../contract/problems';
 import { ANSWERS } from '../../../contract/answers';
-import { EventsQuery, ListQuery, OutputQuery, StartBody, parseEventsQuery, parseListQuery, parseOutputQuery, parseStartBody } from '../../../contract/requests';
+import {
+  EventsQuery,
+  ListQuery,
+  MessageBody,
+  OutputQuery,
+  StartBody,
+  parseEventsQuery,
+  parseListQuery,
+  parseMessageBody,
+  parseOutputQuery,
+  parseStartBody,
+} from '../../../contract/requests';
 import { StillPending } from '../../runs/lifecycle';
 import { isTraceparent } from '../../telemetry/run-tracing';
 import { readEmptyBody, readJsonObject } from '../body';
@@ -248,6 +259,35 @@ export const RUN_ROUTES: Route[] = [
     async ({ request, params, services }) => {
       await readEmptyBody(request);
       return json(await services.runs.cancel(params.taskId), 202);
+    },
+  ),
+  route(
+    {
+      name: 'runs.message',
+      method: 'POST',
+      path: '/api/headless/:taskId/messages',
+      auth: 'caller',
+      doc: {
+        summary: "A follow-up for a running run's agent: given to it as its next turn's prompt, on the same Session",
+        body: MessageBody,
+        responses: { 202: { description: 'Taken for its next turn.', schema: ANSWERS.MessageAccepted } },
+        problems: [
+          'run_not_found',
+          'run_not_running',
+          'run_cannot_continue',
+          'run_owner_unreachable',
+          'rate_limited',
+          'invalid_body',
+          'prompt_required',
+          'prompt_too_long',
+          'unsupported_media_type',
+          'body_too_large',
+        ],
+      },
+    },
+    async ({ request, params, services }) => {
+      const { text } = parseMessageBody(await readJsonObject(request));
+      return json(await services.runs.message(params.taskId, text), 202);
     },
   ),
 ];

@@ -195,6 +195,7 @@ function render(e) {
   if (e.type === 'run.ended') return el('li', `${e.time.slice(11, 19)} run.ended: ${d.status}`, 'note');
   if (e.type === 'agent.session') return el('li', 'agent.session: the session can be resumed', 'note');
   if (e.type === 'permission.requested') return el('li', `asks: ${d.tool.kind ? `${d.tool.kind}: ` : ''}${d.tool.title}`, 'note ask');
+  if (e.type === 'follow-up') return el('li', `follow-up ${d.state} (${d.chars} characters)`, 'note');
   if (e.type === 'verify.checked')
     return el('li', `check ${d.name}: ${d.passed ? 'passed' : d.timedOut ? 'timed out' : `failed (exit ${d.exitCode})`}`, d.passed ? 'note' : 'err');
   if (e.type === 'verify.verdict') return el('li', `checks, attempt ${d.attempt}: ${d.verdict}`, 'note');
@@ -232,6 +233,16 @@ async function showRun(taskId, fresh) {
   $('summary').replaceChildren(...lines.map((l, i) => el('div', l, i === 0 ? `status ${record.status}` : 'muted')));
   $('cancel').hidden = ended(record);
   $('cancel').onclick = () => cancel(record);
+  // A running run's agent takes a follow-up at its next turn (docs/http-api.md: Follow-ups).
+  $('follow-up').hidden = record.status !== 'running';
+  $('follow-up').onsubmit = (event) => {
+    event.preventDefault();
+    const text = $('follow-up-text').value;
+    api(`api/headless/${encodeURIComponent(taskId)}/messages`, 'POST', { text }).then(() => {
+      $('follow-up-text').value = '';
+      showError(null);
+    }, showError);
+  };
   $('retire').onclick = () => api(`api/sessions/${encodeURIComponent(record.resumeId)}/retire`, 'POST').then(() => showRun(taskId, false), showError);
   const session = await api(`api/sessions/${encodeURIComponent(record.resumeId)}`);
   $('session').textContent = `session ${session.resumeId}: ${session.status}`;
@@ -252,6 +263,7 @@ async function showRun(taskId, fresh) {
     'error',
     'permission.requested',
     'permission.answered',
+    'follow-up',
     'verify.checked',
     'verify.verdict',
     'run.ended',
