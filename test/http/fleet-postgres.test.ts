@@ -1,8 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FleetRequest } from '../../src/core/fleet/fleet';
 import { createFleet } from '../../src/core/fleet/index';
 import { SessionBook } from '../../src/core/sessions';
 import { type HeadlessStore, keyvStore } from '../../src/core/store/keyv-store';
@@ -240,6 +242,52 @@ describe('a fleet on PostgreSQL', () => {
     // Once A listens again (however long a busy machine takes to renew), the cancel is heard.
     await waitFor(async () => (await b.request('POST', `/api/headless/${taskId}/cancel`)).status === 202, { intervalMs: 500, what: 'A to hear the cancel' });
     expect(await b.waitEnded(taskId)).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('a cancel its asker gave up on (its 503) is never carried out by an owner that hears it late; one not given up on is', async () => {
+    const url = await postgres.database();
+    const asker = await instance(url);
+    const store = keyvStore(await createPostgresKeyv(url));
+    stores.push(store);
+    const owner = createFleet(store, { log: () => undefined });
+    const acted: string[] = [];
+    const answer = async (request: FleetRequest) => {
+      if (request.op === 'cancel') acted.push(request.taskId);
+      return { ok: true as const };
+    };
+    await owner.join({ takeOver: async () => undefined, answer, lost: () => undefined, reconnected: () => undefined });
+    // Two requests arrive late, as after a pause: the first its asker gave up on (its claim says so, as its 503 left it).
+    const [given, kept] = [randomUUID(), randomUUID()];
+    expect(await asker.fleet.claim(`fleet-ask:${given}`, 'withdrawn')).toBeUndefined();
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    for (const [id, taskId] of [
+      [given, 'run_given_up'],
+      [kept, 'run_late'],
+    ])
+      await db.query('SELECT pg_notify($1, $2)', [owner.instanceId, JSON.stringify({ id, from: asker.fleet.instanceId, request: { op: 'cancel', taskId } })]);
+    await db.end();
+    await waitFor(() => acted.includes('run_late'), { what: 'the late request not given up on to be acted on' });
+    expect(await asker.fleet.ask(owner.instanceId, { op: 'cancel', taskId: 'run_fresh' })).toEqual({ ok: true });
+    expect(acted).toEqual(['run_late', 'run_fresh']);
+    await owner.leave();
+  });
+
+  it('a follow-up sent to another instance reaches the run at its next turn, its text through the store (past what a notification holds)', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 10_000 });
+    const b = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 10_000 });
+    const gate = join(a.dir, 'follow-up-gate');
+    const { taskId } = await a.start(`session fleet-follow; wait-file ${gate}`);
+    // The fake agent's next turn runs what it is told: here, to print 9000 x's.
+    const long = `echo ${'x'.repeat(9000)}`;
+    const sent = await b.request('POST', `/api/headless/${taskId}/messages`, { json: { text: long } });
+    expect(sent.status).toBe(202);
+    expect(await sent.json()).toMatchObject({ taskId, messageId: expect.stringMatching(/^msg_/) });
+    writeFileSync(gate, '');
+    expect(await a.waitEnded(taskId)).toMatchObject({ status: 'succeeded' });
+    const output = (await (await b.request('GET', `/api/headless/${taskId}/output`)).json()) as { stdout: string };
+    expect(output.stdout).toContain('x'.repeat(9000));
   });
 
   it('a question answered while its instance does not listen reaches its run once it listens again, not at its timeout', async () => {

@@ -8,6 +8,18 @@ import { MACHINE } from '../process/machine';
 import { claim, exclusive, holderOf, release } from './postgres-claims';
 
 const ASK_TIMEOUT_MS = 5000;
+/**
+ * A request that acts (a cancel, a follow-up) is acted on only by whoever claims it first: its
+ * owner, to act, or its asker, giving up. So an asker's `503 run_owner_unreachable` is never
+ * carried out later by an owner that heard it late (a pause, a slow connection): a retry meets the
+ * run as it was. Each side keeps its claim a while, for a late delivery or answer to find.
+ */
+const ACTS: ReadonlySet<FleetRequest['op']> = new Set(['cancel', 'message']);
+const ACTING = 'acting';
+const WITHDRAWN = 'withdrawn';
+const CLAIM_KEEP_MS = 10 * 60_000;
+const askKey = (id: string) => `fleet-ask:${id}`;
+const UNREACHABLE: FleetAnswer = { ok: false, code: 'run_owner_unreachable', message: 'The instance running this run did not answer; retry shortly.' };
 /** A failed renewal is tried again after this, until it succeeds. */
 const RENEW_RETRY_MS = 500;
 /** A key for `pg_try_advisory_lock`: one sweeper at a time in the whole fleet. */
@@ -186,19 +198,33 @@ export class PostgresFleet implements Fleet {
 
   async ask(instanceId: string, request: FleetRequest): Promise<FleetAnswer> {
     const id = randomUUID();
-    const answered = new Promise<FleetAnswer>((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiting.delete(id);
-        resolve({ ok: false, code: 'run_owner_unreachable', message: 'The instance running this run did not answer; retry shortly.' });
-      }, ASK_TIMEOUT_MS);
-      this.waiting.set(id, (answer) => {
+    const answered = this.answerTo(id, ACTS.has(request.op));
+    await this.notify(instanceId, { id, from: this.instanceId, request });
+    return answered;
+  }
+
+  /** The answer to request `id`; one that `acts` is given up on only once its asker's claim says its owner will never act on it. */
+  private answerTo(id: string, acts: boolean): Promise<FleetAnswer> {
+    return new Promise<FleetAnswer>((resolve) => {
+      let timer: NodeJS.Timeout;
+      const finish = (answer: FleetAnswer) => {
         clearTimeout(timer);
         this.waiting.delete(id);
         resolve(answer);
-      });
+      };
+      const giveUp = async () => {
+        const holder = acts ? await this.claim(askKey(id), WITHDRAWN).catch(() => undefined) : undefined;
+        // Its owner claimed it first: it acts on it, and its answer is on the way.
+        if (holder === ACTING) {
+          timer = setTimeout(() => finish(UNREACHABLE), ASK_TIMEOUT_MS);
+          return;
+        }
+        if (acts && holder === undefined) this.forget(askKey(id), WITHDRAWN);
+        finish(UNREACHABLE);
+      };
+      timer = setTimeout(() => void giveUp(), ASK_TIMEOUT_MS);
+      this.waiting.set(id, finish);
     });
-    await this.notify(instanceId, { id, from: this.instanceId, request });
-    return answered;
   }
 
   private async notify(channel: string, envelope: Envelope): Promise<void> {
@@ -217,16 +243,32 @@ export class PostgresFleet implements Fleet {
       return;
     }
     const { request } = envelope;
-    if (!request || !this.handlers) return;
-    void this.handlers
-      .answer(request)
-      .catch((error: unknown): FleetAnswer => {
-        if (error instanceof Refusal) return { ok: false, code: error.code, message: error.message };
-        this.o.log(`could not answer a request of instance ${envelope.from}`, error);
-        return { ok: false, code: 'internal', message: 'The instance running this run failed to act on it.' };
+    const handlers = this.handlers;
+    if (!request || !handlers) return;
+    void this.mayAct(envelope.id, request)
+      .then(async (may) => {
+        // Its asker gave up on it (answered 503): acting now would make that answer untrue.
+        if (!may) return;
+        const answer = await handlers.answer(request).catch((error: unknown): FleetAnswer => {
+          if (error instanceof Refusal) return { ok: false, code: error.code, message: error.message };
+          this.o.log(`could not answer a request of instance ${envelope.from}`, error);
+          return { ok: false, code: 'internal', message: 'The instance running this run failed to act on it.' };
+        });
+        await this.notify(envelope.from, { id: envelope.id, from: this.instanceId, answer });
+        if (ACTS.has(request.op)) this.forget(askKey(envelope.id), ACTING);
       })
-      .then((answer) => this.notify(envelope.from, { id: envelope.id, from: this.instanceId, answer }))
       .catch((error: unknown) => this.o.log(`could not answer instance ${envelope.from}`, error));
+  }
+
+  /** Releases a request's claim once no late delivery or late answer can still need it. */
+  private forget(key: string, holder: string): void {
+    setTimeout(() => void this.release(key, holder).catch(() => undefined), CLAIM_KEEP_MS).unref();
+  }
+
+  /** Whether this instance may act on request `id`: it is no request that acts, or this instance claimed it before its asker gave up. */
+  private async mayAct(id: string, request: FleetRequest): Promise<boolean> {
+    if (!ACTS.has(request.op)) return true;
+    return (await this.claim(askKey(id), ACTING)) === undefined;
   }
 
   async leave(): Promise<void> {
