@@ -78,6 +78,7 @@ export async function doctor(argv: string[]): Promise<void> {
       const path = config.workspaces.find((w) => w.id === report.workspaceId)?.path ?? '';
       process.stdout.write(`workspace ${report.workspaceId} (${path})\n${report.agents.map(line).join('\n')}\n`);
       for (const problem of report.problems) process.stdout.write(`  ${problem}\n`);
+      for (const warning of report.warnings) process.stdout.write(`  warning: ${warning}\n`);
       if (!report.agents.some((a) => a.canRun))
         process.stdout.write('  no agent can run here: install one of the agents above, or enable one that is installed\n');
     }

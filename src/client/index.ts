@@ -7,7 +7,16 @@ import { nodeFetch } from './node-fetch';
 
 export { HeadlessError, type ClientErrorCode } from './http';
 import type { StartBody } from '../contract/requests';
-import { type ApprovalRecord, type InboxItem, type RunRecord, type RunSource, type RunStatus, type SessionView, hasEnded } from '../contract/records';
+import {
+  type AgentRule,
+  type ApprovalRecord,
+  type InboxItem,
+  type RunRecord,
+  type RunSource,
+  type RunStatus,
+  type SessionView,
+  hasEnded,
+} from '../contract/records';
 
 /**
  * The typed client of the HTTP API (docs/client.md). Every answer is checked against the
@@ -15,7 +24,7 @@ import { type ApprovalRecord, type InboxItem, type RunRecord, type RunSource, ty
  * `HeadlessError` whose `code` is the problem code.
  */
 
-export type { ApprovalRecord, InboxItem, RunEvent, RunRecord, RunSource, RunStatus, SessionView };
+export type { AgentRule, ApprovalRecord, InboxItem, RunEvent, RunRecord, RunSource, RunStatus, SessionView };
 
 export interface ClientOptions {
   /** The service's base URL, e.g. `http://127.0.0.1:47331` (with its mount path, if any), or `unix:/path/to.sock` (Node only). */

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import {
+  AGENT_RULES,
   APPROVAL_STATUSES,
   type ApprovalRecord,
   DELIVERY_OUTCOMES,
@@ -113,6 +114,7 @@ export const RunRecordSchema = v.pipe(
     resumeId: v.string(),
     workspaceId: v.string(),
     agent: v.string(),
+    agentChosenBy: v.optional(v.picklist(AGENT_RULES)),
     mode: v.picklist(['async', 'sync']),
     status: v.picklist(RUN_STATUSES),
     queuePosition: v.optional(v.number()),
@@ -218,7 +220,9 @@ export const VersionSchema = v.object({ version: v.string() });
 export const WorkspaceListSchema = v.object({ workspaces: v.array(v.object({ id: v.string(), tag: v.optional(v.string()) })) });
 
 export const AgentsReportSchema = v.object({
-  workspaces: v.array(v.object({ workspaceId: v.string(), agents: v.array(v.record(v.string(), v.unknown())), problems: v.array(v.string()) })),
+  workspaces: v.array(
+    v.object({ workspaceId: v.string(), agents: v.array(v.record(v.string(), v.unknown())), problems: v.array(v.string()), warnings: v.array(v.string()) }),
+  ),
 });
 
 export const ProblemSchema = v.pipe(

@@ -173,12 +173,23 @@ export interface RunError {
   message: string;
 }
 
+/**
+ * Which rule of the agent selection (docs/http-api.md: Agent selection) chose a run's agent: the
+ * start named it (`asked`, a schedule's or trigger's `run.agent` included), its Session's
+ * (`session`), the workspace's `headlessAgent`, its most recent (`recent`), the workspace's or the
+ * installation's `defaultAgent`, or the first installed in the registry's order (`first`).
+ */
+export const AGENT_RULES = ['asked', 'session', 'headlessAgent', 'recent', 'workspaceDefault', 'installationDefault', 'first'] as const;
+export type AgentRule = (typeof AGENT_RULES)[number];
+
 /** The run record: process status only, never the prompt, output or a token. */
 export interface RunRecord {
   taskId: string;
   resumeId: string;
   workspaceId: string;
   agent: string;
+  /** Which rule chose its agent (absent on runs accepted before it was recorded). */
+  agentChosenBy?: AgentRule;
   mode: 'async' | 'sync';
   status: RunStatus;
   createdAt: string;

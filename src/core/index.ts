@@ -67,7 +67,7 @@ export type { TokenPrice } from './agents/prices';
 export { MAX_TURNS } from './runs/turn-policy';
 export type { TurnCommand, TurnCommandEnd, TurnContext, TurnDecision, TurnEnd, TurnEventType, TurnPolicy } from './runs/turn-policy';
 export type { TurnNotes } from './runs/transitions';
-export type { CheckResult, RunVerify, VerifyAttempt } from '../contract/records';
+export type { AgentRule, CheckResult, RunVerify, VerifyAttempt } from '../contract/records';
 export type { PlaceInput, Placed, PlacedSetup, PlacementProvider, ReleaseInput, RunPatch, SandboxView, Settled } from './runs/placement';
 export { localHost } from './process/local-host';
 export type { HostedRun, ProcessHost, RecordedProcess } from './process/process-host';

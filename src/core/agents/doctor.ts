@@ -34,6 +34,8 @@ export interface WorkspaceReport {
   agents: AgentCheck[];
   /** What is wrong with the workspace's own settings (an agent it names that is not enabled there). */
   problems: string[];
+  /** What works but may surprise (a start naming no agent gets the workspace's most recent one). */
+  warnings: string[];
 }
 
 /** The flag names an argv passes (`--x=v` counts as `--x`); values and positionals are not flags. */
@@ -158,7 +160,25 @@ export async function diagnoseWorkspace(input: {
     }),
   );
   const agents = await Promise.all(checks);
-  return { workspaceId: workspace.id, agents, problems: [...settingProblems(registry, workspace), ...credentialProblems(agents)] };
+  return {
+    workspaceId: workspace.id,
+    agents,
+    problems: [...settingProblems(registry, workspace), ...credentialProblems(agents)],
+    warnings: selectionWarnings(workspace, agents),
+  };
+}
+
+/**
+ * With no fixed agent and more than one that can run, a start that names none gets the one the
+ * workspace ran last (docs/http-api.md: Agent selection): one manual run with another agent
+ * changes what every later unattended start runs.
+ */
+function selectionWarnings(workspace: Workspace, agents: AgentCheck[]): string[] {
+  const runnable = agents.filter((a) => a.canRun).map((a) => a.agent);
+  if (workspace.headlessAgent !== undefined || runnable.length < 2) return [];
+  return [
+    `it has no headlessAgent: a start that names no agent gets the one it ran last (of ${runnable.join(', ')}), so one run with another agent changes what later unattended starts run; set "headlessAgent", or name the agent in each start or run spec`,
+  ];
 }
 
 /**

@@ -1,4 +1,5 @@
 import { Refusal } from '../../contract/problems';
+import type { AgentRule } from '../../contract/records';
 import type { Workspace } from '../types';
 import { BUILTIN_AGENTS } from './builtins';
 import { type CommandAgentDefinition, createCommandAgent } from './command-agent';
@@ -59,15 +60,21 @@ export class AgentRegistry {
    * in registry order; a candidate is taken only if headless-capable, enabled, found, and the
    * executable found is really that agent (not another program of the same name).
    */
-  async select(input: SelectionInput): Promise<AgentAdapter> {
+  async select(input: SelectionInput): Promise<{ adapter: AgentAdapter; chosenBy: AgentRule }> {
     const { workspace } = input;
-    const candidates = [workspace.headlessAgent, input.lastAgent, workspace.defaultAgent, input.defaultAgent, ...this.adapters.keys()];
-    for (const name of candidates) {
+    const candidates: Array<[string | undefined, AgentRule]> = [
+      [workspace.headlessAgent, 'headlessAgent'],
+      [input.lastAgent, 'recent'],
+      [workspace.defaultAgent, 'workspaceDefault'],
+      [input.defaultAgent, 'installationDefault'],
+      ...[...this.adapters.keys()].map((name): [string, AgentRule] => [name, 'first']),
+    ];
+    for (const [name, chosenBy] of candidates) {
       if (name === undefined) continue;
       const adapter = this.adapters.get(name);
       if (adapter?.kind !== 'agent' || !this.isEnabled(workspace, name)) continue;
       const file = findExecutable(adapter.command, input.env.PATH);
-      if (file && (await isTheAgent(adapter, file, input.env))) return adapter;
+      if (file && (await isTheAgent(adapter, file, input.env))) return { adapter, chosenBy };
     }
     throw new Refusal('no_headless_agent', `No headless-capable agent is enabled and installed for workspace "${workspace.id}".`);
   }

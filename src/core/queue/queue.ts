@@ -96,7 +96,7 @@ export class RunQueue {
   /** Its Session made if new (so its `resumeId` can be given), then ONE write of the `queued` record; `429 queue_full` when full. */
   async enqueue(a: EnqueueInput): Promise<StartedRun> {
     const { workspace, request, policy } = a;
-    const { adapter, known } = await this.$.admission.plan(workspace, {
+    const { adapter, known, chosenBy } = await this.$.admission.plan(workspace, {
       agent: a.spec.agent,
       resumeId: request.resumeId,
       continues: a.spec.verify !== undefined,
@@ -125,6 +125,7 @@ export class RunQueue {
       };
       const record = newRunRecord({
         ...a,
+        chosenBy,
         wait: request.wait,
         taskId,
         resumeId,

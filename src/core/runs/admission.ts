@@ -1,3 +1,4 @@
+import type { AgentRule } from '../../contract/records';
 import { freemem } from 'node:os';
 import type { AgentRegistry } from '../agents/registry';
 import { probeEnv } from '../agents/preflight';
@@ -22,6 +23,8 @@ export interface Held {
  */
 export interface Reservation {
   adapter: AgentAdapter;
+  /** Which rule chose its agent (a queued run's is on its record already). */
+  chosenBy?: AgentRule;
   /** The Session being resumed; absent when the run starts a new one. */
   session?: SessionState;
   resumeId: string;
@@ -47,6 +50,13 @@ export interface AgentAsk {
 
 /** Another turn can be had on its session: it resumes one headless, or its protocol asks for the next prompt on the open one. */
 export const canContinue = (adapter: AgentAdapter): boolean => adapter.supportsResume || adapter.protocol?.continues === true;
+
+/** The agent a start runs, which rule chose it, and the Session it resumes. */
+export interface Planned {
+  adapter: AgentAdapter;
+  chosenBy: AgentRule;
+  known?: SessionState;
+}
 
 export type AdmissionDecision = { admitted: Reservation } | { wait: 'capacity' | 'session'; problem: Refusal };
 
@@ -135,18 +145,23 @@ export class Admission {
   }
 
   /** The agent a start runs and the Session it resumes, by the documented rules; nothing is held. */
-  async plan(workspace: Workspace, request: AgentAsk): Promise<{ adapter: AgentAdapter; known?: SessionState }> {
+  async plan(workspace: Workspace, request: AgentAsk): Promise<Planned> {
     this.refuseIfClosed();
     const { registry, sessions } = this.o;
-    let adapter = request.agent === undefined ? undefined : registry.check(workspace, request.agent);
+    const asked = request.agent === undefined ? undefined : registry.check(workspace, request.agent);
     const known = request.resumeId === undefined ? undefined : await sessions.require(request.resumeId);
-    if (known) adapter = this.checkSession(workspace, known, adapter);
-    adapter ??= await registry.select({
-      workspace,
-      lastAgent: this.o.shared ? (await this.o.store.get<{ lastAgent: string }>(lastAgentKey(workspace.id)))?.lastAgent : this.lastAgent.get(workspace.id),
-      defaultAgent: this.o.defaultAgent,
-      env: this.selectionEnv(workspace),
-    });
+    const { adapter, chosenBy } = known
+      ? { adapter: this.checkSession(workspace, known, asked), chosenBy: 'session' as const }
+      : asked
+        ? { adapter: asked, chosenBy: 'asked' as const }
+        : await registry.select({
+            workspace,
+            lastAgent: this.o.shared
+              ? (await this.o.store.get<{ lastAgent: string }>(lastAgentKey(workspace.id)))?.lastAgent
+              : this.lastAgent.get(workspace.id),
+            defaultAgent: this.o.defaultAgent,
+            env: this.selectionEnv(workspace),
+          });
     if (request.continues && !canContinue(adapter)) {
       const can = this.o.registry
         .names()
@@ -157,7 +172,7 @@ export class Admission {
       );
     }
     this.refuseIfClosed();
-    return { adapter, ...(known ? { known } : {}) };
+    return { adapter, chosenBy, ...(known ? { known } : {}) };
   }
 
   /**
@@ -165,11 +180,12 @@ export class Admission {
    * for it; `share`: its source's runs at once, past which it waits as for a slot.
    */
   async admit(workspace: Workspace, request: AgentAsk, plannedTaskId?: string, share?: SlotShare): Promise<AdmissionDecision> {
-    const { adapter, known } = await this.plan(workspace, request);
+    const { adapter, known, chosenBy } = await this.plan(workspace, request);
     const taskId = plannedTaskId ?? newSortableId('run_');
     const claimed = await this.claimSession(workspace, known, adapter, taskId);
     if (!claimed) return waitForSession(known?.resumeId ?? '');
-    return this.reserve({ adapter, session: claimed.session, resumeId: claimed.resumeId, taskId, claim: claimed.claim, share });
+    const decision = await this.reserve({ adapter, session: claimed.session, resumeId: claimed.resumeId, taskId, claim: claimed.claim, share });
+    return 'admitted' in decision ? { admitted: { ...decision.admitted, chosenBy } } : decision;
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { RunEventData } from '../../contract/events';
-import type { RunSource } from '../../contract/records';
+import type { AgentRule, RunSource } from '../../contract/records';
 import type { RunSpec } from '../../contract/run-spec';
 import { sourceOf } from '../public-record';
 import type { QueuedStart, StoredRun, WebhookTarget } from '../types';
@@ -39,6 +39,8 @@ export function newRunRecord(a: {
   resumeId: string;
   workspaceId: string;
   agent: string;
+  /** Which rule chose its agent. */
+  chosenBy?: AgentRule;
   wait: boolean;
   spec: ResolvedSpec;
   /** The instance that runs it. */
@@ -58,6 +60,7 @@ export function newRunRecord(a: {
     resumeId: a.resumeId,
     workspaceId: a.workspaceId,
     agent: a.agent,
+    ...(a.chosenBy ? { agentChosenBy: a.chosenBy } : {}),
     mode: a.wait ? 'sync' : 'async',
     status: a.queued ? 'queued' : 'running',
     createdAt: a.now,

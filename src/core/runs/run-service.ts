@@ -252,6 +252,7 @@ export class RunService implements RunStarter {
       resumeId,
       workspaceId,
       agent: adapter.name,
+      ...(reservation.chosenBy ? { chosenBy: reservation.chosenBy } : {}),
       wait: a.request.wait,
       spec: a.spec,
       owner: this.$.instanceId,
