@@ -55,7 +55,15 @@ const CheckResultSchema = v.object({
 
 export const RunVerifySchema = v.object({
   verdict: v.picklist(['pending', 'passed', 'failed', 'stalled']),
-  attempts: v.array(v.object({ attempt: v.number(), passed: v.boolean(), checks: v.array(CheckResultSchema), at: v.string() })),
+  attempts: v.array(
+    v.object({
+      attempt: v.number(),
+      passed: v.boolean(),
+      checks: v.array(CheckResultSchema),
+      grader: v.optional(v.object({ taskId: v.string(), verdict: v.picklist(['pass', 'fail']), failedCriteria: v.array(v.string()), explanation: v.string() })),
+      at: v.string(),
+    }),
+  ),
 });
 
 export const RunChangesSchema = v.object({

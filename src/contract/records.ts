@@ -252,7 +252,18 @@ export interface VerifyAttempt {
   attempt: number;
   passed: boolean;
   checks: CheckResult[];
+  /** Its grader's verdict, once its checks passed (docs/verify.md: A rubric grader). */
+  grader?: GraderVerdict;
   at: string;
+}
+
+/** What a verify loop's grader answered, or why it could not. */
+export interface GraderVerdict {
+  /** The grader's own run. */
+  taskId: string;
+  verdict: 'pass' | 'fail';
+  failedCriteria: string[];
+  explanation: string;
 }
 
 export interface CheckResult {

@@ -71,40 +71,67 @@ export const VERIFY_ATTEMPTS_MAX = 10;
 /** How much of a check's output goes back to the agent and onto the record, by default and at most (characters, its tail). */
 export const CHECK_OUTPUT_DEFAULT = 4000;
 export const CHECK_OUTPUT_MAX = 16_000;
+/** A grader's rubric, at most. */
+export const RUBRIC_MAX = 8000;
 
 /**
  * The verify loop (docs/verify.md): checks the service runs itself, in the run's own folder and
  * confinement, after the agent ends its turn as a success; on failure the same Session is asked
  * again with what failed, up to `maxAttempts`.
  */
-export const VerifySchema = v.strictObject(
-  {
-    checks: v.pipe(
-      v.array(
+export const VerifySchema = v.pipe(
+  v.strictObject(
+    {
+      checks: v.optional(
+        v.pipe(
+          v.array(
+            v.strictObject(
+              {
+                name: v.pipe(v.string('invalid_body'), v.regex(CHECK_NAME, 'invalid_body')),
+                /** A shell command, run with `sh -c` in the run's working directory; exit 0 passes. */
+                command: v.pipe(v.string('invalid_body'), v.minLength(1, 'invalid_body'), v.maxLength(4000, 'invalid_body')),
+                /** @default 300000, and never past the run's own time */
+                timeoutMs: v.optional(positiveInt),
+                /** Characters of its output's tail shown to the agent and kept on the record. @default 4000 */
+                outputChars: v.optional(v.pipe(positiveInt, v.maxValue(CHECK_OUTPUT_MAX, 'invalid_body'))),
+              },
+              'invalid_body',
+            ),
+            'invalid_body',
+          ),
+          v.minLength(1, 'invalid_body'),
+          v.maxLength(VERIFY_CHECKS_MAX, 'invalid_body'),
+          v.check((checks) => new Set(checks.map((c) => c.name)).size === checks.length, 'invalid_body'),
+        ),
+      ),
+      /**
+       * A rubric grader, once the checks pass: a second, read-only run of its own (any agent) that
+       * sees the rubric and the change, never the worker's conversation, and answers a verdict.
+       */
+      grader: v.optional(
         v.strictObject(
           {
-            name: v.pipe(v.string('invalid_body'), v.regex(CHECK_NAME, 'invalid_body')),
-            /** A shell command, run with `sh -c` in the run's working directory; exit 0 passes. */
-            command: v.pipe(v.string('invalid_body'), v.minLength(1, 'invalid_body'), v.maxLength(4000, 'invalid_body')),
+            rubric: v.pipe(
+              v.string('invalid_body'),
+              v.check((r) => r.trim() !== '', 'invalid_body'),
+              v.maxLength(RUBRIC_MAX, 'invalid_body'),
+            ),
+            /** @default the workspace's selection */
+            agent: v.optional(v.string('invalid_body')),
             /** @default 300000, and never past the run's own time */
             timeoutMs: v.optional(positiveInt),
-            /** Characters of its output's tail shown to the agent and kept on the record. @default 4000 */
-            outputChars: v.optional(v.pipe(positiveInt, v.maxValue(CHECK_OUTPUT_MAX, 'invalid_body'))),
           },
           'invalid_body',
         ),
-        'invalid_body',
       ),
-      v.minLength(1, 'invalid_body'),
-      v.maxLength(VERIFY_CHECKS_MAX, 'invalid_body'),
-      v.check((checks) => new Set(checks.map((c) => c.name)).size === checks.length, 'invalid_body'),
-    ),
-    /** Attempts at most, the first included. @default 3 */
-    maxAttempts: v.optional(v.pipe(positiveInt, v.maxValue(VERIFY_ATTEMPTS_MAX, 'invalid_body'))),
-    /** When the checks still fail at the end: the run `fail`s (`verify_failed`, `verify_stalled`), or ends as its agent did, with the verdict recorded. @default "fail" */
-    onExhausted: v.optional(v.picklist(['fail', 'keep'], 'invalid_body')),
-  },
-  'invalid_body',
+      /** Attempts at most, the first included. @default 3 */
+      maxAttempts: v.optional(v.pipe(positiveInt, v.maxValue(VERIFY_ATTEMPTS_MAX, 'invalid_body'))),
+      /** When the checks still fail at the end: the run `fail`s (`verify_failed`, `verify_stalled`), or ends as its agent did, with the verdict recorded. @default "fail" */
+      onExhausted: v.optional(v.picklist(['fail', 'keep'], 'invalid_body')),
+    },
+    'invalid_body',
+  ),
+  v.check((verify) => verify.checks !== undefined || verify.grader !== undefined, 'invalid_body'),
 );
 
 export const RunSpecEntries = {

@@ -30,6 +30,7 @@ import { RunLauncher } from './runs/launcher';
 import { turnPolicies } from './runs/turn-policies';
 import { RunLifecycle } from './runs/lifecycle';
 import { inWorkspace } from './runs/placement';
+import { runGrader } from './runs/grader';
 import { Placements, checkIsolation } from './runs/placements';
 import { WorktreePlacement, checkWorktreeSettings } from './worktrees/worktree-placement';
 import { DailyUsage, checkDailyLimits } from './runs/daily-limits';
@@ -223,9 +224,12 @@ function buildRuns($: ServiceResources): RunService {
     guards,
     prices,
     turnPolicies: turns,
+    // A grader is a run like any other, started through the run service built just below.
+    grader: runGrader(() => runs),
   });
   const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
-  return new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
+  const runs: RunService = new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
+  return runs;
 }
 
 /** The placement chain: the handler's own providers, the worktree, the workspace's folder; every configured `isolation` names one of them. */

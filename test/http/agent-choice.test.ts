@@ -41,7 +41,11 @@ describe('which rule chose a run’s agent', () => {
     const registry = new AgentRegistry(agents);
     const open = await diagnoseWorkspace({ registry, workspace: { id: 'open', path: dir, agents: ['fake', 'other'] }, baseEnv: process.env });
     expect(open.warnings).toEqual([expect.stringContaining('it has no headlessAgent: a start that names no agent gets the one it ran last (of fake, other)')]);
-    const fixed = await diagnoseWorkspace({ registry, workspace: { id: 'fixed', path: dir, agents: ['fake', 'other'], headlessAgent: 'fake' }, baseEnv: process.env });
+    const fixed = await diagnoseWorkspace({
+      registry,
+      workspace: { id: 'fixed', path: dir, agents: ['fake', 'other'], headlessAgent: 'fake' },
+      baseEnv: process.env,
+    });
     expect(fixed.warnings).toEqual([]);
     const single = await diagnoseWorkspace({ registry, workspace: { id: 'single', path: dir, agents: ['fake'] }, baseEnv: process.env });
     expect(single.warnings).toEqual([]);

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
+import type { AgentAdapter } from '../../src/core/agents/types';
 import type { CommandAgentDefinition, HeadlessHandlerOptions } from '../../src/core/index';
 import { type TestHost, closeAllHosts, createTestHost } from '../helpers/harness';
 import { isDead, noneMarked } from '../helpers/processes';
@@ -44,7 +46,9 @@ async function host(
 }
 
 async function start(h: TestHost, verify: Record<string, unknown>, extra: Record<string, unknown> = {}) {
-  const res = await h.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'fix it', agent: 'fixer', verify, ...extra } });
+  const res = await h.request('POST', '/api/workspaces/ws/headless', {
+    json: { prompt: 'The worker task: make state.txt right.', agent: 'fixer', verify, ...extra },
+  });
   const body = (await res.json()) as Record<string, any>;
   expect(res.status, JSON.stringify(body)).toBe(202);
   return body.taskId as string;
@@ -161,5 +165,58 @@ describe('a verify loop', () => {
       [2, 0, 0],
     ]);
     for (const check of checks) expect(check.parentSpanContext?.spanId).toBe(run?.spanContext().spanId);
+  });
+
+  describe('with a rubric grader', () => {
+    /**
+     * A grader on Claude Code's adapter (its read-only flags, its stream parser), a script in place
+     * of the CLI: it reads state.txt (it may only read), saves what it was asked, and answers with
+     * the result's structured_output, as the real CLI does.
+     */
+    const SAY = `if grep -q fixed state.txt; then v='{"verdict":"pass","failedCriteria":[],"explanation":"it says fixed"}'; else v='{"verdict":"fail","failedCriteria":["state says fixed"],"explanation":"state.txt still says broken"}'; fi`;
+    const answerLine = `printf '{"type":"result","subtype":"success","is_error":false,"result":"graded","session_id":"g-1","structured_output":%s}\\n' "$v"`;
+    const save = `printf '%s' "$1" > "grader-prompt-$(ls grader-prompt-*.txt 2>/dev/null | wc -l).txt"`;
+    const claude = BUILTIN_AGENTS.find((a) => a.name === 'claude') as AgentAdapter;
+    const standIn = (name: string, script: string): AgentAdapter => ({
+      ...claude,
+      name,
+      command: 'sh',
+      identity: undefined,
+      invocation: (input) => ({ command: 'sh', args: ['-c', script, 'sh', input.prompt] }),
+    });
+    const graderAgent = standIn('grader', `${save}; ${SAY}; ${answerLine}`);
+
+    it('judges the change once the checks pass: its failure goes back to the worker, its pass ends the run succeeded; each verdict recorded with its run', async () => {
+      const h = await host(scripted('echo broken > state.txt', 'echo fixed > state.txt'), { grader: graderAgent as never });
+      const taskId = await start(h, {
+        checks: [{ name: 'exists', command: 'test -f state.txt' }],
+        grader: { rubric: 'state.txt says fixed', agent: 'grader' },
+      });
+      const run = (await h.waitEnded(taskId)) as Record<string, any>;
+      expect(run.status, JSON.stringify(run)).toBe('succeeded');
+      const [first, second] = run.verify.attempts;
+      expect(first).toMatchObject({
+        passed: false,
+        grader: { verdict: 'fail', failedCriteria: ['state says fixed'], explanation: 'state.txt still says broken' },
+      });
+      expect(second).toMatchObject({ passed: true, grader: { verdict: 'pass' } });
+      // The worker was told what the grader said; the grader saw the rubric and the change, never the worker's prompt.
+      expect(readFileSync(join(h.dir, 'prompt-2.txt'), 'utf8')).toContain('state.txt still says broken');
+      const asked = readFileSync(join(h.dir, 'grader-prompt-0.txt'), 'utf8');
+      expect(asked).toContain('state.txt says fixed');
+      expect(asked).not.toContain('The worker task');
+      // Each grader is a run of its own: read-only, named for the run it grades.
+      const grader = (await (await h.request('GET', `/api/headless/${first.grader.taskId}`)).json()) as Record<string, any>;
+      expect(grader).toMatchObject({ status: 'succeeded', agent: 'grader', metadata: { 'verify.grades': taskId }, policy: { permissions: 'read-only' } });
+    });
+
+    it('a grader that cannot judge ends the run failed, verify_grader_failed, naming its run', async () => {
+      const broken = standIn('broken', 'exit 4');
+      const h = await host(scripted('true', 'true'), { broken: broken as never });
+      const taskId = await start(h, { grader: { rubric: 'anything', agent: 'broken' } });
+      const run = (await h.waitEnded(taskId)) as Record<string, any>;
+      expect(run).toMatchObject({ status: 'failed', error: { code: 'verify_grader_failed' }, verify: { verdict: 'failed' } });
+      expect(run.error.message).toMatch(/^Its grader could not judge it: its run run_\w+ ended failed/);
+    });
   });
 });

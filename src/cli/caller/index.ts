@@ -26,7 +26,7 @@ export { CALLER_USAGE };
 const COMMANDS: Record<CallerName, { command: Command; takes: Array<keyof typeof OPTIONS> }> = {
   run: {
     command: run,
-    takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow', 'title', 'meta', 'schema', 'worktree', 'ref', 'verify', 'attempts'],
+    takes: ['workspace', 'agent', 'resume', 'timeout', 'wait', 'follow', 'title', 'meta', 'schema', 'worktree', 'ref', 'verify', 'rubric', 'attempts'],
   },
   status: { command: status, takes: [] },
   follow: { command: follow, takes: ['after'] },

@@ -24,14 +24,20 @@ function schemaFile(file: string): Record<string, unknown> {
   return usage('run', `--schema ${file} must hold a JSON Schema object`);
 }
 
-/** `--verify CMD`, as many as given (each a check named by its command), and `--attempts N`. */
-function verifyOf(v: Values): { verify?: { checks: Array<{ name: string; command: string }>; maxAttempts?: number } } {
-  if (!v.verify) {
-    if (v.attempts) return usage('run', '--attempts goes with --verify');
+/** `--verify CMD`, as many as given (each a check, numbered), `--rubric TEXT` (a grader) and `--attempts N`. */
+function verifyOf(v: Values): { verify?: { checks?: Array<{ name: string; command: string }>; grader?: { rubric: string }; maxAttempts?: number } } {
+  if (!v.verify && !v.rubric) {
+    if (v.attempts) return usage('run', '--attempts goes with --verify or --rubric');
     return {};
   }
-  const checks = v.verify.map((command, i) => ({ name: `check ${i + 1}`, command }));
-  return { verify: { checks, ...(v.attempts ? { maxAttempts: positiveInt('run', 'attempts', v.attempts) } : {}) } };
+  const checks = v.verify?.map((command, i) => ({ name: `check ${i + 1}`, command }));
+  return {
+    verify: {
+      ...(checks ? { checks } : {}),
+      ...(v.rubric ? { grader: { rubric: v.rubric } } : {}),
+      ...(v.attempts ? { maxAttempts: positiveInt('run', 'attempts', v.attempts) } : {}),
+    },
+  };
 }
 
 export const run: Command = async (client, args, v) => {

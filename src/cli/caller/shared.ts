@@ -35,6 +35,7 @@ export const OPTIONS = {
   meta: { type: 'string', multiple: true },
   verify: { type: 'string', multiple: true },
   attempts: { type: 'string' },
+  rubric: { type: 'string' },
   always: { type: 'boolean' },
 } as const satisfies ParseArgsConfig['options'];
 

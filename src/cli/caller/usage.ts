@@ -16,7 +16,7 @@ Exit codes: 0 succeeded (or done), 1 run failed, 2 bad usage, 3 timed out, 4 can
 export const CALLER_USAGE: Record<string, string> = {
   run: `Usage: headless-run-webhook run "<prompt>" [--workspace ID] [--agent NAME] [--resume ID] [--timeout MS]
                                   [--title TEXT] [--meta KEY=VALUE]... [--schema FILE]
-                                  [--worktree [--ref REF]] [--verify CMD]... [--attempts N]
+                                  [--worktree [--ref REF]] [--verify CMD]... [--rubric TEXT] [--attempts N]
                                   [--wait | --follow]
 
   --workspace ID  the workspace (default: $HEADLESS_WORKSPACE, else "default")
@@ -30,7 +30,9 @@ export const CALLER_USAGE: Record<string, string> = {
   --ref REF       the ref that worktree is made from (default: the workspace's, else HEAD)
   --verify CMD    a check the service runs after the agent (exit 0 passes); while one fails,
                   the agent is asked again with its output (docs/verify.md)
-  --attempts N    with --verify: attempts at most, the first included (default 3)
+  --rubric TEXT   a grader (a read-only run of its own) judges the change against it, once
+                  the checks pass (docs/verify.md)
+  --attempts N    with --verify or --rubric: attempts at most, the first included (default 3)
   --wait          wait for the end (a live progress line on a terminal)
   --follow        print every event as it comes, then wait for the end`,
   status: 'Usage: headless-run-webhook status <taskId>',

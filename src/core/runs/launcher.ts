@@ -40,6 +40,7 @@ import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './sup
 import type { RunTokens } from './tokens';
 import { RunQuestions } from './questions';
 import type { Approvals } from '../approvals/approvals';
+import type { RunGrader } from './grader';
 import { type TurnInput, type TurnPolicy, decideTurn, timeLeft } from './turn-policy';
 
 /** Grace between SIGTERM and SIGKILL for the guards and cancel. */
@@ -72,6 +73,8 @@ export interface LauncherResources {
   approvals: Approvals;
   /** What follows a turn's end, asked in order (runs/turn-policies.ts). */
   turnPolicies: readonly TurnPolicy[];
+  /** Starts a verify loop's grader (runs/grader.ts). */
+  grader: RunGrader;
 }
 
 /** A turn after the first, on a new process: its prompt, on the agent session the turns before printed. */
@@ -185,7 +188,14 @@ export class RunLauncher {
     const watchers: Array<(event: AgentEvent) => void> = [];
     live.questions ??= new RunQuestions({ ...this.$, noteApprovals: (...a) => this.$.lifecycle.noteApprovals(...a) }, { record, cwd });
     const questions = live.questions;
-    const io = agentIO({ live, watchers, price: this.$.prices[adapter.name], questions, events: this.$.events, next: () => this.nextTurn(live, true, 0) });
+    const io = agentIO({
+      live,
+      watchers,
+      price: this.$.prices[adapter.name],
+      questions,
+      events: this.$.events,
+      next: () => this.nextTurn(live, input, true, 0),
+    });
     const conversation = protocol.open(io, agentInput);
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
@@ -296,7 +306,7 @@ export class RunLauncher {
     if (live.process?.stopped) live.halt.abort();
     const verdict = this.ending.verdictOf(live, end.exitCode);
     live.verdict = live.earlier ? laterTurn(live.earlier, verdict) : verdict;
-    const prompt = live.turnDecided ? undefined : await this.nextTurn(live, false, end.exitCode);
+    const prompt = live.turnDecided ? undefined : await this.nextTurn(live, input, false, end.exitCode);
     const agentSessionId = live.verdict.agentSessionId;
     if (prompt !== undefined && agentSessionId !== undefined) {
       try {
@@ -319,7 +329,7 @@ export class RunLauncher {
    * A turn ended (`open`: its session still is): the turn policies are asked, unless the service
    * stopped it. Another turn is noted on its timeline and its prompt returned; a policy's end is kept for its final record.
    */
-  private async nextTurn(live: LiveRun, open: boolean, exitCode: number | null): Promise<string | undefined> {
+  private async nextTurn(live: LiveRun, input: LaunchInput, open: boolean, exitCode: number | null): Promise<string | undefined> {
     const { verdict } = live;
     const stored = this.$.records.current(live.taskId);
     const stopped = () => live.ending || live.process?.stopped !== undefined || live.pendingStop !== undefined;
@@ -339,6 +349,7 @@ export class RunLauncher {
         canContinue: open || (adapter.supportsResume && verdict.agentSessionId !== undefined),
         succeeded: exitCode === 0 && verdict.error === undefined && verdict.limit === undefined,
         ...this.turnHands(live, stored.bootId, open),
+        grade: (request, signal) => this.$.grader.grade({ workspace: input.workspace, record: stored, apiUrl: input.apiUrl }, request, signal),
       },
       { log: this.$.log, halt: live.halt.signal },
     ).finally(() => release?.());

@@ -12,6 +12,7 @@ import type { AgentAdapter, AgentVerdict } from '../agents/types';
 import type { Log } from '../logger';
 import { timedOut } from './guards';
 import type { RunStop } from './outcome';
+import type { GradeAnswer, GradeRequest } from './grader';
 import type { TurnNotes } from './transitions';
 
 /** A run has this many turns at most, the first included: a policy's `next` past it is no opinion. */
@@ -41,6 +42,11 @@ export interface TurnContext {
    * stops, and when the run's time is up. Throws only when it could not be started.
    */
   run(command: TurnCommand): Promise<TurnCommandEnd>;
+  /**
+   * Starts a grader (runs/grader.ts: a read-only run of its own in the same workspace) and waits
+   * for its end; cancelled if the run is stopped or its time is up. Throws what its start was refused with.
+   */
+  grade(request: GradeRequest): Promise<GradeAnswer>;
   /** Notes what it found on the run's record, durably, while it runs (its verify loop's attempts). */
   note(notes: TurnNotes): Promise<void>;
   /** Takes the follow-ups callers sent while the turn ran (docs/http-api.md: Follow-ups): the next turn's to give. */
@@ -76,7 +82,10 @@ export interface TurnCommandEnd {
 export type TurnEventType = 'verify.checked' | 'verify.verdict' | 'follow-up';
 
 /** What the launcher gives the loop: the context but its signal, its `run` taking the signal it is cut by. */
-export type TurnInput = Omit<TurnContext, 'signal' | 'run'> & { run(command: TurnCommand, signal: AbortSignal): Promise<TurnCommandEnd> };
+export type TurnInput = Omit<TurnContext, 'signal' | 'run' | 'grade'> & {
+  run(command: TurnCommand, signal: AbortSignal): Promise<TurnCommandEnd>;
+  grade(request: GradeRequest, signal: AbortSignal): Promise<GradeAnswer>;
+};
 
 /** How a policy ends a run: `succeeded`, or `failed` with the error that says why. */
 export type TurnEnd = { status: 'succeeded' } | { status: 'failed'; error: RunError };
@@ -107,7 +116,8 @@ export async function decideTurn(policies: readonly TurnPolicy[], input: TurnInp
   const left = timeLeft(input.record);
   if (left <= 0 || o.halt.aborted) return undefined;
   const controller = new AbortController();
-  const context: TurnContext = { ...input, signal: controller.signal, run: (command) => input.run(command, controller.signal) };
+  const { signal } = controller;
+  const context: TurnContext = { ...input, signal, run: (command) => input.run(command, signal), grade: (request) => input.grade(request, signal) };
   let timer: NodeJS.Timeout | undefined;
   let halted: () => void = () => undefined;
   const cut = new Promise<'late' | 'halted'>((resolve) => {
