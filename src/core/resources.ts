@@ -26,6 +26,7 @@ import { checkQueueSettings } from './queue/policy';
 import { Retention } from './retention';
 import { Admission } from './runs/admission';
 import { RunRecords } from './runs/records';
+import { outboxRecords } from './runs/outbox-writes';
 import { RunLauncher } from './runs/launcher';
 import { turnPolicies } from './runs/turn-policies';
 import { RunLifecycle } from './runs/lifecycle';
@@ -154,7 +155,14 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const observe = createObserver([logObserver(logger), metrics.observer, ...(tracing ? [tracing.observer()] : [])], (error) =>
     log('an observer failed', error),
   );
-  const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, observe, workspace: (id) => workspaces.find(id) });
+  const webhooks = new Webhooks({
+    ...options.webhooks,
+    records: outboxRecords(records, fleet.instanceId),
+    instanceId: fleet.instanceId,
+    log,
+    observe,
+    workspace: (id) => workspaces.find(id),
+  });
   checkQueueSettings(options.queue, 'queue');
   checkGuards({ stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb, minFreeMemoryMb: options.minFreeMemoryMb }, '');
   for (const ws of workspaces.all() ?? []) {

@@ -9,6 +9,8 @@ import { storedRun } from '../helpers/records';
 import { closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
 import { isAlive, isDead } from '../helpers/processes';
 import { createNodeServer } from '../../src/adapters/node';
+import { startReceiver } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
 afterEach(closeAllHosts);
 const children: ChildProcess[] = [];
@@ -68,6 +70,33 @@ describe('crash recovery reaper', () => {
     expect(await (await first.request('GET', '/api/sessions/ses_run_x')).json()).toMatchObject({ status: 'idle', resumable: true });
     const second = await createTestHost({ store });
     expect(await (await second.request('GET', '/api/headless/run_x')).text()).toBe(record);
+  });
+});
+
+describe("the dispatcher's take-over (claimEnded)", () => {
+  it("delivers what a gone boot's ended run owes, as the new owner, and records it delivered", async () => {
+    const receiver = await startReceiver();
+    const endedAt = new Date(Date.now() - 30_000).toISOString();
+    const owed = { target: 0, event: 'run.ended', at: endedAt, state: 'pending', attempts: 0, nextAttemptAt: Date.parse(endedAt) } as const;
+    const store = createMemoryKeyv();
+    const ended = orphanRecord('run_owed', 999_999_999, undefined);
+    await store.set('run:run_owed', {
+      ...ended,
+      status: 'succeeded',
+      endedAt,
+      exitCode: 0,
+      webhookTargets: [{ url: receiver.url, events: ['run.ended'], source: 'start' }],
+      deliveries: [owed],
+      deliveryDueAt: owed.nextAttemptAt,
+    });
+    const host = await createTestHost({ store, webhooks: { secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', allowPrivateTargets: true } });
+    await waitFor(async () => ((await store.get('run:run_owed')) as StoredRun).deliveries?.[0]?.state === 'delivered', { what: 'the delivery recorded' });
+    const stored = (await store.get('run:run_owed')) as StoredRun;
+    expect(stored.bootId).not.toBe('boot_earlier');
+    expect(stored).toMatchObject({ status: 'succeeded', endedAt });
+    expect(stored.deliveryDueAt).toBeUndefined();
+    expect(receiver.received.map((r) => JSON.parse(r.body).data)).toEqual([expect.objectContaining({ taskId: 'run_owed', status: 'succeeded' })]);
+    expect(await (await host.request('GET', '/api/headless/run_owed')).json()).toMatchObject({ status: 'succeeded' });
   });
 });
 
