@@ -7,7 +7,7 @@ import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import type { StoredRun } from '../../src/core/types';
 import { storedRun } from '../helpers/records';
 import { closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
-import { isAlive, isDead } from '../helpers/processes';
+import { isDead } from '../helpers/processes';
 import { createNodeServer } from '../../src/adapters/node';
 import { startReceiver } from '../helpers/receiver';
 import { waitFor } from '../helpers/wait';
@@ -27,6 +27,31 @@ function sleeper(): Promise<ChildProcess> {
   });
 }
 
+/** An unrelated process that answers SIGUSR2 on its stdout; resolved once it listens for it. */
+function answerer(): Promise<ChildProcess> {
+  const script = "process.on('SIGUSR2', () => console.log('alive')); console.log('ready'); setInterval(() => {}, 60000)";
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, ['-e', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    children.push(child);
+    child.stdout?.once('data', () => done(child));
+    child.once('error', fail);
+  });
+}
+
+/**
+ * Whether `child` answers a SIGUSR2 sent now. A SIGKILL is final once it is sent, so one sent
+ * before this (by the reaper) means no answer, only its exit.
+ */
+function answers(child: ChildProcess): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(false);
+  return new Promise((done, fail) => {
+    child.stdout?.on('data', (c: Buffer) => c.toString().includes('alive') && done(true));
+    child.once('exit', () => done(false));
+    setTimeout(() => fail(new Error('neither an answer nor an exit in 60 s')), 60_000).unref();
+    child.kill('SIGUSR2');
+  });
+}
+
 function orphanRecord(taskId: string, pid: number, startTime: string | undefined): StoredRun {
   const createdAt = new Date(Date.now() - 60_000).toISOString();
   return storedRun(taskId, { createdAt, timeoutMs: 300_000, process: { pid, startTime, machine: MACHINE }, bootId: 'boot_earlier' });
@@ -34,13 +59,13 @@ function orphanRecord(taskId: string, pid: number, startTime: string | undefined
 
 describe('crash recovery reaper', () => {
   it('never signals a pid that now belongs to an unrelated process (start time differs)', async () => {
-    const unrelated = await sleeper();
+    const unrelated = await answerer();
     const store = createMemoryKeyv();
     await store.set('run:run_reused', orphanRecord('run_reused', unrelated.pid!, '1'));
     const host = await createTestHost({ store });
+    // Interrupted once it was reaped: whatever the reaper sent was sent before the answer's signal.
     expect(await (await host.request('GET', '/api/headless/run_reused')).json()).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
-    await new Promise((r) => setTimeout(r, 200));
-    expect(isAlive(unrelated.pid!)).toBe(true);
+    expect(await answers(unrelated)).toBe(true);
   });
 
   it('kills the recorded process group when it is provably the same process', async () => {
