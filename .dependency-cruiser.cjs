@@ -40,6 +40,8 @@ module.exports = {
       '^src/core/logger\\.ts$',
       '^src/core/runs/placement\\.ts$',
     ]),
+    // The queue's policy, its passes and shares lie below the runs; the queue of runs itself is runs/run-queue.ts.
+    below('^src/core/queue/', ['^src/contract/', '^src/core/util/', '^src/core/types\\.ts$', '^src/core/logger\\.ts$']),
     below('^src/core/delivery/', [
       '^src/contract/',
       '^src/core/util/',

@@ -36,7 +36,7 @@ import { WorktreePlacement, checkWorktreeSettings } from './worktrees/worktree-p
 import { DailyUsage, checkDailyLimits } from './runs/daily-limits';
 import { DEFAULT_PRICES, checkPrices } from './agents/prices';
 import { RunService } from './runs/run-service';
-import { RunQueue } from './queue/queue';
+import { RunQueue } from './runs/run-queue';
 import { RunTokens } from './runs/tokens';
 import { SessionBook } from './sessions';
 import { type HeadlessStore, asHeadlessStore } from './store/keyv-store';
