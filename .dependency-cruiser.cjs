@@ -50,6 +50,13 @@ module.exports = {
       '^src/core/telemetry/observer\\.ts$',
     ]),
     {
+      name: 'run-record-writes',
+      comment: 'Run records are written by the lifecycle and the dispatcher\'s two transitions alone (runs/record-writer.ts); the composition root makes the writer.',
+      severity: 'error',
+      from: { pathNot: ['^src/core/runs/(lifecycle|outbox-writes|record-writer)\\.ts$', '^src/core/resources\\.ts$'] },
+      to: { path: '^src/core/runs/record-writer\\.ts$' },
+    },
+    {
       name: 'core-below-http',
       comment: 'Only the HTTP layer and the composition root import the HTTP layer, the MCP server and the composition root.',
       severity: 'error',

@@ -25,7 +25,8 @@ import { createExecaSpawner } from './process/spawner';
 import { checkQueueSettings } from './queue/policy';
 import { Retention } from './retention';
 import { Admission } from './runs/admission';
-import { RunRecords } from './runs/records';
+import type { RunRecords } from './runs/records';
+import { type RunRecordWriter, openRunRecords } from './runs/record-writer';
 import { outboxRecords } from './runs/outbox-writes';
 import { RunLauncher } from './runs/launcher';
 import { turnPolicies } from './runs/turn-policies';
@@ -74,6 +75,7 @@ export interface ServiceResources {
   inbox: Inbox;
   events: RunEvents;
   records: RunRecords;
+  writer: RunRecordWriter;
   metrics: ReturnType<typeof createMetrics>;
   tracing?: RunTracing;
   observe: ServiceObserver;
@@ -144,7 +146,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const workspaces = new Workspaces(options.workspaces, fleet.shared);
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const events = new RunEvents({ store, log });
-  const records = new RunRecords({ store, log, shared: fleet.shared });
+  const { records, writer } = openRunRecords({ store, log, shared: fleet.shared });
   const daily = new DailyUsage({ records, find: (taskId) => records.find(taskId) });
   const limited = () => (workspaces.all() ?? []).filter((w) => w.limits !== undefined);
   const metrics = createMetrics({
@@ -157,7 +159,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   );
   const webhooks = new Webhooks({
     ...options.webhooks,
-    records: outboxRecords(records, fleet.instanceId),
+    records: outboxRecords(records, writer, fleet.instanceId),
     instanceId: fleet.instanceId,
     log,
     observe,
@@ -193,6 +195,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     inbox,
     events,
     records,
+    writer,
     metrics,
     tracing,
     observe,

@@ -4,14 +4,15 @@
  * runs and cannot name them; the composition root hands it this.
  */
 import type { OutboxRecords } from '../delivery/dispatcher';
+import type { RunRecordWriter } from './record-writer';
 import type { RunRecords } from './records';
 import { change } from './transitions';
 
-export function outboxRecords(records: RunRecords, instanceId: string): OutboxRecords {
+export function outboxRecords(records: RunRecords, writer: RunRecordWriter, instanceId: string): OutboxRecords {
   return {
     find: (taskId) => records.find(taskId),
     withDueDeliveries: () => records.withDueDeliveries(),
-    claimEnded: (taskId, gone) => records.update(taskId, change.claimEnded(gone, instanceId)),
-    settleDelivery: (taskId, settled) => records.update(taskId, change.settleDelivery(instanceId, settled)),
+    claimEnded: (taskId, gone) => writer.update(taskId, change.claimEnded(gone, instanceId)),
+    settleDelivery: (taskId, settled) => writer.update(taskId, change.settleDelivery(instanceId, settled)),
   };
 }

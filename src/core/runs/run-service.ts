@@ -348,7 +348,7 @@ export class RunService implements RunStarter {
       SHUTDOWN_WAIT_MS,
     );
     await this.$.events.close();
-    await this.$.records.close();
+    await this.$.lifecycle.closeWrites();
     this.$.launcher.close();
   }
 }
