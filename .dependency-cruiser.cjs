@@ -40,6 +40,8 @@ module.exports = {
       '^src/core/logger\\.ts$',
       '^src/core/runs/placement\\.ts$',
     ]),
+    // The queue's policy, its passes and shares lie below the runs; the queue of runs itself is runs/run-queue.ts.
+    below('^src/core/queue/', ['^src/contract/', '^src/core/util/', '^src/core/types\\.ts$', '^src/core/logger\\.ts$']),
     below('^src/core/delivery/', [
       '^src/contract/',
       '^src/core/util/',
@@ -47,6 +49,13 @@ module.exports = {
       '^src/core/public-record\\.ts$',
       '^src/core/telemetry/observer\\.ts$',
     ]),
+    {
+      name: 'run-record-writes',
+      comment: 'Run records are written by the lifecycle and the dispatcher\'s two transitions alone (runs/record-writer.ts); the composition root makes the writer.',
+      severity: 'error',
+      from: { pathNot: ['^src/core/runs/(lifecycle|outbox-writes|record-writer)\\.ts$', '^src/core/resources\\.ts$'] },
+      to: { path: '^src/core/runs/record-writer\\.ts$' },
+    },
     {
       name: 'core-below-http',
       comment: 'Only the HTTP layer and the composition root import the HTTP layer, the MCP server and the composition root.',

@@ -25,7 +25,9 @@ import { createExecaSpawner } from './process/spawner';
 import { checkQueueSettings } from './queue/policy';
 import { Retention } from './retention';
 import { Admission } from './runs/admission';
-import { RunRecords } from './runs/records';
+import type { RunRecords } from './runs/records';
+import { type RunRecordWriter, openRunRecords } from './runs/record-writer';
+import { outboxRecords } from './runs/outbox-writes';
 import { RunLauncher } from './runs/launcher';
 import { turnPolicies } from './runs/turn-policies';
 import { RunLifecycle } from './runs/lifecycle';
@@ -36,7 +38,7 @@ import { WorktreePlacement, checkWorktreeSettings } from './worktrees/worktree-p
 import { DailyUsage, checkDailyLimits } from './runs/daily-limits';
 import { DEFAULT_PRICES, checkPrices } from './agents/prices';
 import { RunService } from './runs/run-service';
-import { RunQueue } from './queue/queue';
+import { RunQueue } from './runs/run-queue';
 import { RunTokens } from './runs/tokens';
 import { SessionBook } from './sessions';
 import { type HeadlessStore, asHeadlessStore } from './store/keyv-store';
@@ -74,6 +76,7 @@ export interface ServiceResources {
   inbox: Inbox;
   events: RunEvents;
   records: RunRecords;
+  writer: RunRecordWriter;
   metrics: ReturnType<typeof createMetrics>;
   tracing?: RunTracing;
   observe: ServiceObserver;
@@ -144,7 +147,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const workspaces = new Workspaces(options.workspaces, fleet.shared);
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const events = new RunEvents({ store, log });
-  const records = new RunRecords({ store, log, shared: fleet.shared });
+  const { records, writer } = openRunRecords({ store, log, shared: fleet.shared });
   const daily = new DailyUsage({ records, find: (taskId) => records.find(taskId) });
   const limited = () => (workspaces.all() ?? []).filter((w) => w.limits !== undefined);
   const metrics = createMetrics({
@@ -155,7 +158,14 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const observe = createObserver([logObserver(logger), metrics.observer, ...(tracing ? [tracing.observer()] : [])], (error) =>
     log('an observer failed', error),
   );
-  const webhooks = new Webhooks({ ...options.webhooks, records, instanceId: fleet.instanceId, log, observe, workspace: (id) => workspaces.find(id) });
+  const webhooks = new Webhooks({
+    ...options.webhooks,
+    records: outboxRecords(records, writer, fleet.instanceId),
+    instanceId: fleet.instanceId,
+    log,
+    observe,
+    workspace: (id) => workspaces.find(id),
+  });
   checkQueueSettings(options.queue, 'queue');
   checkGuards({ stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb, minFreeMemoryMb: options.minFreeMemoryMb }, '');
   for (const ws of workspaces.all() ?? []) {
@@ -186,6 +196,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     inbox,
     events,
     records,
+    writer,
     metrics,
     tracing,
     observe,

@@ -9,7 +9,7 @@ import { api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig
 import { type TestHost, closeAllHosts, createTestHost, problem } from '../helpers/harness';
 import { faultyKeyv } from '../helpers/faulty-store';
 import { closeReceivers, startReceiver } from '../helpers/receiver';
-import { sleep, waitFor } from '../helpers/wait';
+import { waitFor } from '../helpers/wait';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -169,10 +169,13 @@ describe('completion webhooks', () => {
 
   it('at most `concurrency` deliveries to one target are in flight at once', async () => {
     const hanging = await startReceiver(() => 'hang');
+    const healthy = await startReceiver();
     const h = await host({ timeoutMs: 20_000, concurrency: 2 });
-    await Promise.all([1, 2, 3, 4].map(() => h.start('echo x', { webhook: { url: hanging.url } })));
-    await waitFor(() => hanging.received.length === 2, { what: 'two deliveries in flight' });
-    await sleep(300);
+    const held = await Promise.all([1, 2, 3, 4].map(() => h.start('echo x', { webhook: { url: hanging.url } })));
+    for (const run of held) await h.waitEnded(run.taskId);
+    // Their four deliveries were due before this one: once it is recorded delivered, the dispatcher has gone past them.
+    const { taskId } = await h.start('echo y', { webhook: { url: healthy.url } });
+    expect(await settled(h, taskId)).toEqual([expect.objectContaining({ state: 'delivered' })]);
     expect(hanging.received).toHaveLength(2);
   });
 

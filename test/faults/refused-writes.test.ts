@@ -3,7 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type TestHost, closeAllHosts, createTestHost } from '../helpers/harness';
-import { faultyKeyv, kindOf, refusingFirst } from '../helpers/faulty-store';
+import { type Faults, faultyKeyv, kindOf, refusingFirst } from '../helpers/faulty-store';
+import { faultySqlite } from '../helpers/faulty-sql-store';
+import type { HeadlessStore } from '../../src/core/store/headless-store';
+import type { Keyv } from 'keyv';
 import { type Receiver, closeReceivers, startReceiver } from '../helpers/receiver';
 import { eventually, waitFor } from '../helpers/wait';
 
@@ -14,7 +17,9 @@ import { eventually, waitFor } from '../helpers/wait';
  * write after it (the service dies right there). After a restart on what was stored, the
  * docs/reliability.md's promises must hold: an acknowledged run is found, ends, is listed once under its
  * status, its timeline and its webhooks say what its record says, and its idempotency key
- * answers with it.
+ * answers with it. It runs over a Keyv (the key-value entries a host's store holds) and over the
+ * service's own SQLite store (its tables with real columns, the daemon's), each write refused
+ * before it reaches the store.
  */
 
 const SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
@@ -26,14 +31,40 @@ let receiver: Receiver;
 beforeAll(async () => {
   receiver = await startReceiver(() => 200);
 });
+const dirs: string[] = [];
 afterEach(closeAllHosts);
 afterAll(async () => {
   await closeReceivers();
-  rmSync(GATES, { recursive: true, force: true });
+  for (const dir of [GATES, ...dirs]) rmSync(dir, { recursive: true, force: true });
 });
 
-const hostOn = (store: ReturnType<typeof faultyKeyv>) =>
-  createTestHost({ store: store.keyv(), webhooks: { secret: SECRET, allowPerStartUrls: true, allowPrivateTargets: true, retryDelaysMs: [50, 50, 50] } });
+/** A store whose writes can be refused, opened again on what it kept (a restart). */
+interface FaultyStore {
+  state: Faults;
+  open(): Keyv | Promise<HeadlessStore>;
+}
+
+/** The stores this tier refuses writes of. */
+const STORES: Array<[string, () => FaultyStore]> = [
+  [
+    'a Keyv',
+    () => {
+      const keyv = faultyKeyv();
+      return { state: keyv.state, open: keyv.keyv };
+    },
+  ],
+  [
+    'SQLite',
+    () => {
+      const sqlite = faultySqlite();
+      dirs.push(sqlite.dir);
+      return { state: sqlite.state, open: sqlite.store };
+    },
+  ],
+];
+
+const hostOn = async (store: FaultyStore) =>
+  createTestHost({ store: await store.open(), webhooks: { secret: SECRET, allowPerStartUrls: true, allowPrivateTargets: true, retryDelaysMs: [50, 50, 50] } });
 
 interface Outcome {
   start: number;
@@ -139,32 +170,34 @@ const KINDS = [
   'run succeeded +process owes agent.session+run.ended after agent.session:delivered,run.ended:delivered',
 ];
 
-describe('refused writes: the kinds of write a start makes', () => {
-  it('are the ones this tier refuses (a new kind of write must join it)', async () => {
-    const store = faultyKeyv();
-    const host = await hostOn(store);
-    await workload(host, true);
-    await host.close();
-    expect([...new Set(store.state.writes.map(kindOf))].sort()).toEqual([...KINDS].sort());
+describe.each(STORES)('over %s', (_, faulty) => {
+  describe('refused writes: the kinds of write a start makes', () => {
+    it('are the ones this tier refuses (a new kind of write must join it)', async () => {
+      const store = faulty();
+      const host = await hostOn(store);
+      await workload(host, true);
+      await host.close();
+      expect([...new Set(store.state.writes.map(kindOf))].sort()).toEqual([...KINDS].sort());
+    });
   });
-});
 
-describe.each([
-  ['once', false],
-  ['and every write after it (a crash there)', true],
-])('each write refused %s', (_, crash) => {
-  it.each(KINDS)('%s', async (kind) => {
-    const store = faultyKeyv();
-    store.state.refuse = refusingFirst((w) => kindOf(w) === kind, crash);
-    const first = await hostOn(store);
-    const outcome = await workload(first);
-    // The refused write may be the last one the workload makes (a delivery's result): wait for it,
-    // however slow the machine, before the service is closed under it.
-    await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 240_000, what: `a write of kind "${kind}"` });
-    await first.close();
-    expect(store.state.refused.length).toBeGreaterThan(0);
-    store.state.refuse = undefined;
-    const again = await hostOn(store);
-    await checkAfterRestart(again, outcome);
+  describe.each([
+    ['once', false],
+    ['and every write after it (a crash there)', true],
+  ])('each write refused %s', (_, crash) => {
+    it.each(KINDS)('%s', async (kind) => {
+      const store = faulty();
+      store.state.refuse = refusingFirst((w) => kindOf(w) === kind, crash);
+      const first = await hostOn(store);
+      const outcome = await workload(first);
+      // The refused write may be the last one the workload makes (a delivery's result): wait for it,
+      // however slow the machine, before the service is closed under it.
+      await waitFor(async () => store.state.refused.length > 0, { timeoutMs: 240_000, what: `a write of kind "${kind}"` });
+      await first.close();
+      expect(store.state.refused.length).toBeGreaterThan(0);
+      store.state.refuse = undefined;
+      const again = await hostOn(store);
+      await checkAfterRestart(again, outcome);
+    });
   });
 });

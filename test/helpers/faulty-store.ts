@@ -6,29 +6,41 @@ export interface Write {
   value?: Record<string, unknown>;
 }
 
+/** What a faulty store is told: the write(s) to refuse, one to hold; and what it saw. */
+export interface Faults {
+  /** Picks the write(s) to refuse (as SQLite does on a full disk, by throwing). */
+  refuse?: (write: Write) => boolean;
+  /** May keep a write waiting (a slow disk, a busy machine). */
+  hold?: (write: Write) => Promise<void> | undefined;
+  /** Every write, refused or not. */
+  writes: Write[];
+  refused: Write[];
+}
+
+/** Logs `write`, and throws what `refusal` makes if the faults refuse it. */
+export function attempt(faults: Faults, write: Write, refusal: (message: string) => Error): void {
+  faults.writes.push(write);
+  if (faults.refuse?.(write)) {
+    faults.refused.push(write);
+    throw refusal('SQLITE_FULL: database or disk is full (fault injected)');
+  }
+}
+
+/** `value` as a write logs it: an object's fields, nothing for anything else. */
+export const written = (value: unknown): Pick<Write, 'value'> =>
+  value && typeof value === 'object' && !Array.isArray(value) ? { value: value as Record<string, unknown> } : {};
+
 /**
- * A Keyv store over a Map that can refuse chosen writes, for the fault-injection tier. `refuse`
- * picks the write(s) to refuse (as SQLite does on a full disk, by throwing), `hold` may keep one
- * waiting (a slow disk, a busy machine); every write is
- * logged, refused or not. The Map outlives the service, so a new one can start on what the old
- * one left, as after a restart.
+ * A Keyv store over a Map that can refuse chosen writes, for the fault-injection tier (`Faults`).
+ * The Map outlives the service, so a new one can start on what the old one left, as after a restart.
  */
 export function faultyKeyv(map = new Map<string, unknown>()) {
-  const state: { refuse?: (write: Write) => boolean; hold?: (write: Write) => Promise<void> | undefined; writes: Write[]; refused: Write[] } = {
-    writes: [],
-    refused: [],
-  };
+  const state: Faults = { writes: [], refused: [] };
   const unwrap = (key: string, value?: unknown): Write => {
-    const parsed = typeof value === 'string' ? (JSON.parse(value) as { value?: Record<string, unknown> }).value : undefined;
-    return { key: key.replace(/^hrw:/, ''), ...(parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? { value: parsed } : {}) };
+    const parsed = typeof value === 'string' ? (JSON.parse(value) as { value?: unknown }).value : undefined;
+    return { key: key.replace(/^hrw:/, ''), ...written(parsed) };
   };
-  const attempt = (write: Write) => {
-    state.writes.push(write);
-    if (state.refuse?.(write)) {
-      state.refused.push(write);
-      throw new Error('SQLITE_FULL: database or disk is full (fault injected)');
-    }
-  };
+  const refuse = (write: Write) => attempt(state, write, (message) => new Error(message));
   const store = {
     opts: { dialect: 'sqlite', url: '' },
     namespace: undefined as string | undefined,
@@ -36,12 +48,12 @@ export function faultyKeyv(map = new Map<string, unknown>()) {
     set: async (key: string, value: unknown) => {
       const write = unwrap(key, value);
       await state.hold?.(write);
-      attempt(write);
+      refuse(write);
       map.set(key, value);
       return true;
     },
     delete: async (key: string) => {
-      attempt(unwrap(key));
+      refuse(unwrap(key));
       return map.delete(key);
     },
     clear: async () => map.clear(),

@@ -7,8 +7,10 @@ import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import type { StoredRun } from '../../src/core/types';
 import { storedRun } from '../helpers/records';
 import { closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
-import { isAlive, isDead } from '../helpers/processes';
+import { isDead } from '../helpers/processes';
 import { createNodeServer } from '../../src/adapters/node';
+import { startReceiver } from '../helpers/receiver';
+import { waitFor } from '../helpers/wait';
 
 afterEach(closeAllHosts);
 const children: ChildProcess[] = [];
@@ -25,6 +27,31 @@ function sleeper(): Promise<ChildProcess> {
   });
 }
 
+/** An unrelated process that answers SIGUSR2 on its stdout; resolved once it listens for it. */
+function answerer(): Promise<ChildProcess> {
+  const script = "process.on('SIGUSR2', () => console.log('alive')); console.log('ready'); setInterval(() => {}, 60000)";
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, ['-e', script], { detached: true, stdio: ['ignore', 'pipe', 'ignore'] });
+    children.push(child);
+    child.stdout?.once('data', () => done(child));
+    child.once('error', fail);
+  });
+}
+
+/**
+ * Whether `child` answers a SIGUSR2 sent now. A SIGKILL is final once it is sent, so one sent
+ * before this (by the reaper) means no answer, only its exit.
+ */
+function answers(child: ChildProcess): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(false);
+  return new Promise((done, fail) => {
+    child.stdout?.on('data', (c: Buffer) => c.toString().includes('alive') && done(true));
+    child.once('exit', () => done(false));
+    setTimeout(() => fail(new Error('neither an answer nor an exit in 60 s')), 60_000).unref();
+    child.kill('SIGUSR2');
+  });
+}
+
 function orphanRecord(taskId: string, pid: number, startTime: string | undefined): StoredRun {
   const createdAt = new Date(Date.now() - 60_000).toISOString();
   return storedRun(taskId, { createdAt, timeoutMs: 300_000, process: { pid, startTime, machine: MACHINE }, bootId: 'boot_earlier' });
@@ -32,13 +59,13 @@ function orphanRecord(taskId: string, pid: number, startTime: string | undefined
 
 describe('crash recovery reaper', () => {
   it('never signals a pid that now belongs to an unrelated process (start time differs)', async () => {
-    const unrelated = await sleeper();
+    const unrelated = await answerer();
     const store = createMemoryKeyv();
     await store.set('run:run_reused', orphanRecord('run_reused', unrelated.pid!, '1'));
     const host = await createTestHost({ store });
+    // Interrupted once it was reaped: whatever the reaper sent was sent before the answer's signal.
     expect(await (await host.request('GET', '/api/headless/run_reused')).json()).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
-    await new Promise((r) => setTimeout(r, 200));
-    expect(isAlive(unrelated.pid!)).toBe(true);
+    expect(await answers(unrelated)).toBe(true);
   });
 
   it('kills the recorded process group when it is provably the same process', async () => {
@@ -68,6 +95,33 @@ describe('crash recovery reaper', () => {
     expect(await (await first.request('GET', '/api/sessions/ses_run_x')).json()).toMatchObject({ status: 'idle', resumable: true });
     const second = await createTestHost({ store });
     expect(await (await second.request('GET', '/api/headless/run_x')).text()).toBe(record);
+  });
+});
+
+describe("the dispatcher's take-over (claimEnded)", () => {
+  it("delivers what a gone boot's ended run owes, as the new owner, and records it delivered", async () => {
+    const receiver = await startReceiver();
+    const endedAt = new Date(Date.now() - 30_000).toISOString();
+    const owed = { target: 0, event: 'run.ended', at: endedAt, state: 'pending', attempts: 0, nextAttemptAt: Date.parse(endedAt) } as const;
+    const store = createMemoryKeyv();
+    const ended = orphanRecord('run_owed', 999_999_999, undefined);
+    await store.set('run:run_owed', {
+      ...ended,
+      status: 'succeeded',
+      endedAt,
+      exitCode: 0,
+      webhookTargets: [{ url: receiver.url, events: ['run.ended'], source: 'start' }],
+      deliveries: [owed],
+      deliveryDueAt: owed.nextAttemptAt,
+    });
+    const host = await createTestHost({ store, webhooks: { secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', allowPrivateTargets: true } });
+    await waitFor(async () => ((await store.get('run:run_owed')) as StoredRun).deliveries?.[0]?.state === 'delivered', { what: 'the delivery recorded' });
+    const stored = (await store.get('run:run_owed')) as StoredRun;
+    expect(stored.bootId).not.toBe('boot_earlier');
+    expect(stored).toMatchObject({ status: 'succeeded', endedAt });
+    expect(stored.deliveryDueAt).toBeUndefined();
+    expect(receiver.received.map((r) => JSON.parse(r.body).data)).toEqual([expect.objectContaining({ taskId: 'run_owed', status: 'succeeded' })]);
+    expect(await (await host.request('GET', '/api/headless/run_owed')).json()).toMatchObject({ status: 'succeeded' });
   });
 });
 

@@ -10,7 +10,7 @@ import { SessionBook } from '../../src/core/sessions';
 import { createFleet } from '../../src/core/fleet/index';
 import { RunLifecycle } from '../../src/core/runs/lifecycle';
 import { inWorkspace } from '../../src/core/runs/placement';
-import { RunRecords } from '../../src/core/runs/records';
+import { openRunRecords } from '../../src/core/runs/record-writer';
 import { takeOverRuns } from '../../src/core/runs/recovery';
 import type { CollectionSpec, HeadlessStore, RecordTable } from '../../src/core/store/headless-store';
 import { keyvStore } from '../../src/core/store/keyv-store';
@@ -80,7 +80,7 @@ async function setup() {
   stores.push(held.keyv);
   const { store } = held;
   const log = () => undefined;
-  const records = new RunRecords({ store, log });
+  const { records, writer } = openRunRecords({ store, log });
   await records.load();
   const ended: RunRecord[] = [];
   const observe = createObserver([{ runEnded: (run) => void ended.push(run) }], (error) => {
@@ -95,17 +95,17 @@ async function setup() {
     release: async (run: { taskId: string; placement: { cwd: string } }) => void released.push({ taskId: run.taskId, cwd: run.placement.cwd }),
   };
   const placements = new Placements([placement]);
-  const lifecycle = new RunLifecycle({ records, events, webhooks, observe, log, instanceId: ME, placement: placements });
+  const lifecycle = new RunLifecycle({ records, writer, events, webhooks, observe, log, instanceId: ME, placement: placements });
   const sessions = new SessionBook(store, createFleet(store, { log }), () => true, log);
   // Every owner is gone, this instance's own earlier claims included: only what it runs now is spared.
   const sweep = () => takeOverRuns({ records, lifecycle, sessions, log, isGone: async () => true, instanceId: ME, shared: true, hostOf: () => localHost });
-  return { held, records, lifecycle, sweep, ended, events, released };
+  return { held, records, writer, lifecycle, sweep, ended, events, released };
 }
 
 describe('the lifecycle against take-over sweeps (the fleet defect: a taken run recorded interrupted while its agent ran)', () => {
   it('a sweep while the take has landed but not yet answered leaves the run to its taker', async () => {
-    const { held, records, lifecycle, sweep } = await setup();
-    await records.add(queued('run_taking'));
+    const { held, records, writer, lifecycle, sweep } = await setup();
+    await writer.add(queued('run_taking'));
     const landed = held.holdNext('run_taking');
     const taking = lifecycle.take('run_taking');
     const release = await landed;
@@ -113,8 +113,8 @@ describe('the lifecycle against take-over sweeps (the fleet defect: a taken run 
     // The sweep either passes the run over, or tries to write it (the interrupt, queued behind the held take).
     let tried!: () => void;
     const triedToWrite = new Promise<string>((r) => (tried = () => r('tried to interrupt it')));
-    const update = records.update.bind(records);
-    records.update = (taskId, change) => {
+    const update = writer.update.bind(writer);
+    writer.update = (taskId, change) => {
       tried();
       return update(taskId, change);
     };
@@ -126,8 +126,8 @@ describe('the lifecycle against take-over sweeps (the fleet defect: a taken run 
   });
 
   it('a sweep after the take and before the process is recorded (a launch held longer than a sweep) leaves it too', async () => {
-    const { records, lifecycle, sweep } = await setup();
-    await records.add(queued('run_launching'));
+    const { records, writer, lifecycle, sweep } = await setup();
+    await writer.add(queued('run_launching'));
     expect(await lifecycle.take('run_launching')).toMatchObject({ status: 'running' });
     expect(await sweep()).toBe(0);
     expect(await sweep()).toBe(0);
@@ -135,8 +135,8 @@ describe('the lifecycle against take-over sweeps (the fleet defect: a taken run 
   });
 
   it('a run of this instance that it no longer runs (a claim whose end was refused) is interrupted, through the one ended path', async () => {
-    const { records, lifecycle, sweep, ended, released } = await setup();
-    await records.add({ ...queued('run_orphan', ME), status: 'running', queued: undefined, placement: { cwd: '/placed/run_orphan' } });
+    const { records, writer, lifecycle, sweep, ended, released } = await setup();
+    await writer.add({ ...queued('run_orphan', ME), status: 'running', queued: undefined, placement: { cwd: '/placed/run_orphan' } });
     expect(await sweep()).toBe(1);
     expect(released).toEqual([{ taskId: 'run_orphan', cwd: '/placed/run_orphan' }]);
     expect(await records.find('run_orphan')).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
@@ -145,10 +145,10 @@ describe('the lifecycle against take-over sweeps (the fleet defect: a taken run 
   });
 
   it('a run another instance took over and ended before its owner finished: the owner tells its waiters, but announces nothing again', async () => {
-    const { records, lifecycle, ended } = await setup();
-    await records.add({ ...queued('run_raced', ME), status: 'running', queued: undefined });
+    const { writer, lifecycle, ended } = await setup();
+    await writer.add({ ...queued('run_raced', ME), status: 'running', queued: undefined });
     // Another instance claimed it (this one's lease ran out) and ended it interrupted, announcing that.
-    await records.update('run_raced', (r) => ({ ...r, status: 'interrupted', bootId: 'inst_other', endedAt: new Date().toISOString() }));
+    await writer.update('run_raced', (r) => ({ ...r, status: 'interrupted', bootId: 'inst_other', endedAt: new Date().toISOString() }));
     const waiting = lifecycle.waitFor('run_raced');
     const told: boolean[] = [];
     await lifecycle.finish('run_raced', ME, { status: 'succeeded', exitCode: 0, signal: null }, async (stored, mine) => {
@@ -159,14 +159,14 @@ describe('the lifecycle against take-over sweeps (the fleet defect: a taken run 
     expect(ended).toEqual([]);
     expect((await waiting).record).toMatchObject({ taskId: 'run_raced', status: 'interrupted' });
     // Its own finish, where nothing came first, is its to announce.
-    await records.add({ ...queued('run_mine', ME), status: 'running', queued: undefined });
+    await writer.add({ ...queued('run_mine', ME), status: 'running', queued: undefined });
     await lifecycle.finish('run_mine', ME, { status: 'succeeded', exitCode: 0, signal: null }, (stored, mine) => lifecycle.ended(stored, { here: mine }));
     expect(ended.map((r) => [r.taskId, r.status])).toEqual([['run_mine', 'succeeded']]);
   });
 
   it('a queued run ended without starting goes through the same ended path, and its waiter is told', async () => {
-    const { records, lifecycle, ended } = await setup();
-    await records.add(queued('run_cancel'));
+    const { writer, lifecycle, ended } = await setup();
+    await writer.add(queued('run_cancel'));
     const waiting = lifecycle.waitFor('run_cancel');
     expect(await lifecycle.endQueued('run_cancel', 'cancelled')).toMatchObject({ status: 'cancelled' });
     expect((await waiting).record).toMatchObject({ taskId: 'run_cancel', status: 'cancelled' });
@@ -176,8 +176,8 @@ describe('the lifecycle against take-over sweeps (the fleet defect: a taken run 
   });
 
   it('at shutdown a caller still waiting for a queued run is told it goes on later, not left hanging', async () => {
-    const { records, lifecycle } = await setup();
-    await records.add(queued('run_later'));
+    const { writer, lifecycle } = await setup();
+    await writer.add(queued('run_later'));
     const waiting = lifecycle.waitFor('run_later');
     await lifecycle.close();
     await expect(waiting).rejects.toMatchObject({ name: 'StillPending', record: { taskId: 'run_later', status: 'queued' } });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StorageError } from '../../src/contract/problems';
 import { type NodeSqlite, loadNodeSqlite, openNodeSqlite } from '../../src/core/store/node-sqlite';
+import { waitFor } from '../helpers/wait';
 
 /** The real drivers: Node's own where this Node has it, and the drop-in Node 20 uses, on every Node. */
 const builtIn = loadNodeSqlite();
@@ -16,11 +17,14 @@ const drivers: Array<[string, NodeSqlite]> = [
 function recorder(busyMs = 5000) {
   const calls: string[] = [];
   const failing = new Set<string>();
-  const lock = { busy: false };
+  const lock = { busy: false, refused: 0 };
   const sqlite: NodeSqlite = {
     DatabaseSync: class {
       exec(text: string) {
-        if (text === 'BEGIN IMMEDIATE' && lock.busy) throw Object.assign(new Error('database is locked'), { errcode: 5 });
+        if (text === 'BEGIN IMMEDIATE' && lock.busy) {
+          lock.refused++;
+          throw Object.assign(new Error('database is locked'), { errcode: 5 });
+        }
         calls.push(text);
         if (failing.has(text)) throw new Error(`${text} failed`);
       }
@@ -108,7 +112,8 @@ describe('node:sqlite connection: statements committed in groups', () => {
       written = true;
     });
     await expect(db.query('SELECT b')).resolves.toEqual([{ text: 'SELECT b' }]);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Tried again, and refused again: it waits (not given up, not written).
+    await waitFor(() => lock.refused >= 2, { what: 'the write to be tried again' });
     expect(written).toBe(false);
     lock.busy = false;
     await expect(write).resolves.toEqual([{ text: 'INSERT a' }]);

@@ -8,6 +8,7 @@ import { createMemoryKeyv } from '../../src/core/store/keyvs';
 import { keyvStore } from '../../src/core/store/keyv-store';
 import type { SessionState, Workspace } from '../../src/core/types';
 import { fakeAgent } from '../helpers/harness';
+import { waitFor } from '../helpers/wait';
 
 const ws: Workspace = { id: 'ws', path: '/tmp', agents: ['fake', 'other'] };
 const request = (ask: { agent?: string; resumeId?: string } = {}) => ask;
@@ -133,7 +134,8 @@ describe('admission', () => {
     const first = make();
     first.rememberAgent('ws', 'other');
     expect((await reserved(first.admit(ws, request()))).adapter.name).toBe('other');
-    await new Promise((r) => setTimeout(r, 10));
+    // Remembered in the background: the next instance reads it once it is stored.
+    await waitFor(async () => (await store.get('workspace:ws')) !== undefined, { what: 'the most recent agent stored' });
     const second = make();
     await second.loadLastAgents();
     expect((await reserved(second.admit(ws, request()))).adapter.name).toBe('other');

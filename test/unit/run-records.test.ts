@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { StorageError } from '../../src/contract/problems';
 import { publicRecord } from '../../src/core/public-record';
-import { RunRecords } from '../../src/core/runs/records';
+import { type RunRecordWriter, openRunRecords } from '../../src/core/runs/record-writer';
 import { keyvStore } from '../../src/core/store/keyv-store';
 import type { StoredRun } from '../../src/core/types';
 import { storedRun } from '../helpers/records';
@@ -15,26 +15,32 @@ function running(taskId: string): StoredRun {
 const end = (run: StoredRun): StoredRun | undefined =>
   run.status === 'running' ? { ...run, status: 'failed', endedAt: new Date().toISOString(), durationMs: 5, exitCode: 1 } : undefined;
 
-const open: RunRecords[] = [];
+const open: RunRecordWriter[] = [];
 afterEach(async () => {
-  await Promise.all(open.splice(0).map((r) => r.close()));
+  await Promise.all(open.splice(0).map((w) => w.close()));
 });
 
 function records(mode: 'throw' | 'false' = 'throw', extra: { cacheSize?: number; backgroundRetryMs?: number } = {}) {
   const { keyv, state, map } = refusingKeyv(mode);
   const logged: string[] = [];
-  const r = new RunRecords({ store: keyvStore(keyv), log: (m) => logged.push(m), retryDelaysMs: [1, 1], backgroundRetryMs: 20, ...extra });
-  open.push(r);
-  return { records: r, state, map, logged };
+  const { records: r, writer: w } = openRunRecords({
+    store: keyvStore(keyv),
+    log: (m) => logged.push(m),
+    retryDelaysMs: [1, 1],
+    backgroundRetryMs: 20,
+    ...extra,
+  });
+  open.push(w);
+  return { records: r, writer: w, state, map, logged };
 }
 
 const storedStatus = (map: Map<string, unknown>, taskId: string) => (JSON.parse(String(map.get(`hrw:run:${taskId}`))) as { value: StoredRun }).value.status;
 
 describe('run records', () => {
   it('create, find and page; the public record hides what only recovery and the outbox need', async () => {
-    const { records: r } = records();
-    await r.create(running('run_a'));
-    await r.create({ ...running('run_b'), agentSessionId: 'agent-1', deliveries: [], deliveryDueAt: 1 });
+    const { records: r, writer: w } = records();
+    await w.create(running('run_a'));
+    await w.create({ ...running('run_b'), agentSessionId: 'agent-1', deliveries: [], deliveryDueAt: 1 });
     expect((await r.page('ws', 'running', 10)).ids).toEqual(['run_b', 'run_a']);
     const found = await r.find('run_b');
     expect(found?.status).toBe('running');
@@ -43,11 +49,11 @@ describe('run records', () => {
   });
 
   it('a final record the store refuses is never shown: the run reads as running everywhere until it is stored', async () => {
-    const { records: r, state, logged, map } = records('throw', { cacheSize: 1, backgroundRetryMs: 60_000 });
-    await r.create(running('run_a'));
+    const { records: r, writer: w, state, logged, map } = records('throw', { cacheSize: 1, backgroundRetryMs: 60_000 });
+    await w.create(running('run_a'));
     state.failing = true;
     const told: StoredRun[] = [];
-    expect(await r.finish('run_a', end, (run) => void told.push(run))).toBe(false);
+    expect(await w.finish('run_a', end, (run) => void told.push(run))).toBe(false);
     expect(logged.join('\n')).toContain('could not store the final record of run_a');
     expect(told).toEqual([]);
     expect(r.current('run_a')?.status).toBe('running');
@@ -57,11 +63,11 @@ describe('run records', () => {
   });
 
   it('the background stores a refused final record once the store takes writes again, and tells whoever waits', async () => {
-    const { records: r, state, map } = records('false');
-    await r.create(running('run_a'));
+    const { records: r, writer: w, state, map } = records('false');
+    await w.create(running('run_a'));
     state.failing = true;
     const told: StoredRun[] = [];
-    await r.finish('run_a', end, (run) => void told.push(run));
+    await w.finish('run_a', end, (run) => void told.push(run));
     expect(storedStatus(map, 'run_a')).toBe('running');
     state.failing = false;
     await waitFor(() => told.length === 1, { what: 'the background retry' });
@@ -71,31 +77,31 @@ describe('run records', () => {
   });
 
   it('close makes one last attempt, then stops retrying', async () => {
-    const { records: r, state, map } = records('throw', { backgroundRetryMs: 60_000 });
-    await r.create(running('run_a'));
+    const { writer: w, state, map } = records('throw', { backgroundRetryMs: 60_000 });
+    await w.create(running('run_a'));
     state.failing = true;
-    await r.finish('run_a', end, () => undefined);
+    await w.finish('run_a', end, () => undefined);
     state.failing = false;
-    await r.close();
+    await w.close();
     expect(storedStatus(map, 'run_a')).toBe('failed');
   });
 
   it('updates of one run never overlap: each sees the one before', async () => {
-    const { records: r } = records();
-    await r.create(running('run_a'));
-    await Promise.all(Array.from({ length: 20 }, () => r.update('run_a', (run) => ({ ...run, timeoutMs: run.timeoutMs + 1 }))));
+    const { records: r, writer: w } = records();
+    await w.create(running('run_a'));
+    await Promise.all(Array.from({ length: 20 }, () => w.update('run_a', (run) => ({ ...run, timeoutMs: run.timeoutMs + 1 }))));
     expect((await r.find('run_a'))?.timeoutMs).toBe(1020);
   });
 
   it('create and update throw StorageError when the store refuses; nothing is listed', async () => {
-    const { records: r, state } = records();
+    const { records: r, writer: w, state } = records();
     state.failing = true;
-    await expect(r.create(running('run_a'))).rejects.toBeInstanceOf(StorageError);
+    await expect(w.create(running('run_a'))).rejects.toBeInstanceOf(StorageError);
     expect((await r.page('ws', undefined, 10)).ids).toEqual([]);
     state.failing = false;
-    await r.create(running('run_b'));
+    await w.create(running('run_b'));
     state.failing = true;
-    await expect(r.update('run_b', (run) => ({ ...run, timeoutMs: 5 }))).rejects.toBeInstanceOf(StorageError);
+    await expect(w.update('run_b', (run) => ({ ...run, timeoutMs: 5 }))).rejects.toBeInstanceOf(StorageError);
     expect((await r.find('run_b'))?.timeoutMs).toBe(1000);
   });
 
@@ -121,12 +127,12 @@ describe('run records', () => {
       },
     };
     // Written by one instance of the records, read by a fresh one: nothing of them in its memory.
-    const writer = new RunRecords({ store, log: () => undefined });
-    const r = new RunRecords({ store: counted, log: () => undefined });
-    open.push(writer, r);
+    const writer = openRunRecords({ store, log: () => undefined }).writer;
+    const { records: r, writer: w } = openRunRecords({ store: counted, log: () => undefined });
+    open.push(writer, w);
     const ended = (taskId: string) => ({ ...storedRun(taskId), status: 'succeeded' as const, endedAt: new Date().toISOString() });
     for (const id of ['run_a', 'run_b', 'run_c', 'run_d']) await writer.create(ended(id));
-    await r.create(running('run_live'));
+    await w.create(running('run_live'));
     await r.find('run_c'); // now kept in memory
     reads.length = 0;
     const found = await r.findMany(['run_d', 'run_live', 'run_none', 'run_c', 'run_a']);

@@ -6,8 +6,8 @@ import { type SupervisedProcess, superviseProcess } from '../../src/core/runs/su
 import { type SpawnOptions, type Spawner, createExecaSpawner } from '../../src/core/process/spawner';
 import { FAKE_AGENT } from '../helpers/harness';
 import { localHost } from '../../src/core/process/local-host';
-import { isDead, markedCount, noneMarked } from '../helpers/processes';
-import { sleep, waitFor } from '../helpers/wait';
+import { isDead, noneMarked } from '../helpers/processes';
+import { waitFor } from '../helpers/wait';
 
 /**
  * A spawner of the kind a host might write: plain child_process, no process group of its own,
@@ -125,9 +125,11 @@ describe('the run supervisor', () => {
 
   it('with the default spawner too', async () => {
     const { supervised, taskId } = await supervise(createExecaSpawner({ drainMs: 200 }), 'setsid-grandchild 30000; grandchild 30000; echo done');
-    await sleep(200);
-    expect(markedCount([taskId])).toBeGreaterThan(0);
-    await supervised.ended;
+    const end = await supervised.ended;
+    // Both were started (each printed its pid), and none outlived the run.
+    const grandchildren = [...end.stdout.matchAll(/grandchild (\d+)/g)].map((m) => Number(m[1]));
+    expect(grandchildren).toHaveLength(2);
+    for (const pid of grandchildren) expect(await isDead(pid)).toBe(true);
     expect(await noneMarked([taskId])).toBe(true);
   });
 

@@ -8,6 +8,9 @@ const OWNER = 'inst_owner';
 const OTHER = 'inst_other';
 const AT = new Date('2026-01-01T00:01:00.000Z');
 
+/** What an ended run owes. */
+const PENDING = { target: 0, event: 'run.ended', at: AT.toISOString(), state: 'pending', attempts: 0, nextAttemptAt: AT.getTime() } as const;
+
 function run(status: RunStatus, more: Partial<StoredRun> = {}): StoredRun {
   return storedRun('run_1', {
     status,
@@ -15,6 +18,7 @@ function run(status: RunStatus, more: Partial<StoredRun> = {}): StoredRun {
     bootId: OWNER,
     webhookTargets: [{ url: 'https://example.test/hook', events: ['run.ended', 'agent.session'], source: 'start' }],
     ...(status === 'queued' ? { queued: { prompt: 'p', resumes: false, apiUrl: 'http://127.0.0.1', expiresAt: '2026-01-01T01:00:00.000Z' } } : {}),
+    ...(hasEnded(status) ? { deliveries: [PENDING], deliveryDueAt: PENDING.nextAttemptAt } : {}),
     ...more,
   });
 }
@@ -30,6 +34,8 @@ const APPLY: Record<Exclude<TransitionName, 'accept' | 'enqueue'>, (by: string) 
   finish: (by) => change.finish(by, { status: 'succeeded', exitCode: 0, signal: null, lastMessage: 'done' }, AT),
   claim: (by) => change.claim(by, OTHER),
   interrupt: (by) => change.interrupt(by, OTHER, AT),
+  claimEnded: (by) => change.claimEnded(by, OTHER),
+  settleDelivery: (by) => change.settleDelivery(by, { ...PENDING, state: 'delivered', attempts: 1, nextAttemptAt: null }),
 };
 
 const cases = Object.keys(APPLY).flatMap((name) => RUN_STATUSES.map((status) => [name as keyof typeof APPLY, status] as const));
@@ -45,17 +51,23 @@ describe('the run state machine', () => {
   });
 
   it.each(Object.keys(APPLY).filter((n) => TRANSITIONS[n as keyof typeof APPLY].owned) as Array<keyof typeof APPLY>)(
-    '%s of a running run is refused to any instance but its owner',
+    '%s is refused to any instance but its owner',
     (name) => {
-      expect(APPLY[name](OTHER)(run('running'))).toBeUndefined();
-      expect(APPLY[name](OWNER)(run('running'))).toBeDefined();
+      for (const status of TRANSITIONS[name].from as readonly RunStatus[]) {
+        expect(APPLY[name](OTHER)(run(status))).toBeUndefined();
+        expect(APPLY[name](OWNER)(run(status))).toBeDefined();
+      }
     },
   );
 
   it('every final status is reached by some transition, and none leaves one', () => {
     const reached = new Set(Object.values(TRANSITIONS).flatMap((t) => t.to as readonly RunStatus[]));
     for (const status of RUN_STATUSES) expect(reached.has(status)).toBe(true);
-    for (const t of Object.values(TRANSITIONS)) for (const from of t.from as readonly RunStatus[]) expect(hasEnded(from)).toBe(false);
+    for (const [name, apply] of Object.entries(APPLY))
+      for (const status of RUN_STATUSES.filter(hasEnded)) {
+        const next = apply(OWNER)(run(status));
+        if (next) expect({ name, status: next.status }).toEqual({ name, status });
+      }
   });
 
   it('each ending computes the final fields once, the same way, and owes run.ended in the same record', () => {
@@ -78,6 +90,13 @@ describe('the run state machine', () => {
     expect(taken).toMatchObject({ status: 'running', bootId: OTHER, startedAt: AT.toISOString() });
     expect(taken?.queued).toBeUndefined();
     expect(APPLY.claim(OWNER)(run('running'))).toEqual({ ...run('running'), bootId: OTHER });
+  });
+
+  it('claimEnded changes only the owner of an ended run; settleDelivery only its delivery and due time', () => {
+    expect(APPLY.claimEnded(OWNER)(run('succeeded'))).toEqual({ ...run('succeeded'), bootId: OTHER });
+    const settled = APPLY.settleDelivery(OWNER)(run('failed'));
+    const { deliveryDueAt: _due, ...rest } = run('failed');
+    expect(settled).toEqual({ ...rest, deliveries: [{ ...PENDING, state: 'delivered', attempts: 1, nextAttemptAt: null }] });
   });
 
   it("noting the agent's session owes agent.session, once", () => {

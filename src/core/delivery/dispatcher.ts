@@ -3,7 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import type { ServiceObserver } from '../telemetry/observer';
 import { StorageError } from '../../contract/problems';
 import type { Delivery, StoredRun, Workspace } from '../types';
-import { deliveryId, payloadOf, sameDelivery, withDeliveries } from './outbox';
+import { deliveryId, payloadOf, sameDelivery } from './outbox';
 import type { WebhookOptions } from './targets';
 import { RefusedTarget, checkWebhookUrl, postWebhook } from './transport';
 
@@ -17,10 +17,12 @@ import { RefusedTarget, checkWebhookUrl, postWebhook } from './transport';
 /** What the dispatcher needs of the run records. */
 export interface OutboxRecords {
   find(taskId: string): Promise<StoredRun | undefined>;
-  /** Read-modify-write of one record, serialised per run; `change` answers undefined to leave it. */
-  update(taskId: string, change: (run: StoredRun) => StoredRun | undefined): Promise<StoredRun | undefined>;
   /** The runs with a pending delivery. */
   withDueDeliveries(): Promise<StoredRun[]>;
+  /** The `claimEnded` transition: this instance owns the ended run of the gone `gone` from now on. Resolves with the record as stored. */
+  claimEnded(taskId: string, gone: string): Promise<StoredRun | undefined>;
+  /** The `settleDelivery` transition: a delivery's state after an attempt, while this instance owns the run. Resolves with the record as stored. */
+  settleDelivery(taskId: string, settled: Delivery): Promise<StoredRun | undefined>;
 }
 
 export interface DispatcherOptions extends WebhookOptions {
@@ -82,8 +84,7 @@ export class WebhookDispatcher {
       if (run.bootId !== this.o.instanceId) {
         // A running run is crash recovery's to take over, with its deliveries.
         if (!hasEnded(run.status) || !(await isGone(run.bootId))) continue;
-        const gone = run.bootId;
-        const mine = await this.o.records.update(run.taskId, (r) => (r.bootId === gone ? { ...r, bootId: this.o.instanceId } : undefined));
+        const mine = await this.o.records.claimEnded(run.taskId, run.bootId);
         if (mine) this.schedule(mine);
       } else this.schedule(run);
     }
@@ -154,13 +155,7 @@ export class WebhookDispatcher {
     const outcome = await this.post(run, d, target.url, target.source);
     if (outcome === undefined) return;
     const next = this.settle(d, outcome);
-    const stored = await this.o.records.update(job.taskId, (r) => {
-      if (r.bootId !== this.o.instanceId) return undefined;
-      return withDeliveries(
-        r,
-        (r.deliveries ?? []).map((x) => (sameDelivery(x, d) ? next : x)),
-      );
-    });
+    const stored = await this.o.records.settleDelivery(job.taskId, next);
     this.storeFailures.delete(jobKey(job));
     const lag = next.state === 'delivered' && d.event === 'run.ended' && run.endedAt ? Date.now() - Date.parse(run.endedAt) : undefined;
     this.o.observe?.emit('deliveryAttempted', next.state === 'pending' ? 'retried' : next.state, lag);

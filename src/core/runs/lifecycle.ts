@@ -15,6 +15,7 @@ import type { ServiceObserver } from '../telemetry/observer';
 import type { StoredRun } from '../types';
 import type { RunResult } from './live-run';
 import type { Placements } from './placements';
+import type { RunRecordWriter } from './record-writer';
 import type { RunRecords } from './records';
 import { type Change, type FinishFields, type QueuedEnding, type TurnNotes, change } from './transitions';
 import type { ApprovalRecord, RunApprovals, RunChanges, RunError } from '../../contract/records';
@@ -33,6 +34,8 @@ export class StillPending extends Error {
 
 export interface LifecycleResources {
   records: RunRecords;
+  /** The one writer of run records, which only the lifecycle (and the dispatcher's transitions) may use. */
+  writer: RunRecordWriter;
   events: RunEvents;
   webhooks: Webhooks;
   observe: ServiceObserver;
@@ -62,19 +65,19 @@ export class RunLifecycle {
 
   /** ∅ → running: a start admitted at once. */
   accept(record: StoredRun): Promise<void> {
-    return this.here(record.taskId, () => this.$.records.create(record));
+    return this.here(record.taskId, () => this.$.writer.create(record));
   }
 
   /** ∅ → queued. */
   enqueue(record: StoredRun): Promise<void> {
-    return this.$.records.add(record);
+    return this.$.writer.add(record);
   }
 
   /** queued → running, for this instance; undefined if another change came first. Here from before the write. */
   take(taskId: string): Promise<StoredRun | undefined> {
     const at = new Date();
     return this.here(taskId, async () => {
-      const taken = await this.$.records.update(taskId, change.take(this.$.instanceId, at));
+      const taken = await this.$.writer.update(taskId, change.take(this.$.instanceId, at));
       if (!(taken?.status === 'running' && taken.bootId === this.$.instanceId && taken.startedAt === at.toISOString())) return undefined;
       this.$.records.track(taken);
       return taken;
@@ -93,25 +96,25 @@ export class RunLifecycle {
 
   /** running → running: where its process runs and where it was placed. */
   recordProcess(taskId: string, owner: string, fields: Pick<StoredRun, 'process' | 'placement'>): Promise<StoredRun | undefined> {
-    return this.$.records.update(taskId, change.recordProcess(owner, fields));
+    return this.$.writer.update(taskId, change.recordProcess(owner, fields));
   }
 
   /** running → running: the agent's session id, with the `agent.session` webhooks it owes, scheduled once `stored` has run. */
   async noteSession(taskId: string, owner: string, agentSessionId: string, at: string, stored: () => Promise<void>): Promise<void> {
-    const run = await this.$.records.update(taskId, change.noteSession(owner, agentSessionId, at));
+    const run = await this.$.writer.update(taskId, change.noteSession(owner, agentSessionId, at));
     await stored();
     if (run) this.$.webhooks.schedule(run);
   }
 
   /** running → running: what it was asked and answered, with the `permission.requested` webhooks a new question owes. */
   async noteApprovals(taskId: string, owner: string, approvals: RunApprovals, asked?: ApprovalRecord): Promise<void> {
-    const run = await this.$.records.update(taskId, change.noteApprovals(owner, approvals, asked));
+    const run = await this.$.writer.update(taskId, change.noteApprovals(owner, approvals, asked));
     if (run && asked) this.$.webhooks.schedule(run);
   }
 
   /** running → running: what a turn policy found between turns (its verify loop's attempts). */
   async noteTurn(taskId: string, owner: string, notes: TurnNotes): Promise<void> {
-    await this.$.records.update(taskId, change.noteTurn(owner, notes));
+    await this.$.writer.update(taskId, change.noteTurn(owner, notes));
   }
 
   /**
@@ -122,7 +125,7 @@ export class RunLifecycle {
    * Resolves false when the write was left to the background.
    */
   finish(taskId: string, owner: string, fields: FinishFields, ended: (stored: StoredRun, mine: boolean) => Promise<void>): Promise<boolean> {
-    return this.$.records.finish(taskId, change.finish(owner, fields, new Date()), (stored) => ended(stored, stored.bootId === this.$.instanceId));
+    return this.$.writer.finish(taskId, change.finish(owner, fields, new Date()), (stored) => ended(stored, stored.bootId === this.$.instanceId));
   }
 
   /** queued → cancelled, expired or failed; undefined if it had left the queue. */
@@ -132,7 +135,7 @@ export class RunLifecycle {
 
   /** running → running: this instance becomes its owner, as `gone`'s; false if another change came first. */
   async claim(taskId: string, gone: string): Promise<boolean> {
-    const claimed = await this.$.records.update(taskId, change.claim(gone, this.$.instanceId));
+    const claimed = await this.$.writer.update(taskId, change.claim(gone, this.$.instanceId));
     return claimed?.status === 'running' && claimed.bootId === this.$.instanceId;
   }
 
@@ -162,7 +165,7 @@ export class RunLifecycle {
   /** One write that ends the run here; then the ended path. */
   private async endBy(taskId: string, ending: Change): Promise<StoredRun | undefined> {
     let made: StoredRun | undefined;
-    const final = await this.$.records.update(taskId, (r) => {
+    const final = await this.$.writer.update(taskId, (r) => {
       made = ending(r);
       return made;
     });
@@ -233,6 +236,11 @@ export class RunLifecycle {
     this.waiters.delete(taskId);
     if (result instanceof Error) waiter.reject(result);
     else waiter.resolve(result);
+  }
+
+  /** A last attempt at the final records the store refused (RunRecordWriter.close); at shutdown, once the runs have stopped. */
+  closeWrites(): Promise<void> {
+    return this.$.writer.close();
   }
 
   /**

@@ -16,7 +16,7 @@ import type { Log } from '../logger';
 import type { ProcessOutput } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import { DEFAULT_QUEUE, type QueuePolicy, queuePolicy } from '../queue/policy';
-import type { RunQueue } from '../queue/queue';
+import type { RunQueue } from './run-queue';
 import { type Share, ShareSeats } from '../queue/shares';
 import type { SessionBook } from '../sessions';
 import type { HeadlessStore } from '../store/keyv-store';
@@ -362,7 +362,7 @@ export class RunService implements RunStarter {
       SHUTDOWN_WAIT_MS,
     );
     await this.$.events.close();
-    await this.$.records.close();
+    await this.$.lifecycle.closeWrites();
     this.$.launcher.close();
   }
 }

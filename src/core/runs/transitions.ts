@@ -5,12 +5,15 @@
  * nothing else changes a run's status. docs/internals.md draws it.
  */
 import type { ApprovalRecord, RunApprovals, RunError, RunStatus, RunVerify } from '../../contract/records';
-import { owe } from '../delivery/outbox';
-import type { StoredRun } from '../types';
+import { owe, sameDelivery, withDeliveries } from '../delivery/outbox';
+import type { Delivery, StoredRun } from '../types';
 
 /** The statuses a run can end in, by the way it ends. */
 export type FinishStatus = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'interrupted';
 export type QueuedEnding = 'cancelled' | 'expired';
+
+/** Every final status: a transition from one keeps it (test/unit/transitions.test.ts). */
+const FINAL = ['succeeded', 'failed', 'timed_out', 'cancelled', 'interrupted', 'expired'] as const;
 
 /**
  * Every transition: from which statuses (none: it makes a new record) to which. A `running` run
@@ -40,6 +43,10 @@ export const TRANSITIONS = {
   claim: { from: ['running'], to: ['running'], owned: true },
   /** Its owner is gone (a crash, a lost lease): ended, never re-run. */
   interrupt: { from: ['running'], to: ['interrupted'], owned: true },
+  /** Its owner is gone with deliveries still owed: another instance becomes its owner to deliver them (the dispatcher's take-over). */
+  claimEnded: { from: FINAL, to: FINAL, owned: true },
+  /** A delivery was attempted: its new state in the outbox, written by the instance that delivers it. */
+  settleDelivery: { from: ['running', ...FINAL], to: ['running', ...FINAL], owned: true },
 } as const satisfies Record<string, { from: readonly RunStatus[]; to: readonly RunStatus[]; owned: boolean }>;
 
 export type TransitionName = keyof typeof TRANSITIONS;
@@ -145,5 +152,17 @@ export const change = {
   interrupt(owner: string, instanceId: string, at: Date, changes?: StoredRun['changes']): Change {
     const more = changes ? { changes } : {};
     return (r) => (can('interrupt', r, owner) ? endedRecord(r, { status: 'interrupted', error: INTERRUPTED, owner: instanceId, at }, more) : undefined);
+  },
+  claimEnded(gone: string, instanceId: string): Change {
+    return (r) => (can('claimEnded', r, gone) ? { ...r, bootId: instanceId } : undefined);
+  },
+  settleDelivery(owner: string, settled: Delivery): Change {
+    return (r) =>
+      can('settleDelivery', r, owner)
+        ? withDeliveries(
+            r,
+            (r.deliveries ?? []).map((d) => (sameDelivery(d, settled) ? settled : d)),
+          )
+        : undefined;
   },
 };

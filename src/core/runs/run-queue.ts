@@ -9,21 +9,21 @@
 import { Refusal } from '../../contract/problems';
 import { type RunRecord, hasEnded } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
-import type { ResolvedSpec } from '../runs/run-spec';
+import type { ResolvedSpec } from './run-spec';
 import type { RunEvents } from '../events/run-events';
 import type { Log } from '../logger';
 import { publicRecord } from '../public-record';
-import type { Admission, Reservation } from '../runs/admission';
-import type { RunLauncher } from '../runs/launcher';
-import type { RunLifecycle } from '../runs/lifecycle';
-import type { StartedRun } from '../runs/live-run';
-import { newRunRecord, queuedEventOf, startedEventOf } from '../runs/new-record';
-import type { RunRecords } from '../runs/records';
+import type { Admission, Reservation } from './admission';
+import type { RunLauncher } from './launcher';
+import type { RunLifecycle } from './lifecycle';
+import type { StartedRun } from './live-run';
+import { newRunRecord, queuedEventOf, startedEventOf } from './new-record';
+import type { RunRecords } from './records';
 import type { SessionBook } from '../sessions';
 import type { QueuedStart, RunOrigin, SlotShare, StoredRun, WebhookTarget, Workspace } from '../types';
 import { newSortableId } from '../util/ids';
-import type { QueuePolicy } from './policy';
-import { QueueRunner, type TakeResult } from './runner';
+import type { QueuePolicy } from '../queue/policy';
+import { QueueRunner, type TakeResult } from '../queue/runner';
 
 /** How often the queue is read without a reason: expiries, and in a fleet slots freed elsewhere. */
 const SWEEP_MS = 1000;
