@@ -247,6 +247,21 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
       await page.screenshot({ path: join(folder, `status-page-${width}.png`) });
     }
     expect(await page.locator('#runs th.wide').first().isVisible()).toBe(false);
+    // The longest status word is never cut ("interrupt…"), at any width; the run panel names its workspace.
+    for (const width of [1280, 800, 400]) {
+      await page.setViewportSize({ width, height: 900 });
+      const cut = await page.evaluate(() => {
+        const cell = document.querySelector('#runs td.status');
+        if (!cell) return 'no status cell';
+        const was = cell.textContent;
+        cell.textContent = 'interrupted';
+        const over = cell.scrollWidth > cell.clientWidth;
+        cell.textContent = was;
+        return over;
+      });
+      expect(cut, `at ${width} px`).toBe(false);
+    }
+    await expect.poll(() => page.locator('#summary').textContent()).toContain('Workspace other');
     writeFileSync(gate, '');
     expect(errors).toEqual([]);
     await page.close();

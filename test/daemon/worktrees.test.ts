@@ -244,8 +244,10 @@ describe('worktree pitfalls (docs/worktrees.md)', () => {
     expect(out).toContain('in the submodule');
     expect(out).toContain('version https://git-lfs.github.com/spec/v1');
     // The agent's own commit (LFS switched off: without git-lfs, the repository's git fails anywhere).
-    git(repo, 'config', '--unset', 'filter.lfs.process');
-    git(repo, 'config', '--unset', 'filter.lfs.required');
+    // The service may still hold the repository's config lock, releasing the ended run's worktree (its branch's section).
+    const unset = (key: string) => spawnSync('git', ['config', '--unset', key], { cwd: repo, encoding: 'utf8' });
+    await waitFor(() => unset('filter.lfs.process').status === 0, { what: 'the config to be free of the release' });
+    await waitFor(() => unset('filter.lfs.required').status === 0, { what: 'the config to be free of the release' });
     const committing = await start(daemon, { prompt: 'sh echo x > x.txt && git add x.txt && git -c user.name=a -c user.email=a@b commit --quiet -m x' });
     await waitRun(daemon, committing.taskId);
     expect(existsSync(join(dir, 'hook-ran')), await stdoutOf(daemon, committing.taskId)).toBe(true);

@@ -93,6 +93,7 @@ describe('read, list, cancel', () => {
     expect(Object.keys(record).sort()).toEqual(
       [
         'agent',
+        'agentChosenBy',
         'createdAt',
         'durationMs',
         'endedAt',

@@ -231,6 +231,7 @@ async function showRun(taskId, fresh) {
   $('run').hidden = false;
   const lines = [`${label(record)} · ${record.status} · ${record.agent}${record.durationMs === null ? '' : ` · ${took(record)}`}`, record.taskId];
   // Which rule chose its agent (docs/http-api.md: Agent selection), when its start did not name one.
+  lines.push(`Workspace ${record.workspaceId}`);
   if (record.agentChosenBy && record.agentChosenBy !== 'asked') lines.push(`Agent ${record.agent}: ${CHOSEN_BY[record.agentChosenBy] ?? record.agentChosenBy}`);
   if (record.source?.kind === 'schedule') lines.push(`Started by schedule ${record.source.name} for ${record.source.scheduledFor}`);
   if (record.source?.kind === 'trigger') lines.push(`Started by trigger ${record.source.name} (delivery ${record.source.delivery})`);
