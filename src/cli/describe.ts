@@ -1,4 +1,5 @@
-import type { AgentRule, RunEvent, RunRecord } from '../client/index';
+import type { RunEvent, RunRecord } from '../client/index';
+import { AGENT_RULE_SAID } from '../contract/records';
 
 /**
  * Text from the service (titles, messages, errors) as a terminal may show it: control characters
@@ -10,21 +11,10 @@ export const visible = (text: string) => text.replace(/[\x00-\x08\x0b-\x1f\x7f-\
 export const seconds = (ms: number | null) => (ms === null ? '-' : `${(ms / 1000).toFixed(1)}s`);
 
 /** How the caller CLI shows a run and an event to a person. */
-/** Which rule chose a run's agent, as a reader would say it. */
-const CHOSEN_BY: Record<AgentRule, string> = {
-  asked: 'named by its start',
-  session: "its Session's",
-  headlessAgent: "the workspace's headlessAgent",
-  recent: "the workspace's most recent",
-  workspaceDefault: "the workspace's defaultAgent",
-  installationDefault: "the installation's defaultAgent",
-  first: 'the first installed',
-};
-
 export function describeRun(r: RunRecord): string {
   const lines = [
     `${r.taskId}  ${r.status}  ${r.agent}  workspace ${r.workspaceId}  session ${r.resumeId}`,
-    ...(r.agentChosenBy && r.agentChosenBy !== 'asked' ? [`  agent: ${CHOSEN_BY[r.agentChosenBy]}`] : []),
+    ...(r.agentChosenBy && r.agentChosenBy !== 'asked' ? [`  agent: ${AGENT_RULE_SAID[r.agentChosenBy]}`] : []),
     ...(r.title ? [`  title: ${r.title}`] : []),
     ...(r.metadata
       ? [

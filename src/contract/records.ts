@@ -182,6 +182,17 @@ export interface RunError {
 export const AGENT_RULES = ['asked', 'session', 'headlessAgent', 'recent', 'workspaceDefault', 'installationDefault', 'first'] as const;
 export type AgentRule = (typeof AGENT_RULES)[number];
 
+/** Each rule as a reader is told it (the caller CLI, the status page). */
+export const AGENT_RULE_SAID: Record<AgentRule, string> = {
+  asked: 'named by its start',
+  session: "its Session's",
+  headlessAgent: "the workspace's headlessAgent",
+  recent: "the workspace's most recent",
+  workspaceDefault: "the workspace's defaultAgent",
+  installationDefault: "the installation's defaultAgent",
+  first: 'the first installed',
+};
+
 /** The run record: process status only, never the prompt, output or a token. */
 export interface RunRecord {
   taskId: string;

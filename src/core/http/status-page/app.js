@@ -180,16 +180,6 @@ function question(a) {
 }
 
 /** One event of the timeline as part of the conversation: messages as text, tool calls by name, never raw JSON. */
-/** Which rule chose a run's agent, as the CLI says it (src/cli/describe.ts). */
-const CHOSEN_BY = {
-  session: "its Session's",
-  headlessAgent: "the workspace's headlessAgent",
-  recent: "the workspace's most recent",
-  workspaceDefault: "the workspace's defaultAgent",
-  installationDefault: "the installation's defaultAgent",
-  first: 'the first installed',
-};
-
 function render(e) {
   const d = e.data || {};
   if (e.type === 'message') return el('li', d.text, 'msg');
@@ -232,7 +222,8 @@ async function showRun(taskId, fresh) {
   const lines = [`${label(record)} · ${record.status} · ${record.agent}${record.durationMs === null ? '' : ` · ${took(record)}`}`, record.taskId];
   // Which rule chose its agent (docs/http-api.md: Agent selection), when its start did not name one.
   lines.push(`Workspace ${record.workspaceId}`);
-  if (record.agentChosenBy && record.agentChosenBy !== 'asked') lines.push(`Agent ${record.agent}: ${CHOSEN_BY[record.agentChosenBy] ?? record.agentChosenBy}`);
+  if (record.agentChosenBy && record.agentChosenBy !== 'asked')
+    lines.push(`Agent ${record.agent}: ${AGENT_RULE_SAID[record.agentChosenBy] ?? record.agentChosenBy}`);
   if (record.source?.kind === 'schedule') lines.push(`Started by schedule ${record.source.name} for ${record.source.scheduledFor}`);
   if (record.source?.kind === 'trigger') lines.push(`Started by trigger ${record.source.name} (delivery ${record.source.delivery})`);
   if (record.error) lines.push(`${record.error.code}: ${record.error.message}`);
@@ -266,21 +257,8 @@ async function showRun(taskId, fresh) {
   $('timeline').replaceChildren();
   const source = new EventSource(`api/headless/${encodeURIComponent(taskId)}/events`);
   timelineSource = source;
-  const types = [
-    'run.queued',
-    'run.started',
-    'agent.session',
-    'message',
-    'tool',
-    'usage',
-    'error',
-    'permission.requested',
-    'permission.answered',
-    'follow-up',
-    'verify.checked',
-    'verify.verdict',
-    'run.ended',
-  ];
+  // Every type of event a run has (served with this script: src/core/http/status-page/index.ts).
+  const types = RUN_EVENT_TYPES;
   for (const type of types) {
     source.addEventListener(type, (m) => {
       const e = JSON.parse(m.data);

@@ -4,6 +4,7 @@ import { Response } from '@whatwg-node/fetch';
 import APP from './app.js?raw';
 import ICON from './favicon.svg?raw';
 import HTML from './page.html?raw';
+import { AGENT_RULE_SAID, RUN_EVENT_TYPES } from '../../../contract/records';
 
 /**
  * The status page served at `/` (docs/status-page.md): runs per workspace, live from the event
@@ -30,6 +31,9 @@ export function statusPageIcon(): Response {
   return new Response(ICON, { status: 200, headers: { 'content-type': 'image/svg+xml', ...SECURITY_HEADERS, 'cache-control': 'max-age=86400' } });
 }
 
+/** The names the script shares with the API, served ahead of it: one list of event types, one wording of each agent rule. */
+const SHARED = `const RUN_EVENT_TYPES = ${JSON.stringify(RUN_EVENT_TYPES)};\nconst AGENT_RULE_SAID = ${JSON.stringify(AGENT_RULE_SAID)};\n`;
+
 export function statusPageScript(): Response {
-  return new Response(APP, { status: 200, headers: { 'content-type': 'text/javascript; charset=utf-8', ...SECURITY_HEADERS } });
+  return new Response(SHARED + APP, { status: 200, headers: { 'content-type': 'text/javascript; charset=utf-8', ...SECURITY_HEADERS } });
 }
