@@ -120,6 +120,27 @@ describe('a verify loop', () => {
     expect(await noneMarked([taskId])).toBe(true);
   });
 
+  it('the run’s budget counts every turn: a loop that passes its maxTurns ends failed, budget_exceeded, mid-loop', async () => {
+    // Claude Code's adapter over a stand-in whose every turn makes two tool calls, whatever it is told.
+    const claude = BUILTIN_AGENTS.find((agent) => agent.name === 'claude') as AgentAdapter;
+    const script = join(__dirname, '../fixtures/budget-claude.mjs');
+    const twoCalls: AgentAdapter = {
+      ...claude,
+      name: 'two-calls',
+      command: process.execPath,
+      identity: undefined,
+      invocation: (input) => ({ command: process.execPath, args: [script, ...claude.invocation(input).args], stdin: '2' }),
+    };
+    const h = await host(scripted('true', 'true'), { 'two-calls': twoCalls as never });
+    const res = await h.request('POST', '/api/workspaces/ws/headless', {
+      json: { prompt: 'work', agent: 'two-calls', maxTurns: 3, verify: { checks: [{ name: 'never', command: 'exit 1' }], maxAttempts: 5 } },
+    });
+    const { taskId } = (await res.json()) as { taskId: string };
+    const run = (await h.waitEnded(taskId)) as Record<string, any>;
+    expect(run).toMatchObject({ status: 'failed', error: { code: 'budget_exceeded' }, verify: { verdict: 'pending' } });
+    expect(run.verify.attempts).toHaveLength(1);
+  });
+
   it('a cancel during a check stops the check: the run is cancelled, no process of it is left', async () => {
     const h = await host(scripted('true', 'true'));
     const taskId = await start(h, { checks: [{ name: 'held', command: 'echo $$ > check.pid; sleep 600' }] });
