@@ -239,7 +239,7 @@ function buildRuns($: ServiceResources): RunService {
     grader: runGrader(() => runs),
   });
   const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
-  const runs: RunService = new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue });
+  const runs: RunService = new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue, guards });
   return runs;
 }
 

@@ -58,4 +58,31 @@ describe('a start over its workspace’s run spec', () => {
       'workspace "ws": worktree.ref has moved into the run spec',
     );
   });
+
+  it('a start’s checks on a read-only or asking workspace without a sandbox are refused: a check runs any command', async () => {
+    const host = await createTestHost({ workspaces: [confined, { id: 'ask', path: tmpdir(), agents: ['fake'], run: { permissions: 'ask' as const } }] });
+    for (const ws of ['ws', 'ask']) {
+      const res = await host.request('POST', `/api/workspaces/${ws}/headless`, {
+        json: { prompt: 'echo x', agent: 'fake', verify: { checks: [{ name: 'c', command: 'touch /tmp/anything' }] } },
+      });
+      const problem = (await res.json()) as { code: string; detail: string };
+      expect(res.status, ws).toBe(403);
+      expect(problem).toMatchObject({ code: 'policy_loosened' });
+      expect(problem.detail).toContain('Field "verify" cannot be loosened');
+    }
+    expect(host.spawner.count).toBe(0);
+  });
+
+  it('the installation’s guards are a ceiling too: a start may lower them, never raise them', async () => {
+    const host = await createTestHost({ maxMemoryMb: 500, stallTimeoutMs: 60_000, workspaces: [{ id: 'ws', path: tmpdir(), agents: ['fake'] }] });
+    for (const [field, value] of [
+      ['maxMemoryMb', 100_000],
+      ['stallTimeoutMs', 1_800_000],
+    ] as const) {
+      const res = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake', [field]: value } });
+      expect(await res.json()).toMatchObject({ status: 403, code: 'policy_loosened' });
+    }
+    const lower = await host.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake', maxMemoryMb: 400, wait: true } });
+    expect(((await lower.json()) as { spec: Record<string, unknown> }).spec).toMatchObject({ maxMemoryMb: 400, stallTimeoutMs: 60_000 });
+  });
 });

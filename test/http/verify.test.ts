@@ -101,6 +101,13 @@ describe('a verify loop', () => {
     expect(await h.waitEnded(taskId)).toMatchObject({ status: 'succeeded', verify: { verdict: 'failed' } });
   });
 
+  it('what a check prints of the run’s token never reaches the record', async () => {
+    const h = await host(scripted('true', 'true'));
+    const taskId = await start(h, { checks: [{ name: 'env', command: 'echo "token=$HEADLESS_RUN_TOKEN"' }], maxAttempts: 1, onExhausted: 'keep' });
+    const run = (await h.waitEnded(taskId)) as Record<string, any>;
+    expect(run.verify.attempts[0].checks[0].output).toBe('token=[the run token]\n');
+  });
+
   it('a check past its own timeout is stopped, its whole group, and counts as failing', async () => {
     const h = await host(scripted('true', 'true'));
     const check = { name: 'hangs', command: 'echo $$ > check.pid; sleep 600', timeoutMs: 500 };

@@ -49,6 +49,19 @@ describe('resolveSpec', () => {
     });
   });
 
+  it('the installation’s guards are the lowest layer; an operator’s own checks on a read-only workspace stand, a start’s do not', () => {
+    expect(resolved({ installation: { maxMemoryMb: 512 }, workspace: { maxMemoryMb: 2048 } }).maxMemoryMb).toBe(2048);
+    expect((resolveSpec({ installation: { maxMemoryMb: 512 }, request: { maxMemoryMb: 1024 } }) as { refused: { field: string } }).refused.field).toBe(
+      'maxMemoryMb',
+    );
+    const checks = [{ name: 'c', command: 'true' }];
+    expect(resolved({ workspace: { permissions: 'read-only', verify: { checks } } }).verify).toEqual({ checks });
+    expect((resolveSpec({ workspace: { permissions: 'read-only' }, request: { verify: { checks } } }) as { refused: { field: string } }).refused.field).toBe(
+      'verify',
+    );
+    expect(resolved({ workspace: { permissions: 'read-only', sandbox: true }, request: { verify: { checks } } }).verify).toEqual({ checks });
+  });
+
   it('approvals only under ask; a ref only off the workspace folder; a timeout never past the cap', () => {
     expect(resolved({ workspace: { approvals: { timeoutMs: 5 }, ref: 'main' } })).not.toHaveProperty('approvals');
     expect(resolved({ workspace: { ref: 'main' } })).not.toHaveProperty('ref');

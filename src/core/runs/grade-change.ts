@@ -6,6 +6,7 @@
  */
 import type { GraderVerdict } from '../../contract/records';
 import type { RunSpec } from '../../contract/run-spec';
+import { fenced } from '../util/text';
 import { timeLeft, type TurnContext } from './turn-policy';
 
 type Grader = NonNullable<NonNullable<RunSpec['verify']>['grader']>;
@@ -59,8 +60,9 @@ export async function grade(context: TurnContext, grader: Grader): Promise<Grade
 function promptOf(rubric: string, change: string): string {
   return [
     'You are grading a change someone else made to this workspace, against a rubric. Do not change anything: only read.',
-    `The rubric:\n\`\`\`\n${rubric}\n\`\`\``,
-    `The change (\`git status --short\`, then \`git diff HEAD\`):\n\`\`\`\n${change}\n\`\`\``,
+    `The rubric:\n${fenced(rubric)}`,
+    // The change is the worker's: fenced so that nothing in it can close its block and pose as the rubric.
+    `The change (\`git status --short\`, then \`git diff HEAD\`):\n${fenced(change)}`,
     'Answer "pass" only if every criterion of the rubric is met. Otherwise answer "fail", list each criterion that is not met in failedCriteria, and say in explanation what is missing or wrong, so that whoever made the change can fix it.',
   ].join('\n\n');
 }

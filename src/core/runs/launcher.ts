@@ -392,7 +392,10 @@ export class RunLauncher {
             },
           });
           const timedOut = end.stopped?.reason === 'timeout' && !signal.aborted;
-          return { ...end, timedOut, stopped: end.stopped !== undefined && !timedOut };
+          // What a command prints may end up on the record (a check's output): never the run's token.
+          const token = confined.env.HEADLESS_RUN_TOKEN;
+          const hide = (text: string) => (token ? text.split(token).join('[the run token]') : text);
+          return { ...end, stdout: hide(end.stdout), stderr: hide(end.stderr), timedOut, stopped: end.stopped !== undefined && !timedOut };
         } finally {
           live.beside = undefined;
           signal.removeEventListener('abort', stopOnAbort);

@@ -60,6 +60,8 @@ export interface RunServiceResources {
   instanceId: string;
   /** The installation's queue; workspaces may set their own. */
   queueSettings?: QueueSettings;
+  /** The installation's guards: the lowest layer of every run's spec, which a start may only lower. */
+  guards: { stallTimeoutMs?: number; maxMemoryMb?: number };
 }
 
 /** A start whose spec is resolved: what accepting it takes. */
@@ -158,7 +160,7 @@ export class RunService implements RunStarter {
 
   /** The run's spec: the start's over its origin's, over its workspace's, once (runs/run-spec.ts). */
   private resolve({ workspace, request, origin }: StartInput): ResolvedSpec {
-    const decided = resolveSpec({ workspace: workspace.run, origin: origin?.run, request: specOf(request) });
+    const decided = resolveSpec({ installation: this.$.guards, workspace: workspace.run, origin: origin?.run, request: specOf(request) });
     if ('refused' in decided) throw new Refusal('policy_loosened', `Field "${decided.refused.field}" cannot be loosened: ${decided.refused.detail}.`);
     const { spec } = decided;
     const schema = spec.outputSchema === undefined ? undefined : schemaProblem(spec.outputSchema);

@@ -32,6 +32,8 @@ export interface ResolvedSpec extends Omit<RunSpec, 'approvals'> {
 
 /** The layers a run's spec is resolved from. */
 export interface SpecLayers {
+  /** The installation's own (its guards): the lowest operator layer. */
+  installation?: RunSpec;
   /** Its workspace's `run` defaults. */
   workspace?: RunSpec;
   /** Its schedule's or trigger's `run` defaults. */
@@ -50,7 +52,7 @@ export type SpecDecision = { spec: ResolvedSpec } | { refused: SpecRefusal };
 
 /** Resolves a run's spec, or refuses a start that would loosen its operator's confinement or caps. */
 export function resolveSpec(layers: SpecLayers): SpecDecision {
-  const operator = over(layers.workspace ?? {}, layers.origin ?? {});
+  const operator = over(over(layers.installation ?? {}, layers.workspace ?? {}), layers.origin ?? {});
   const request = layers.request ?? {};
   const refused = loosening(operator, request);
   if (refused) return { refused };
@@ -91,8 +93,16 @@ function loosening(operator: RunSpec, request: RunSpec): SpecRefusal | undefined
   for (const key of CEILINGS) {
     const cap = operator[key];
     const asked = request[key];
-    if (cap !== undefined && asked !== undefined && asked > cap) return { field: key, detail: `at most ${cap}, what its workspace allows` };
+    if (cap !== undefined && asked !== undefined && asked > cap) return { field: key, detail: `at most ${cap}, what its operator allows` };
   }
+  // A check is a shell command the service runs as the agent runs: past what a read-only or asking
+  // agent may do, unless a sandbox confines it (its operator's own checks are the operator's choice).
+  const strict = over(operator, request);
+  if (request.verify?.checks && (strict.permissions ?? 'full') !== 'full' && !strict.sandbox)
+    return {
+      field: 'verify',
+      detail: `its runs are "${strict.permissions}" without a sandbox, and a check runs any command; a start may give checks to such runs only in a sandbox`,
+    };
   return undefined;
 }
 

@@ -9,6 +9,7 @@
 import type { CheckResult, GraderVerdict, RunVerify, VerifyAttempt } from '../../contract/records';
 import { grade } from './grade-change';
 import { CHECK_OUTPUT_DEFAULT, type RunSpec } from '../../contract/run-spec';
+import { fenced } from '../util/text';
 import { MAX_TURNS, type TurnContext, type TurnDecision, type TurnPolicy, timeLeft } from './turn-policy';
 
 type Verify = NonNullable<RunSpec['verify']>;
@@ -119,13 +120,11 @@ function againPrompt(verify: Verify, done: number, failing: CheckResult[], grade
   const commands = new Map((verify.checks ?? []).map((c) => [c.name, c.command]));
   const sections = failing.map((c) => {
     const how = c.timedOut ? `did not finish in time` : `exited with ${c.exitCode ?? 'no code (killed)'}`;
-    return `Check "${c.name}" (\`${commands.get(c.name)}\`) ${how} after ${(c.durationMs / 1000).toFixed(1)} s. The end of its output:\n\`\`\`\n${c.output}\n\`\`\``;
+    return `Check "${c.name}" (\`${commands.get(c.name)}\`) ${how} after ${(c.durationMs / 1000).toFixed(1)} s. The end of its output:\n${fenced(c.output)}`;
   });
   if (grader) {
     const criteria = grader.failedCriteria.length > 0 ? ` It names these criteria as not met: ${grader.failedCriteria.map((c) => `"${c}"`).join(', ')}.` : '';
-    sections.push(
-      `A grader judged your change against the task's rubric and says it fails.${criteria} Its explanation:\n\`\`\`\n${grader.explanation}\n\`\`\``,
-    );
+    sections.push(`A grader judged your change against the task's rubric and says it fails.${criteria} Its explanation:\n${fenced(grader.explanation)}`);
   }
   return [
     `The service ran this task's checks after your work, and they fail (attempt ${done + 1} of ${max} comes next).`,

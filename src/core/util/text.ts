@@ -19,3 +19,10 @@ export function nearest(word: string, candidates: readonly string[], within = 3)
   const best = [...candidates].sort((a, b) => editDistance(word, a) - editDistance(word, b))[0];
   return best !== undefined && editDistance(word, best) <= within ? best : undefined;
 }
+
+/** `text` in a Markdown code fence longer than any run of backticks in it, so nothing inside can close it. */
+export function fenced(text: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = '`'.repeat(longest + 1);
+  return `${fence}\n${text}\n${fence}`;
+}
