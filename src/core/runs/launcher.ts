@@ -22,8 +22,8 @@ import type { StoredRun, Workspace } from '../types';
 import type { Reservation } from './admission';
 import { RunEnding, emptyEnd, processOutcome } from './ending';
 import { type HeldSecrets, buildRunEnv, runVariables } from './env';
-import { runConfined } from './confined-command';
-import { type Guard, budgetGuard, memoryGuard, stallGuard, timedOut, watchdog } from './guards';
+import { turnHands } from './turn-hands';
+import { type Guard, budgetGuard, memoryGuard, stallGuard, watchdog } from './guards';
 import { agentIO } from './agent-io';
 import { InboxCommand } from './inbox-command';
 import type { RunLifecycle } from './lifecycle';
@@ -41,7 +41,7 @@ import type { RunTokens } from './tokens';
 import { RunQuestions } from './questions';
 import type { Approvals } from '../approvals/approvals';
 import type { RunGrader } from './grader';
-import { type TurnInput, type TurnPolicy, decideTurn, timeLeft } from './turn-policy';
+import { type TurnPolicy, decideTurn, timeLeft } from './turn-policy';
 
 /** Grace between SIGTERM and SIGKILL for the guards and cancel. */
 export const KILL_GRACE_MS = 5000;
@@ -348,7 +348,7 @@ export class RunLauncher {
         asked: [...live.asked],
         canContinue: open || (adapter.supportsResume && verdict.agentSessionId !== undefined),
         succeeded: exitCode === 0 && verdict.error === undefined && verdict.limit === undefined,
-        ...this.turnHands(live, stored.bootId, open),
+        ...turnHands(this.$, { live, owner: stored.bootId, open }),
         grade: (request, signal) => this.$.grader.grade({ workspace: input.workspace, record: stored, apiUrl: input.apiUrl }, request, signal),
       },
       { log: this.$.log, halt: live.halt.signal },
@@ -365,46 +365,6 @@ export class RunLauncher {
     live.turnDecided = false;
     this.$.events.append(live.taskId, 'message', { text: `(the service asks again: ${outcome.next.reason})` });
     return outcome.next.prompt;
-  }
-
-  /** What a turn policy may do for the run between its turns: run a command as its agent runs, note what it found, add to its timeline. */
-  private turnHands(live: LiveRun, owner: string, open: boolean): Pick<TurnInput, 'run' | 'note' | 'event' | 'takeFollowUps'> {
-    const { taskId } = live;
-    return {
-      run: async (command, signal) => {
-        const { placed, confined } = live;
-        if (!placed || !confined) throw new Error(`${taskId} has no placement to run ${command.what} in`);
-        const stopOnAbort = () => live.beside?.stop(timedOut(command.timeoutMs), 0);
-        signal.addEventListener('abort', stopOnAbort, { once: true });
-        try {
-          const end = await runConfined({
-            ...command,
-            ...confined,
-            cwd: placed.cwd,
-            host: placed.host,
-            // Its session open (ACP), the agent lives on beside the command: only the command's own group goes at its end.
-            leftovers: open ? 'group' : 'run',
-            run: { taskId, data: placed.data },
-            // A stop that came as it was starting stops it at once.
-            started: (proc) => {
-              live.beside = proc;
-              if (live.pendingStop || live.halt.signal.aborted) proc.stop(STOPS[live.pendingStop ?? 'cancel'], 0);
-            },
-          });
-          const timedOut = end.stopped?.reason === 'timeout' && !signal.aborted;
-          // What a command prints may end up on the record (a check's output): never the run's token.
-          const token = confined.env.HEADLESS_RUN_TOKEN;
-          const hide = (text: string) => (token ? text.split(token).join('[the run token]') : text);
-          return { ...end, stdout: hide(end.stdout), stderr: hide(end.stderr), timedOut, stopped: end.stopped !== undefined && !timedOut };
-        } finally {
-          live.beside = undefined;
-          signal.removeEventListener('abort', stopOnAbort);
-        }
-      },
-      note: (notes) => this.$.lifecycle.noteTurn(taskId, owner, notes),
-      takeFollowUps: () => live.followUps.splice(0),
-      event: (type, data) => void this.$.events.append(taskId, type, data as never),
-    };
   }
 
   /** Stops its process; with none running (being spawned, or between turns), the stop waits for the next or ends the run. */
