@@ -286,8 +286,10 @@ describe('a fleet on PostgreSQL', () => {
     expect(await sent.json()).toMatchObject({ taskId, messageId: expect.stringMatching(/^msg_/) });
     writeFileSync(gate, '');
     expect(await a.waitEnded(taskId)).toMatchObject({ status: 'succeeded' });
-    const output = (await (await b.request('GET', `/api/headless/${taskId}/output`)).json()) as { stdout: string };
-    expect(output.stdout).toContain('x'.repeat(9000));
+    // The ended run's output is stored beside its record, not with it: read from the other instance once it is there.
+    const stdout = async () => ((await (await b.request('GET', `/api/headless/${taskId}/output`)).json()) as { stdout: string }).stdout;
+    await waitFor(async () => (await stdout()) !== '', { what: 'the output to be stored' });
+    expect(await stdout()).toContain('x'.repeat(9000));
   });
 
   it('a question answered while its instance does not listen reaches its run once it listens again, not at its timeout', async () => {
