@@ -79,11 +79,30 @@ const REAL_CLI = 'test/daemon/real-agents';
 // Every Node runs the same SQLite connection code (Node's own node:sqlite, or its drop-in on Node 20):
 // beyond the unit tier, which holds both drivers to it, the store's conformance runs on the newest.
 const STORE = 'test/daemon/store.test.ts';
+// A fleet (a PostgreSQL store) needs Node 22.12 or later, as its queue's engine pg-boss does
+// (docs/decisions.md): what starts one runs on the newest only, where there is a newer one.
+const FLEET = [
+  'test/daemon/fleet.test.ts',
+  'test/daemon/postgres.test.ts',
+  'test/daemon/store-migrations.test.ts',
+  'test/daemon/store.test.ts',
+  'test/daemon/triggers.test.ts',
+  'test/faults/postgres-outage.test.ts',
+  'test/http/collection.test.ts',
+  'test/http/fleet-postgres.test.ts',
+];
 const [newest, ...others] = Object.entries(nodes).sort(([a], [b]) => b.localeCompare(a, undefined, { numeric: true }));
+const fleetOnNewest = newest !== undefined && !atLeast(process.versions.node, '22.12.0');
 const runs = [
   // The longest tier: a third worker keeps both cores busy once the others have ended.
-  { node: process.execPath, version: process.versions.node, args: newest ? ['--exclude', `${REAL_CLI}*.test.ts`, '--maxWorkers=3'] : [] },
-  ...(newest ? [{ node: newest[1], version: newest[0], args: ['test/unit', 'test/http', STORE, REAL_CLI] }] : []),
+  {
+    node: process.execPath,
+    version: process.versions.node,
+    args: newest ? ['--exclude', `${REAL_CLI}*.test.ts`, ...(fleetOnNewest ? FLEET.flatMap((f) => ['--exclude', f]) : []), '--maxWorkers=3'] : [],
+  },
+  ...(newest
+    ? [{ node: newest[1], version: newest[0], args: [...new Set(['test/unit', 'test/http', STORE, REAL_CLI, ...(fleetOnNewest ? FLEET : [])])] }]
+    : []),
   ...others.map(([version, node]) => ({ node, version, args: ['test/unit'] })),
 ];
 
@@ -141,6 +160,13 @@ for (const { status, report } of results) {
 rmSync(dir, { recursive: true, force: true });
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 || passed === 0 ? 1 : 0);
+
+/** Whether Node.js `version` is `floor` or later. */
+function atLeast(version, floor) {
+  const [a, b] = [version, floor].map((v) => v.split('.').map(Number));
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i] > b[i];
+  return true;
+}
 
 /** One tier: vitest on `node`, its JSON report in the run's folder; the first prints live, the others' output is kept. */
 function vitest({ node, version, args }, i) {

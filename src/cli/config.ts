@@ -68,6 +68,7 @@ const WorkspaceSchema = v.strictObject({
   network: v.optional(v.array(v.pipe(v.string(), v.regex(NETWORK_TARGET, 'must be host:port, or *')))),
   run: v.optional(WorkspaceRunSchema),
   limits: v.optional(v.strictObject(DailyLimitsEntries)),
+  labels: v.optional(v.array(v.pipe(v.string(), v.regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)))),
   worktree: v.optional(
     v.strictObject({
       setup: v.optional(v.pipe(v.string(), v.minLength(1))),
@@ -134,6 +135,7 @@ export const ConfigSchema = v.strictObject({
     v.record(v.string(), v.strictObject({ inputPerMillionUsd: v.pipe(v.number(), v.minValue(0)), outputPerMillionUsd: v.pipe(v.number(), v.minValue(0)) })),
   ),
   maxConcurrentRuns: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  labels: v.optional(v.array(v.pipe(v.string(), v.regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)))),
   stallTimeoutMs: v.optional(positiveInt),
   maxMemoryMb: v.optional(positiveInt),
   minFreeMemoryMb: v.optional(positiveInt),
@@ -170,6 +172,8 @@ export interface DaemonConfig {
   /** The file it was read from, if any: sandboxed runs never see it. */
   file?: string;
   maxConcurrentRuns?: number;
+  /** This daemon's labels: in a fleet it runs the workspaces whose labels it has. */
+  labels?: string[];
   stallTimeoutMs?: number;
   maxMemoryMb?: number;
   minFreeMemoryMb?: number;
@@ -325,6 +329,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
   return {
     file: path,
     maxConcurrentRuns: config.maxConcurrentRuns,
+    labels: config.labels,
     stallTimeoutMs: config.stallTimeoutMs,
     maxMemoryMb: config.maxMemoryMb,
     minFreeMemoryMb: config.minFreeMemoryMb,

@@ -10,6 +10,7 @@ const SHORT = `Usage: headless-run-webhook <command> [--help] [--version]
 
 Commands:
   serve      run the daemon
+  worker     run agents for a fleet's queued runs (no public API)
   doctor     check the agents each workspace can run
   run        start a run (and wait for it, or follow its events)
   status     show a run
@@ -38,10 +39,12 @@ const callerModule = () => require('./caller/index') as typeof import('./caller/
 /** The whole usage, from each command's module (only `--help` loads them all). */
 async function usage(): Promise<string> {
   const { CALLER_USAGE } = callerModule();
-  const [{ SERVE_USAGE }, { DOCTOR_USAGE }, { MCP_USAGE }] = await Promise.all([import('./serve'), import('./doctor'), import('./mcp')]);
+  const [{ SERVE_USAGE, WORKER_USAGE }, { DOCTOR_USAGE }, { MCP_USAGE }] = await Promise.all([import('./serve'), import('./doctor'), import('./mcp')]);
   return `${SHORT}
 
 ${SERVE_USAGE}
+
+${WORKER_USAGE}
 
 ${DOCTOR_USAGE}
 
@@ -60,6 +63,10 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
     dropOwnDevTools(__filename);
     return (await import('./serve')).serve(argv);
   },
+  worker: async (argv) => {
+    dropOwnDevTools(__filename);
+    return (await import('./serve')).worker(argv);
+  },
   doctor: async (argv) => {
     dropOwnDevTools(__filename);
     return (await import('./doctor')).doctor(argv);
@@ -74,7 +81,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
 (process.getBuiltinModule('node:module') as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 const [command, ...rest] = process.argv.slice(2);
-process.stdout.on('error', onClosedStdout(command === 'serve'));
+process.stdout.on('error', onClosedStdout(command === 'serve' || command === 'worker'));
 const run = command === undefined ? undefined : commands[command];
 if (command === '--version' || (run && rest.includes('--version'))) process.stdout.write(`${version}\n`);
 else if (run) run(rest).catch((error: unknown) => fail(error instanceof Error ? error.message : String(error), 1));

@@ -44,11 +44,21 @@ export const SERVE_USAGE = `Usage: headless-run-webhook serve [--config FILE] [-
                    JSON lines unless stderr is a terminal
   --demo           add the demo agent (no model, no credentials: it lists the workspace
                    and pushes a report to the Inbox) and make it the default agent
+  --labels L,M     this daemon's labels (gpu, mac…): in a fleet it runs the workspaces
+                   whose labels it has, and queues the others' starts for members that do
 
   --admin-token-file FILE
                    the admin token (at least 32 characters; the file 0600), also
                    HEADLESS_ADMIN_TOKEN_FILE or systemd's credential headless-admin-token;
                    HEADLESS_ADMIN_TOKEN works too, but agents can read an environment`;
+
+export const WORKER_USAGE = `Usage: headless-run-webhook worker --store URL [--labels L,M] [--config FILE] [--port N]
+                                   [--data-dir DIR] [--log-level LEVEL]
+
+  Joins a fleet (a PostgreSQL store several daemons share) to run the agents of the workspaces
+  in its config whose labels it has, as they are queued by any member. It answers on loopback
+  only (health, metrics, and its own runs' calls); callers use the fleet's API daemons.
+  Takes serve's options, but --host (always 127.0.0.1) and --socket.`;
 
 const DEFAULT_PORT = 47331;
 const PORT_TRIES = 20;
@@ -87,15 +97,30 @@ const SERVE_OPTIONS = {
   socket: { type: 'string' },
   'socket-mode': { type: 'string', default: '600' },
   store: { type: 'string' },
+  labels: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
 type ServeValues = ReturnType<typeof parseArgs<{ options: typeof SERVE_OPTIONS }>>['values'];
 
+/** `worker`: the daemon on loopback only, in a fleet, running the queued runs of its workspaces (docs/deployment.md: Workers). */
+export async function worker(argv: string[]): Promise<void> {
+  const values = serveArgs(argv, WORKER_USAGE);
+  if (!values) return;
+  if (values.host !== '127.0.0.1' || values.socket !== undefined) fail(`a worker answers on loopback only: it takes no --host or --socket\n${WORKER_USAGE}`);
+  if (values.store === undefined && !process.env.HEADLESS_STORE_URL)
+    fail(`a worker joins a fleet: give --store postgres://… (or HEADLESS_STORE_URL)\n${WORKER_USAGE}`);
+  return daemon(values, 'worker');
+}
+
 /** `serve`: load and check everything, open the store, build the handler, listen, and stop gracefully on a signal. */
 export async function serve(argv: string[]): Promise<void> {
-  const values = serveArgs(argv);
+  const values = serveArgs(argv, SERVE_USAGE);
   if (!values) return;
+  return daemon(values, 'serve');
+}
+
+async function daemon(values: ServeValues, mode: 'serve' | 'worker'): Promise<void> {
   const cwd = process.cwd();
   const level = values['log-level'] as LogLevel;
   if (!LOG_LEVELS.includes(level)) fail(`--log-level must be one of ${LOG_LEVELS.join(', ')}, not "${level}"`);
@@ -137,21 +162,29 @@ export async function serve(argv: string[]): Promise<void> {
   // Before it says it listens: a SIGTERM with no listener would end the process at once.
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  logger.info({ url: `http://${urlHost(host)}:${bound}`, version, store: storeUrl === undefined ? 'sqlite' : 'postgres' }, 'listening');
+  logger.info(
+    { url: `http://${urlHost(host)}:${bound}`, version, store: storeUrl === undefined ? 'sqlite' : 'postgres', mode, labels: labelsOf(values) },
+    'listening',
+  );
   process.stdout.write(`listening on http://${urlHost(host)}:${bound}\n`);
 }
 
 /** The parsed arguments; undefined once `--help` has been answered. */
-function serveArgs(argv: string[]): ServeValues | undefined {
+function serveArgs(argv: string[], usage: string): ServeValues | undefined {
   let values: ServeValues;
   try {
     ({ values } = parseArgs({ args: argv, options: SERVE_OPTIONS, strict: true }));
   } catch (error) {
-    fail(`${error instanceof Error ? error.message : String(error)}\n${SERVE_USAGE}`);
+    fail(`${error instanceof Error ? error.message : String(error)}\n${usage}`);
   }
   if (!values.help) return values;
-  process.stdout.write(`${SERVE_USAGE}\n`);
+  process.stdout.write(`${usage}\n`);
   return undefined;
+}
+
+/** `--labels gpu,mac`, over the config file's `labels`; undefined when not given. */
+function labelsOf(values: ServeValues): string[] | undefined {
+  return values.labels?.split(',').map((label) => label.trim());
 }
 
 /** The config and admin token, with the refusals and warnings they call for. */
@@ -223,6 +256,7 @@ async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
       adminToken: o.admin.token,
       localCallers: config.localCallers,
       maxConcurrentRuns: config.maxConcurrentRuns,
+      labels: labelsOf(values) ?? config.labels,
       stallTimeoutMs: config.stallTimeoutMs,
       prices: config.prices,
       maxMemoryMb: config.maxMemoryMb,

@@ -36,6 +36,11 @@ export interface HeadlessHandlerOptions {
    * everyone (`token`: a host shared with other users, or a proxy on this host). Default gate only. @default "trusted"
    */
   localCallers?: 'trusted' | 'token';
+  /**
+   * This instance's labels (`gpu`, `mac`): in a fleet it runs the workspaces whose `labels` it has
+   * every one of, and queues the others' starts for members that do (docs/deployment.md: Workers). @default []
+   */
+  labels?: string[];
   /** Runs allowed at once on this host, sync runs included. @default 4 */
   maxConcurrentRuns?: number;
   /** A run that prints nothing on stdout for this long is stopped `timed_out` with `stalled`; a workspace may set its own. @default none */

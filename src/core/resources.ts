@@ -11,6 +11,9 @@ import { Webhooks } from './delivery/webhooks';
 import { RunEvents } from './events/run-events';
 import { type Fleet, createFleet } from './fleet/index';
 import { Refusal, StorageError } from '../contract/problems';
+import { ID_PATTERN, isValidId } from '../contract/ids';
+import type { RunSource } from '../contract/records';
+import type { RunSpec } from '../contract/run-spec';
 import type { RouteServices } from './http/router';
 import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
@@ -45,7 +48,7 @@ import { type HeadlessStore, asHeadlessStore } from './store/keyv-store';
 import { createMemoryKeyv } from './store/keyvs';
 import { Workspaces } from './workspaces';
 import { checkNetwork } from './sandbox/network';
-import { checkSpecLayer, refuseMovedKeys } from './runs/run-spec';
+import { checkSpecLayer, loosens, refuseMovedKeys } from './runs/run-spec';
 import { Sandbox } from './sandbox/sandbox';
 
 /** Start-up recovery the store refused (a full disk) is tried again this often, until it succeeds. */
@@ -121,6 +124,8 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
       close: recovery.close,
     },
     { start: () => runs.sweepPlaces($.workspaces.all() ?? []) },
+    // Told before its queues are worked: a start elsewhere finds the workspaces it runs.
+    { start: () => fleet.advertise($.workspaces.advertisable()) },
     { start: () => runs.startQueue() },
     { start: () => scheduler.start(), close: async () => scheduler.stop() },
     { start: () => retention.start(), close: () => retention.close() },
@@ -144,7 +149,8 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const registry = new AgentRegistry(options.agents);
   const store: HeadlessStore = asHeadlessStore(options.store ?? createMemoryKeyv());
   const fleet: Fleet = createFleet(store, { leaseMs: options.instanceLeaseMs, log });
-  const workspaces = new Workspaces(options.workspaces, fleet.shared);
+  const labels = checkLabels(options.labels, 'labels');
+  const workspaces = new Workspaces(options.workspaces, { shared: fleet.shared, labels, advertised: (id) => fleet.advertised(id) });
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const events = new RunEvents({ store, log });
   const { records, writer } = openRunRecords({ store, log, shared: fleet.shared });
@@ -176,6 +182,10 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     checkNetwork(ws.network, `workspace "${ws.id}"`);
     checkWorktreeSettings(ws, `workspace "${ws.id}"`);
     checkDailyLimits(ws.limits, `workspace "${ws.id}": limits`);
+    checkLabels(ws.labels, `workspace "${ws.id}": labels`);
+    // Alone, no other member could ever run it.
+    if (!fleet.shared && !workspaces.runsHere(ws))
+      throw new Error(`workspace "${ws.id}" asks for labels ${JSON.stringify(ws.labels)} this instance does not have (labels: ${JSON.stringify(labels)})`);
   }
   const env = options.env ?? process.env;
   const inbox = new Inbox(store);
@@ -238,8 +248,23 @@ function buildRuns($: ServiceResources): RunService {
     // A grader is a run like any other, started through the run service built just below.
     grader: runGrader(() => runs),
   });
-  const queue = new RunQueue({ ...shared, lifecycle, launcher, workspace: (id) => workspaces.require(id) });
-  const runs: RunService = new RunService({ ...shared, lifecycle, launcher, queue, queueSettings: options.queue, guards });
+  const queue = new RunQueue({
+    ...shared,
+    lifecycle,
+    launcher,
+    workspace: (id) => workspaces.runnable(id),
+    runsHere: () => workspaces.advertisable().map((ws) => ws.id),
+    loosens: (ws, run) => loosens({ installation: guards, workspace: ws.run, origin: originLayer(options, run.source) }, run.spec),
+  });
+  const runs: RunService = new RunService({
+    ...shared,
+    lifecycle,
+    launcher,
+    queue,
+    queueSettings: options.queue,
+    guards,
+    runsHere: (ws) => workspaces.runsHere(ws),
+  });
   return runs;
 }
 
@@ -328,7 +353,7 @@ function routeServices($: ServiceResources, units: RouteUnits): RouteServices {
     inbox: $.inbox,
     approvals: $.approvals,
     workspaces: () => workspaces.publicList(),
-    workspace: (id) => workspaces.require(id),
+    workspace: (id) => workspaces.forStart(id),
     metrics: async () => ({ contentType: metrics.registry.contentType, body: await metrics.registry.metrics() }),
     unready: () => unready($),
     diagnose: (workspaceId) => diagnose($, workspaceId),
@@ -381,4 +406,20 @@ function buildSandbox(options: HeadlessHandlerOptions, workspaces: Workspaces): 
     }
   }
   return sandbox;
+}
+
+/** Labels: names as ids are (`gpu`, `linux-arm64`), each once. */
+function checkLabels(labels: string[] | undefined, where: string): string[] {
+  for (const [i, label] of (labels ?? []).entries()) {
+    if (typeof label !== 'string' || !isValidId(label)) throw new Error(`${where}[${i}] must match ${ID_PATTERN.source}, not ${JSON.stringify(label)}`);
+    if (labels?.indexOf(label) !== i) throw new Error(`${where} lists "${label}" twice`);
+  }
+  return labels ?? [];
+}
+
+/** The run defaults of the schedule or trigger a run came from, where it is configured here. */
+function originLayer(options: HeadlessHandlerOptions, source: RunSource | undefined): RunSpec | undefined {
+  if (source?.kind === 'schedule') return options.schedules?.find((s) => s.name === source.name)?.run;
+  if (source?.kind === 'trigger') return options.triggers?.find((t) => t.name === source.name)?.run;
+  return undefined;
 }

@@ -180,6 +180,12 @@ export interface Workspace {
   worktree?: WorktreeSettings;
   /** Its runs per day and spend per day (UTC): a start beyond is `429 daily_limit_reached`. @default none */
   limits?: DailyLimits;
+  /**
+   * What a member of a fleet must have to run it (`gpu`, `mac`): only members started with every one
+   * of these labels run its agents; the others accept its starts and queue them for those
+   * (docs/deployment.md: Workers). @default none: any member that has it runs it
+   */
+  labels?: string[];
 }
 
 /** A workspace's run defaults: the run spec but its agent (a workspace chooses by `headlessAgent` and `defaultAgent`). */

@@ -1,23 +1,66 @@
 import { isAbsolute } from 'node:path';
 import { isValidId } from '../contract/ids';
 import { Refusal } from '../contract/problems';
+import type { AdvertisedWorkspace } from './fleet/fleet';
 import type { Workspace } from './types';
+
+/** What a member advertises of a workspace it runs (docs/deployment.md: Workers and labels): never its folder, its env or a secret. */
+export type Advertised = Pick<Workspace, 'id' | 'tag' | 'agents' | 'headlessAgent' | 'defaultAgent' | 'queue' | 'run' | 'limits' | 'labels'> & {
+  webhook?: Omit<NonNullable<Workspace['webhook']>, 'secret'>;
+};
 
 export type WorkspaceResolver = (id: string) => Workspace | undefined | Promise<Workspace | undefined>;
 
-/** The workspaces runs may target: a checked list, or a resolver asked with validated ids only. */
+export interface WorkspacesOptions {
+  /** Other instances share the store: a missing workspace may be run by them. */
+  shared: boolean;
+  /** This instance's labels: it runs a workspace only if it has every label the workspace asks for. */
+  labels: readonly string[];
+  /** A workspace another member of the fleet runs, as it advertised it. */
+  advertised(id: string): Promise<AdvertisedWorkspace | undefined>;
+}
+
+/**
+ * The workspaces runs may target: a checked list, or a resolver asked with validated ids only; in
+ * a fleet also those other members run, known by what they advertised (never their folder, env or
+ * secrets): their starts are accepted here and queued for those members.
+ */
 export class Workspaces {
   private readonly listed: Map<string, Workspace> | undefined;
   private readonly resolve: WorkspaceResolver;
+  /** Those known only by what another member advertised: they never run here. */
+  private readonly elsewhere = new WeakSet<Workspace>();
 
   constructor(
     source: Workspace[] | WorkspaceResolver,
-    /** Other instances share the store: a missing workspace may be configured on them. */
-    private readonly shared: boolean,
+    private readonly o: WorkspacesOptions,
   ) {
     const listed = Array.isArray(source) ? checkList(source) : undefined;
     this.listed = listed;
     this.resolve = listed ? (id) => listed.get(id) : (source as WorkspaceResolver);
+  }
+
+  /** Whether this instance runs the workspace's agents: it is configured here, with every label it asks for. */
+  runsHere(ws: Workspace): boolean {
+    return !this.elsewhere.has(ws) && (ws.labels ?? []).every((label) => this.o.labels.includes(label));
+  }
+
+  /** A workspace a start may target: one configured here, or, in a fleet, one another member runs; else 404 workspace_not_found. */
+  async forStart(id: string): Promise<Workspace> {
+    const here = await this.find(id);
+    if (!this.o.shared || !isValidId(id) || (here && this.runsHere(here))) return here ?? this.missing(id);
+    const advertised = await this.o.advertised(id);
+    if (here && advertised) return here;
+    if (here)
+      throw new Refusal(
+        'workspace_not_found',
+        `Workspace "${id}" asks for labels ${JSON.stringify(here.labels)}, and no member of the fleet with them runs it now.`,
+      );
+    if (!advertised) throw new Refusal('workspace_not_found', `No workspace "${id}" on this instance, and no member of the fleet runs one.`);
+    // No folder here: its runs are queued for a member that has one.
+    const ws: Workspace = { ...(advertised as Advertised), path: '' };
+    this.elsewhere.add(ws);
+    return ws;
   }
 
   /** The listed workspaces; undefined when they come from a resolver. */
@@ -29,12 +72,26 @@ export class Workspaces {
     return isValidId(id) ? this.resolve(id) : undefined;
   }
 
-  /** The workspace, or 404 workspace_not_found. */
+  /** The workspace configured here, or 404 workspace_not_found. */
   async require(id: string): Promise<Workspace> {
-    const ws = await this.find(id);
-    // In a fleet the workspace may be configured on other instances: say where the answer comes from.
-    if (!ws) throw new Refusal('workspace_not_found', this.shared ? `No workspace "${id}" on this instance.` : `No workspace "${id}".`);
+    return (await this.find(id)) ?? this.missing(id);
+  }
+
+  /** The workspace this instance runs (configured here, its labels met), or 404 workspace_not_found: a queued run waits for a member that does. */
+  async runnable(id: string): Promise<Workspace> {
+    const ws = await this.require(id);
+    if (!this.runsHere(ws)) throw new Refusal('workspace_not_found', `Workspace "${id}" asks for labels this instance does not have.`);
     return ws;
+  }
+
+  private missing(id: string): never {
+    // In a fleet the workspace may be configured on other instances: say where the answer comes from.
+    throw new Refusal('workspace_not_found', this.o.shared ? `No workspace "${id}" on this instance.` : `No workspace "${id}".`);
+  }
+
+  /** What this instance tells the fleet of the listed workspaces it runs: what a start needs, never a folder, an env or a secret. */
+  advertisable(): Advertised[] {
+    return (this.all() ?? []).filter((ws) => this.runsHere(ws)).map(advertisedOf);
   }
 
   /** What the API shows of the listed ones. */
@@ -52,4 +109,11 @@ function checkList(list: Workspace[]): Map<string, Workspace> {
     map.set(ws.id, ws);
   }
   return map;
+}
+
+function advertisedOf(ws: Workspace): Advertised {
+  const { id, tag, agents, headlessAgent, defaultAgent, queue, run, limits, labels, webhook } = ws;
+  const shown: Advertised = { id, tag, agents, headlessAgent, defaultAgent, queue, run, limits, labels };
+  if (webhook) shown.webhook = { url: webhook.url, ...(webhook.events ? { events: webhook.events } : {}) };
+  return JSON.parse(JSON.stringify(shown)) as Advertised;
 }

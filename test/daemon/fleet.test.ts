@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
+import { type Daemon, api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
 import { readToEnd, sseEvents } from '../helpers/events';
 import { closeReceivers, startReceiver } from '../helpers/receiver';
 import { waitFor } from '../helpers/wait';
@@ -151,13 +151,27 @@ describe('three daemons on one PostgreSQL', () => {
     expect(await replayed.json()).toMatchObject({ taskId });
   });
 
-  it('a workspace on one instance only: a start elsewhere is refused with 404, its runs are read anywhere', async () => {
+  it('a workspace on one instance only: a start on another is queued there and runs on the one that has it; one no member has is 404', async () => {
     const [a, , c] = fleet;
-    const refused = await start(a!, { prompt: 'echo x' }, {}, 'only-c');
+    const placed = await start(a!, { prompt: 'echo only-c' }, {}, 'only-c');
+    expect(placed.status).toBe(202);
+    const { taskId, status } = (await placed.json()) as Started;
+    expect(status).toBe('queued');
+    expect(await waitRun(a!, taskId)).toMatchObject({ workspaceId: 'only-c', status: 'succeeded' });
+    // It ran on C, the only one that has the workspace: C logged its start, A did not.
+    const startedLine = (daemon: Daemon) =>
+      daemon
+        .output()
+        .split('\n')
+        .some((line) => line.includes(taskId) && line.includes('run started'));
+    expect(startedLine(c!)).toBe(true);
+    expect(startedLine(a!)).toBe(false);
+    const refused = await start(a!, { prompt: 'echo x' }, {}, 'nowhere');
     expect(refused.status).toBe(404);
-    expect(await refused.json()).toMatchObject({ code: 'workspace_not_found', detail: 'No workspace "only-c" on this instance.' });
-    const started = (await (await start(c!, { prompt: 'echo only-c' }, {}, 'only-c')).json()) as Started;
-    expect(await waitRun(a!, started.taskId)).toMatchObject({ workspaceId: 'only-c', status: 'succeeded' });
+    expect(await refused.json()).toMatchObject({
+      code: 'workspace_not_found',
+      detail: 'No workspace "nowhere" on this instance, and no member of the fleet runs one.',
+    });
   });
 
   it('kill -9 of A: another instance interrupts its runs once its lease runs out, ends their events, and delivers its webhooks', async () => {
@@ -206,5 +220,50 @@ describe('three daemons on one PostgreSQL', () => {
     }
     const listed = (await (await api(b!, 'GET', '/api/headless?wsId=ws&limit=100')).json()) as { runs: Array<{ taskId: string }> };
     expect(listed.runs.length).toBe(10);
+  });
+});
+
+describe("headless-run-webhook worker: a machine that runs a fleet's queued runs for its labels, with no public API", () => {
+  const gpuWorkspace = { id: 'gpu-ws', path: '.', agents: ['fake'], labels: ['gpu'] };
+  const startedHere = (daemon: Daemon, taskId: string) =>
+    daemon
+      .output()
+      .split('\n')
+      .some((line) => line.includes(taskId) && line.includes('run started'));
+
+  it('refuses what would make it more than a worker: no store to share, an address off loopback, a socket', async () => {
+    const dir = daemonDir();
+    const noStore = await runCli(['worker', '--port', '0'], { cwd: dir, env: { HEADLESS_STORE_URL: '' } });
+    expect(noStore.code).toBe(2);
+    expect(noStore.stderr).toContain('a worker joins a fleet: give --store postgres://');
+    const offLoopback = await runCli(['worker', '--host', '0.0.0.0', '--store', 'postgres://x@127.0.0.1/db'], { cwd: dir });
+    expect(offLoopback.code).toBe(2);
+    expect(offLoopback.stderr).toContain('a worker answers on loopback only');
+  });
+
+  it('a start on an API daemon for a workspace that asks for "gpu" runs on the worker with that label; kill -9 of the worker mid-run interrupts it, never re-run', async () => {
+    const url = await postgres.database();
+    const env = { HEADLESS_STORE_URL: url };
+    const apiDaemon = await startDaemon(daemonDir({ workspaces: [{ id: 'front', path: '.', agents: ['fake'] }] }), undefined, env);
+    const plain = await startDaemon(daemonDir({ workspaces: [gpuWorkspace, { id: 'ws', path: '.', agents: ['fake'] }] }), undefined, env);
+    const worker = await startDaemon(daemonDir({ workspaces: [gpuWorkspace] }), ['worker', '--port', '0', '--labels', 'gpu,big'], env);
+    expect(worker.url).toMatch(/^http:\/\/127\.0\.0\.1:/);
+    expect(worker.output()).toContain('"mode":"worker"');
+
+    const quick = (await (await start(apiDaemon, { prompt: 'echo on-gpu' }, {}, 'gpu-ws')).json()) as Started;
+    expect(quick.status).toBe('queued');
+    expect(await waitRun(apiDaemon, quick.taskId)).toMatchObject({ status: 'succeeded', workspaceId: 'gpu-ws' });
+    expect([startedHere(worker, quick.taskId), startedHere(plain, quick.taskId), startedHere(apiDaemon, quick.taskId)]).toEqual([true, false, false]);
+
+    const long = (await (await start(plain, { prompt: 'session gpu-1; sleep 60000' }, {}, 'gpu-ws')).json()) as Started;
+    await waitFor(async () => (await read(apiDaemon, long.taskId)).status === 'running', { what: 'the worker to take the run', timeoutMs: 240_000 });
+    expect(await worker.stop('SIGKILL')).toBeNull();
+    // Interrupted by a survivor once the worker's lease runs out (10 s here), not run again anywhere.
+    expect(await waitRun(apiDaemon, long.taskId, 240_000)).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
+    expect(await (await api(apiDaemon, 'GET', `/api/sessions/${long.resumeId}`)).json()).toMatchObject({ status: 'idle' });
+    expect([startedHere(plain, long.taskId), startedHere(apiDaemon, long.taskId)]).toEqual([false, false]);
+    // With no member left that has the label, a start is refused at once rather than queued forever.
+    const refused = await start(apiDaemon, { prompt: 'echo x' }, {}, 'gpu-ws');
+    expect(refused.status).toBe(404);
   });
 });

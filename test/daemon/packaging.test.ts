@@ -238,6 +238,7 @@ describe('the lean library alone (headless-run-webhook-core)', () => {
     for (const heavy of [
       '@photostructure/sqlite',
       'pg',
+      'pg-boss',
       '@opentelemetry/sdk-trace-base',
       '@opentelemetry/exporter-trace-otlp-http',
       '@modelcontextprotocol/sdk',

@@ -67,7 +67,7 @@ export function runCli(
 }
 
 /**
- * Starts `serve` in `dir` and waits for its `listening on` line. Its store is `dir/.headless`
+ * Starts `serve` (or, when `args` begin with it, `worker`) in `dir` and waits for its `listening on` line. Its store is `dir/.headless`
  * unless `--data-dir` or `HEADLESS_DATA_DIR` says otherwise: never the user's state folder.
  */
 export function startDaemon(
@@ -81,7 +81,12 @@ export function startDaemon(
     const childEnv = { ...process.env, HEADLESS_DATA_DIR: join(dir, '.headless'), ...env };
     const { inherit, ...user } = as;
     const held = inherit === undefined ? [] : [openSync(inherit, 'r')];
-    const child = spawn(process.execPath, [CLI, 'serve', ...args], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe', ...held], ...user });
+    const child = spawn(process.execPath, [CLI, ...(args[0] === 'worker' ? args : ['serve', ...args])], {
+      cwd: dir,
+      env: childEnv,
+      stdio: ['ignore', 'pipe', 'pipe', ...held],
+      ...user,
+    });
     for (const fd of held) closeSync(fd);
     running.add(child);
     let out = '';

@@ -414,4 +414,132 @@ describe('a fleet on PostgreSQL', () => {
     expect(fired.length).toBeGreaterThanOrEqual(6);
     expect(new Set(fired).size).toBe(fired.length);
   });
+
+  it('placement: a start on a member without the workspace is queued and runs on a member with it; a workspace no member runs is 404 at once', async () => {
+    const url = await postgres.database();
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-place-'));
+    const api = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [{ id: 'other', path: dir, agents: ['fake'] }] });
+    const runner = await createTestHost({ store: await createPostgresKeyv(url) });
+    const res = await api.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo placed', agent: 'fake' } });
+    expect(res.status).toBe(202);
+    const { taskId, status } = (await res.json()) as { taskId: string; status: string };
+    expect(status).toBe('queued');
+    expect(await api.waitEnded(taskId, 60_000)).toMatchObject({ status: 'succeeded', workspaceId: 'ws' });
+    expect([api.spawner.count, runner.spawner.count]).toEqual([0, 1]);
+    // What the member advertised is enough to refuse a start at once, as it would.
+    const loosened = await api.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'not-enabled' } });
+    expect(loosened.status).toBe(400);
+    const nowhere = await api.request('POST', '/api/workspaces/nowhere/headless', { json: { prompt: 'x', agent: 'fake' } });
+    expect(nowhere.status).toBe(404);
+    expect(await nowhere.json()).toMatchObject({
+      code: 'workspace_not_found',
+      detail: 'No workspace "nowhere" on this instance, and no member of the fleet runs one.',
+    });
+    // A member that leaves takes its workspaces with it.
+    await runner.close();
+    expect((await api.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'fake' } })).status).toBe(404);
+    rmSync(dir, { recursive: true, force: true });
+    // Each member holds a few connections: close them, so the server's limit is never reached.
+    await closeAllHosts();
+  });
+
+  it('labels: a workspace that asks for "gpu" runs only on a member with that label; the others accept and queue its starts', async () => {
+    const url = await postgres.database();
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-labels-'));
+    const gpuWorkspace = [{ id: 'ws', path: dir, agents: ['fake'], labels: ['gpu'] }];
+    const plain = await createTestHost({ store: await createPostgresKeyv(url), workspaces: gpuWorkspace });
+    const gpu = await createTestHost({ store: await createPostgresKeyv(url), workspaces: gpuWorkspace, labels: ['gpu', 'linux'] });
+    const taskIds: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await plain.request('POST', '/api/workspaces/ws/headless', { json: { prompt: `echo gpu${i}`, agent: 'fake' } });
+      const body = (await res.json()) as { taskId: string; status: string };
+      expect(body.status).toBe('queued');
+      taskIds.push(body.taskId);
+    }
+    for (const taskId of taskIds) expect(await plain.waitEnded(taskId, 60_000)).toMatchObject({ status: 'succeeded' });
+    expect([plain.spawner.count, gpu.spawner.count]).toEqual([0, 4]);
+    rmSync(dir, { recursive: true, force: true });
+    // Each member holds a few connections: close them, so the server's limit is never reached.
+    await closeAllHosts();
+  });
+
+  it('alone, a workspace that asks for labels this instance lacks is refused at start-up: nothing else could run it', async () => {
+    await expect(createTestHost({ workspaces: [{ id: 'ws', path: tmpdir(), labels: ['gpu'] }] })).rejects.toThrow(
+      'workspace "ws" asks for labels ["gpu"] this instance does not have (labels: [])',
+    );
+    await expect(createTestHost({ labels: ['gpu', 'gpu'] })).rejects.toThrow('labels lists "gpu" twice');
+    await expect(createTestHost({ labels: ['no spaces'] })).rejects.toThrow('labels[0] must match');
+  });
+
+  it('many queued runs across two members, each with its own workspace: none lost, none run twice, each workspace in the order queued', async () => {
+    const url = await postgres.database();
+    const dirs = [mkdtempSync(join(tmpdir(), 'hrw-many-a-')), mkdtempSync(join(tmpdir(), 'hrw-many-b-'))];
+    const only = (id: string, dir: string) => [{ id, path: dir, agents: ['fake'] }];
+    const api = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [{ id: 'front', path: dirs[0] as string }] });
+    const one = await createTestHost({ store: await createPostgresKeyv(url), workspaces: only('wa', dirs[0] as string), maxConcurrentRuns: 1 });
+    const two = await createTestHost({ store: await createPostgresKeyv(url), workspaces: only('wb', dirs[1] as string), maxConcurrentRuns: 1 });
+    const queued: Record<string, string[]> = { wa: [], wb: [] };
+    for (let i = 0; i < 60; i++) {
+      const ws = i % 2 === 0 ? 'wa' : 'wb';
+      const res = await api.request('POST', `/api/workspaces/${ws}/headless`, { json: { prompt: `echo n${i}`, agent: 'fake' } });
+      expect(res.status).toBe(202);
+      queued[ws]?.push(((await res.json()) as { taskId: string }).taskId);
+    }
+    for (const [ws, ids] of Object.entries(queued)) {
+      const ended = [];
+      for (const taskId of ids) ended.push(await api.waitEnded(taskId, 120_000));
+      expect(ended.map((r) => r.status)).toEqual(ids.map(() => 'succeeded'));
+      // One slot per member: each started only once the one before it had ended, in the order queued.
+      const starts = ended.map((r) => Date.parse(r.startedAt as string));
+      expect(
+        [...starts].sort((x, y) => x - y),
+        ws,
+      ).toEqual(starts);
+    }
+    expect([api.spawner.count, one.spawner.count, two.spawner.count]).toEqual([0, 30, 30]);
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    // Each member holds a few connections: close them, so the server's limit is never reached.
+    await closeAllHosts();
+  });
+
+  it('the member that runs a run holds it to its own policy for the workspace: one accepted under a looser config elsewhere ends failed policy_loosened', async () => {
+    const url = await postgres.database();
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-held-'));
+    const front = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [{ id: 'ws', path: dir, agents: ['fake'], labels: ['gpu'] }] });
+    const strict = { id: 'ws', path: dir, agents: ['fake'], labels: ['gpu'], run: { stallTimeoutMs: 60_000 } };
+    const runner = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [strict], labels: ['gpu'] });
+    const loose = await front.start('echo uncapped');
+    expect(await front.waitEnded(loose.taskId, 60_000)).toMatchObject({
+      status: 'failed',
+      error: { code: 'policy_loosened', message: expect.stringContaining('Field "stallTimeoutMs" cannot be loosened on the member that runs it') },
+    });
+    const capped = await front.start('echo capped', { stallTimeoutMs: 30_000 });
+    expect(await front.waitEnded(capped.taskId, 60_000)).toMatchObject({ status: 'succeeded' });
+    expect([front.spawner.count, runner.spawner.count]).toEqual([0, 1]);
+    rmSync(dir, { recursive: true, force: true });
+    // Each member holds a few connections: close them, so the server's limit is never reached.
+    await closeAllHosts();
+  });
+
+  it('a queued run left without its job (its instance died between the two writes) is placed by the sweeper once that instance is gone', async () => {
+    const url = await postgres.database();
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-orphan-'));
+    const gate = join(dir, 'gate');
+    const front = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [{ id: 'other', path: dir, agents: ['fake'] }] });
+    const runner = await createTestHost({ store: await createPostgresKeyv(url), maxConcurrentRuns: 1, instanceLeaseMs: 3000 });
+    const held = await runner.start(`wait-file ${gate}; echo held`);
+    const { taskId } = await front.start('echo orphan');
+    // As if `front` had died before sending the job: its job is gone, its record stays queued.
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const dropped = await client.query("DELETE FROM pgboss.job WHERE data->>'taskId' = $1", [taskId]);
+    await client.end();
+    expect(dropped.rowCount).toBe(1);
+    await front.close();
+    writeFileSync(gate, '');
+    expect(await runner.waitEnded(held.taskId, 60_000)).toMatchObject({ status: 'succeeded' });
+    expect(await runner.waitEnded(taskId, 120_000)).toMatchObject({ status: 'succeeded' });
+    rmSync(dir, { recursive: true, force: true });
+    await closeAllHosts();
+  });
 });

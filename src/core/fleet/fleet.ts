@@ -1,4 +1,5 @@
 import type { ProblemCode } from '../../contract/problems';
+import type { FleetQueue } from './fleet-queue';
 
 /**
  * The instances sharing one store (docs/deployment.md: Running several instances). Each has an id, the
@@ -26,6 +27,12 @@ export interface Fleet {
   exclusive<T>(key: string, work: () => Promise<T>): Promise<T>;
   /** Asks the instance that owns a run to act on it. */
   ask(instanceId: string, request: FleetRequest): Promise<FleetAnswer>;
+  /** Where queued runs wait to be placed on a member that runs their workspace; alone: none (the store's queue is this instance's). */
+  readonly queue?: FleetQueue;
+  /** Tells the fleet which workspaces this instance runs, with what a start needs of each (never a path, an env or a secret). */
+  advertise(workspaces: AdvertisedWorkspace[]): Promise<void>;
+  /** A workspace some living member runs, as it advertised it; undefined when none does. */
+  advertised(id: string): Promise<AdvertisedWorkspace | undefined>;
   /** Whether this instance holds its lease now (alone: always). */
   leaseHeld(): boolean;
   /** Leaves: stops the lease, so the others need not wait for it to run out. */
@@ -46,6 +53,12 @@ export interface FleetHandlers {
 /** Cancel a run; a question of a run was answered (docs/approvals.md). */
 /** A follow-up's text waits in the store under `message:<id>` (a notification holds 8000 bytes at most). */
 export type FleetRequest = { op: 'cancel'; taskId: string } | { op: 'message'; taskId: string; id: string } | { op: 'approval'; id: string };
+
+/** What a member tells the others of a workspace it runs, as JSON: what accepting a start for it takes (workspaces.ts says what), nothing of the machine. */
+export interface AdvertisedWorkspace {
+  id: string;
+  [field: string]: unknown;
+}
 
 export type FleetAnswer = { ok: true } | { ok: false; code: ProblemCode; message: string };
 

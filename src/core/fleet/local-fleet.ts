@@ -35,6 +35,12 @@ export class LocalFleet implements Fleet {
     return { ok: false, code: 'run_not_running', message: 'The run was left by an instance that is gone.' };
   }
 
+  async advertise(): Promise<void> {}
+
+  async advertised(): Promise<undefined> {
+    return undefined;
+  }
+
   leaseHeld(): boolean {
     return true;
   }

@@ -3,7 +3,8 @@ import type pg from 'pg';
 import { Refusal } from '../../contract/problems';
 import type { SqlDatabase } from '../store/sql-database';
 import { newSortableId } from '../util/ids';
-import type { Fleet, FleetAnswer, FleetHandlers, FleetOptions, FleetRequest } from './fleet';
+import type { AdvertisedWorkspace, Fleet, FleetAnswer, FleetHandlers, FleetOptions, FleetRequest } from './fleet';
+import { type FleetQueue, PgBossQueue } from './fleet-queue';
 import { MACHINE } from '../process/machine';
 import { claim, exclusive, holderOf, release } from './postgres-claims';
 
@@ -42,6 +43,7 @@ interface Envelope {
 export class PostgresFleet implements Fleet {
   readonly instanceId = newSortableId('boot_');
   readonly shared = true;
+  readonly queue: FleetQueue;
   private readonly leaseMs: number;
   private pg!: typeof pg;
   private pool: pg.Pool | undefined;
@@ -63,6 +65,7 @@ export class PostgresFleet implements Fleet {
   ) {
     this.leaseMs = o.leaseMs ?? 15_000;
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1000) throw new Error(`the instance lease must be at least 1000 ms, not ${this.leaseMs}`);
+    this.queue = new PgBossQueue({ connectionString, name: `headless-run-webhook ${this.instanceId} queue`, log: o.log });
   }
 
   private get lease(): string {
@@ -80,6 +83,9 @@ export class PostgresFleet implements Fleet {
     await q('CREATE TABLE IF NOT EXISTS headless_instances (id TEXT PRIMARY KEY, machine TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)');
     await q('CREATE TABLE IF NOT EXISTS headless_claims (key TEXT PRIMARY KEY, holder TEXT NOT NULL, owner TEXT NOT NULL)');
     await q('CREATE INDEX IF NOT EXISTS headless_claims_owner ON headless_claims (owner)');
+    await q(
+      'CREATE TABLE IF NOT EXISTS headless_served (workspace_id TEXT NOT NULL, instance_id TEXT NOT NULL, definition JSONB NOT NULL, PRIMARY KEY (workspace_id, instance_id))',
+    );
     await this.register(Date.now());
     await this.listen();
     await this.sweep();
@@ -173,10 +179,32 @@ export class PostgresFleet implements Fleet {
         'DELETE FROM headless_claims WHERE NOT (owner = ANY($1)) AND owner NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
         [kept],
       );
+      await this.sql.query(
+        'DELETE FROM headless_served WHERE NOT (instance_id = ANY($1)) AND instance_id NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
+        [kept],
+      );
       await this.sql.query('DELETE FROM headless_instances WHERE expires_at < now() AND NOT (id = ANY($1))', [kept]);
     } finally {
       await client.query(`SELECT pg_advisory_unlock(${SWEEP_LOCK})`);
     }
+  }
+
+  async advertise(workspaces: AdvertisedWorkspace[]): Promise<void> {
+    for (const ws of workspaces) {
+      await this.sql.query(
+        'INSERT INTO headless_served (workspace_id, instance_id, definition) VALUES ($1, $2, $3) ON CONFLICT (workspace_id, instance_id) DO UPDATE SET definition = excluded.definition',
+        [ws.id, this.instanceId, JSON.stringify(ws)],
+      );
+    }
+  }
+
+  async advertised(id: string): Promise<AdvertisedWorkspace | undefined> {
+    const rows = await this.sql.query<{ definition: AdvertisedWorkspace | string }>(
+      'SELECT s.definition FROM headless_served s JOIN headless_instances i ON i.id = s.instance_id WHERE s.workspace_id = $1 AND i.expires_at >= now() ORDER BY s.instance_id DESC LIMIT 1',
+      [id],
+    );
+    const found = rows[0]?.definition;
+    return typeof found === 'string' ? (JSON.parse(found) as AdvertisedWorkspace) : found;
   }
 
   claim(key: string, holder: string): Promise<string | undefined> {
@@ -276,8 +304,10 @@ export class PostgresFleet implements Fleet {
     clearInterval(this.timer);
     clearTimeout(this.retry);
     await this.ticking;
+    await this.queue.close();
     await this.sql
-      .query('DELETE FROM headless_instances WHERE id = $1', [this.instanceId])
+      .query('DELETE FROM headless_served WHERE instance_id = $1', [this.instanceId])
+      .then(() => this.sql.query('DELETE FROM headless_instances WHERE id = $1', [this.instanceId]))
       .catch((error: unknown) => this.o.log('could not leave the fleet', error));
     await this.listener?.end().catch(() => undefined);
     await this.pool?.end().catch(() => undefined);

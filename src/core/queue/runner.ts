@@ -13,8 +13,8 @@ export interface QueueRunnerDeps {
   freeSlots(): number;
   /** The run's stored record, read now. */
   find(taskId: string): Promise<StoredRun | undefined>;
-  /** Takes a queued run and starts it here; `waiting` when it cannot start yet (its Session is busy). */
-  take(record: StoredRun): Promise<TakeResult>;
+  /** Takes a queued run and starts it here; `waiting` when it cannot start yet (its Session is busy). Absent: runs are placed elsewhere (a fleet's queue), and passes only end expired ones. */
+  take?(record: StoredRun): Promise<TakeResult>;
   log: Log;
   /** How often the queue is looked at without a reason (expiries; in a fleet, slots freed elsewhere). */
   sweepMs: number;
@@ -69,6 +69,8 @@ export class QueueRunner {
   }
 
   private async once(sweep: boolean): Promise<void> {
+    const take = this.$.take;
+    if (!take && !sweep) return;
     if (!sweep && this.$.freeSlots() === 0) return;
     const now = Date.now();
     // Once a run has found no slot, none behind it is taken in this pass, even if a slot frees
@@ -80,8 +82,9 @@ export class QueueRunner {
       const record = await this.$.find(taskId);
       if (record?.status !== 'queued' || !record.queued) continue;
       if (Date.parse(record.queued.expiresAt) <= now) await this.$.expire(taskId);
+      else if (!take) continue;
       else if (full || this.$.freeSlots() === 0) full = true;
-      else if ((await this.$.take(record)) === 'refused') {
+      else if ((await take(record)) === 'refused') {
         // Not again at once (its released slot asked for a pass): a refusing store is not hammered.
         this.again = false;
         return;

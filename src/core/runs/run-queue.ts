@@ -9,7 +9,9 @@
 import { Refusal } from '../../contract/problems';
 import { type RunRecord, hasEnded } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
-import type { ResolvedSpec } from './run-spec';
+import type { ResolvedSpec, SpecRefusal } from './run-spec';
+import type { RunSpec } from '../../contract/run-spec';
+import type { RunSource } from '../../contract/records';
 import type { RunEvents } from '../events/run-events';
 import type { Log } from '../logger';
 import { publicRecord } from '../public-record';
@@ -24,6 +26,8 @@ import type { QueuedStart, RunOrigin, SlotShare, StoredRun, WebhookTarget, Works
 import { newSortableId } from '../util/ids';
 import type { QueuePolicy } from '../queue/policy';
 import { QueueRunner, type TakeResult } from '../queue/runner';
+import type { Fleet } from '../fleet/fleet';
+import type { PlacedTake } from '../fleet/fleet-queue';
 
 /** How often the queue is read without a reason: expiries, and in a fleet slots freed elsewhere. */
 const SWEEP_MS = 1000;
@@ -39,8 +43,13 @@ export interface QueueResources {
   launcher: RunLauncher;
   log: Log;
   instanceId: string;
-  /** A workspace by id; throws `workspace_not_found` where this instance does not serve it. */
+  /** A workspace by id; throws `workspace_not_found` where this instance does not run it. */
   workspace(id: string): Promise<Workspace>;
+  /** The workspaces whose runs this instance takes from the fleet's queue. */
+  runsHere(): string[];
+  /** What a run accepted by another instance loosens of this one's own layers for it: its workspace's, its schedule's or trigger's (runs/run-spec.ts: loosens). */
+  loosens(workspace: Workspace, run: { spec: RunSpec; source?: RunSource }): SpecRefusal | undefined;
+  fleet: Fleet;
 }
 
 export interface EnqueueInput {
@@ -62,24 +71,70 @@ export class RunQueue {
   private enqueuing = 0;
 
   constructor(private readonly $: QueueResources) {
+    const placed = $.fleet.queue;
     this.runner = new QueueRunner({
       ids: () => this.ids(),
       expire: (taskId) => $.lifecycle.endQueued(taskId, 'expired'),
       freeSlots: () => $.admission.free,
       find: (taskId) => $.records.find(taskId),
-      take: (record) => this.take(record),
+      // In a fleet its queue places runs; the store's queue only ends those whose time ran out.
+      ...(placed ? {} : { take: (record: StoredRun) => this.take(record) }),
       log: $.log,
       sweepMs: SWEEP_MS,
     });
-    $.admission.onFree(() => this.runner.kick());
+    $.admission.onFree(() => {
+      this.runner.kick();
+      placed?.kick();
+    });
   }
 
-  start(): void {
+  async start(): Promise<void> {
     this.runner.start();
+    const placed = this.$.fleet.queue;
+    if (placed) await placed.serve({ workspaces: this.$.runsHere(), room: () => this.$.admission.free, take: (id) => this.placedTake(id), log: this.$.log });
   }
 
   stop(): void {
     this.runner.stop();
+  }
+
+  /**
+   * In a fleet, sends the job that places a run just queued. The record comes first, so members
+   * take runs in the order queued; a run whose job could not be sent ends `failed` (its start is
+   * refused), and one left without a job by a crash is placed again by the sweep (`placeOrphans`).
+   */
+  private async place(record: StoredRun): Promise<void> {
+    const placed = this.$.fleet.queue;
+    if (!placed) return;
+    try {
+      await placed.place(record.workspaceId, record.taskId);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      await this.$.lifecycle.endQueued(record.taskId, { status: 'failed', error: { code: 'storage_unavailable', message } }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Places again the queued runs whose accepting instance is gone: one that died between writing a record and placing it left it without a job (a second job is harmless: a run is taken once). */
+  async placeOrphans(isGone: (owner: string | undefined) => Promise<boolean>): Promise<void> {
+    const placed = this.$.fleet.queue;
+    if (!placed) return;
+    for (const taskId of await this.ids()) {
+      const record = await this.$.records.find(taskId);
+      if (record?.status === 'queued' && (await isGone(record.bootId))) await placed.place(record.workspaceId, taskId);
+    }
+  }
+
+  /** Takes a run the fleet's queue placed here; `absent` while its record is not written yet. */
+  private async placedTake(taskId: string): Promise<PlacedTake> {
+    const record = await this.$.records.find(taskId);
+    if (!record) return 'absent';
+    if (record.status !== 'queued' || !record.queued) return 'gone';
+    if (Date.parse(record.queued.expiresAt) <= Date.now()) {
+      await this.$.lifecycle.endQueued(taskId, 'expired');
+      return 'gone';
+    }
+    return this.take(record);
   }
 
   /** The queued runs, oldest first. */
@@ -137,8 +192,10 @@ export class RunQueue {
         source,
       });
       await this.$.lifecycle.enqueue(record);
+      await this.place(record);
       await this.$.events.queued(queuedEventOf({ ...record, queued })).catch((error: unknown) => this.$.log(`could not store the events of ${taskId}`, error));
       this.runner.kick();
+      this.$.fleet.queue?.kick();
       return { record: await this.withPosition(record), done: this.$.lifecycle.waitFor(taskId) };
     } finally {
       this.enqueuing -= 1;
@@ -154,6 +211,9 @@ export class RunQueue {
     let reservation: Reservation;
     try {
       workspace = await this.$.workspace(record.workspaceId);
+      // Accepted by another member of a fleet: held to this one's own policy for the workspace.
+      const loosened = record.spec && record.bootId !== this.$.instanceId ? this.$.loosens(workspace, { spec: record.spec, source: record.source }) : undefined;
+      if (loosened) throw new Refusal('policy_loosened', `Field "${loosened.field}" cannot be loosened on the member that runs it: ${loosened.detail}.`);
       const decision = await this.$.admission.admitQueued(workspace, { agent, resumeId, taskId, resumes: queued.resumes, share: queued.share });
       if ('wait' in decision) return 'waiting';
       reservation = decision.admitted;

@@ -62,6 +62,8 @@ export interface RunServiceResources {
   queueSettings?: QueueSettings;
   /** The installation's guards: the lowest layer of every run's spec, which a start may only lower. */
   guards: { stallTimeoutMs?: number; maxMemoryMb?: number };
+  /** Whether this instance runs the workspace's agents; in a fleet, the others' starts are queued for the members that do. */
+  runsHere(workspace: Workspace): boolean;
 }
 
 /** A start whose spec is resolved: what accepting it takes. */
@@ -91,15 +93,17 @@ export class RunService implements RunStarter {
   }
 
   /** Starts taking runs from the queue (after crash recovery). */
-  startQueue(): void {
-    this.$.queue.start();
+  startQueue(): Promise<void> {
+    return this.$.queue.start();
   }
 
   /** Interrupts the runs that gone instances left `running` (an earlier boot's, at start-up). */
-  takeOver(isGone: (owner: string | undefined) => Promise<boolean>): Promise<number> {
+  async takeOver(isGone: (owner: string | undefined) => Promise<boolean>): Promise<number> {
     const { records, lifecycle, sessions, log, instanceId } = this.$;
     const hostOf = (run: StoredRun) => this.$.placement.hostOf(run);
-    return takeOverRuns({ records, lifecycle, sessions, log, isGone, instanceId, shared: this.$.fleet.shared, hostOf });
+    const ended = await takeOverRuns({ records, lifecycle, sessions, log, isGone, instanceId, shared: this.$.fleet.shared, hostOf });
+    await this.$.queue.placeOrphans(isGone);
+    return ended;
   }
 
   /** After crash recovery: what ended runs left where they were placed (a crashed run's worktree) is settled and released. */
@@ -140,7 +144,8 @@ export class RunService implements RunStarter {
   async start(input: StartInput): Promise<StartedRun> {
     const { workspace, origin = {} } = input;
     const spec = this.resolve(input);
-    const refusal = await this.$.placement.check({ workspace, policy: policyOf(spec) });
+    // Where it runs elsewhere, the member that takes it checks its own folder.
+    const refusal = this.$.runsHere(workspace) ? await this.$.placement.check({ workspace, policy: policyOf(spec) }) : undefined;
     if (refusal !== undefined) throw new Refusal('worktree_unavailable', `${refusal}.`);
     const share = origin.share === undefined ? undefined : this.shareOf(workspace, origin.share);
     // Taken before any wait, so simultaneous starts of one source never all pass the check.
@@ -207,6 +212,8 @@ export class RunService implements RunStarter {
     const { workspace, request, origin, spec } = a;
     const webhookTargets = this.$.webhooks.targetsFor(workspace, request.webhook);
     const enqueue = async (policy: QueuePolicy) => ({ queued: await this.$.queue.enqueue({ ...a, policy, webhookTargets }) });
+    // Run by other members of the fleet: queued for them, whatever the workspace's own queue says.
+    if (!this.$.runsHere(workspace)) return enqueue(queuePolicy(this.$.queueSettings, workspace) ?? DEFAULT_QUEUE);
     const before = origin.after === undefined ? undefined : await this.find(origin.after);
     // Behind a run that has not ended (a schedule's overlap "queue"): queued, with or without a queue configured.
     if (before && !hasEnded(before.status)) return enqueue(queuePolicy(this.$.queueSettings, workspace) ?? DEFAULT_QUEUE);

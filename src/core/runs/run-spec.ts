@@ -84,17 +84,20 @@ function over(base: RunSpec, top: RunSpec): RunSpec {
 
 const strip = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.entries(o).filter(([, value]) => value !== undefined)) as Partial<T>;
 
+/**
+ * Whether a spec resolved by another member of a fleet (from what this one's workspace advertised,
+ * or another member's own config) loosens this instance's own layers: the member that runs a run
+ * holds it to its own workspace's and installation's confinement and caps.
+ */
+export function loosens(own: Omit<SpecLayers, 'request'>, spec: RunSpec): SpecRefusal | undefined {
+  const operator = over(over(own.installation ?? {}, own.workspace ?? {}), own.origin ?? {});
+  // A resolved spec says all it asks: a cap it lacks is no cap, a sandbox it lacks is none.
+  return confinementLoosened(operator, { permissions: 'full', sandbox: false, ...spec }, true);
+}
+
 function loosening(operator: RunSpec, request: RunSpec): SpecRefusal | undefined {
-  const set = operator.permissions ?? 'full';
-  if (request.permissions !== undefined && PERMISSIONS.indexOf(request.permissions) < PERMISSIONS.indexOf(set))
-    return { field: 'permissions', detail: `its workspace's runs are "${set}"; a start may only ask for stricter` };
-  if (request.sandbox === false && operator.sandbox === true)
-    return { field: 'sandbox', detail: "its workspace's runs are sandboxed; a start cannot turn that off" };
-  for (const key of CEILINGS) {
-    const cap = operator[key];
-    const asked = request[key];
-    if (cap !== undefined && asked !== undefined && asked > cap) return { field: key, detail: `at most ${cap}, what its operator allows` };
-  }
+  const confined = confinementLoosened(operator, request);
+  if (confined) return confined;
   // A check is a shell command the service runs as the agent runs: past what a read-only or asking
   // agent may do, unless a sandbox confines it (its operator's own checks are the operator's choice).
   const strict = over(operator, request);
@@ -103,6 +106,21 @@ function loosening(operator: RunSpec, request: RunSpec): SpecRefusal | undefined
       field: 'verify',
       detail: `its runs are "${strict.permissions}" without a sandbox, and a check runs any command; a start may give checks to such runs only in a sandbox`,
     };
+  return undefined;
+}
+
+/** What the agent may do, where, and how much: a request may only tighten it (`whole`: what it does not cap is uncapped). */
+function confinementLoosened(operator: RunSpec, request: RunSpec, whole = false): SpecRefusal | undefined {
+  const set = operator.permissions ?? 'full';
+  if (request.permissions !== undefined && PERMISSIONS.indexOf(request.permissions) < PERMISSIONS.indexOf(set))
+    return { field: 'permissions', detail: `its workspace's runs are "${set}"; a start may only ask for stricter` };
+  if (request.sandbox === false && operator.sandbox === true)
+    return { field: 'sandbox', detail: "its workspace's runs are sandboxed; a start cannot turn that off" };
+  for (const key of CEILINGS) {
+    const cap = operator[key];
+    const asked = request[key];
+    if (cap !== undefined && (asked === undefined ? whole : asked > cap)) return { field: key, detail: `at most ${cap}, what its operator allows` };
+  }
   return undefined;
 }
 

@@ -1,7 +1,7 @@
 /**
  * @module The packages a feature loads only when it is used, which a lean install
  * (headless-run-webhook-core) leaves to the host: the Agent Client Protocol's SDK, the MCP SDK,
- * PostgreSQL's driver and, on Node 20, `@photostructure/sqlite`. Where one is missing, the feature says which
+ * PostgreSQL's driver, a fleet's queue engine (pg-boss) and, on Node 20, `@photostructure/sqlite`. Where one is missing, the feature says which
  * package to install instead of failing with a resolution error.
  */
 
