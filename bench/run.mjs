@@ -478,7 +478,7 @@ async function postgresStore() {
   const postgres = await startPostgres();
   try {
     const measure = async (env) => {
-      const d = await daemon(fakeConfig({ maxConcurrentRuns: 8 }), tempDir(), { ...process.env, ...env });
+      const d = await onFleetNode(fakeConfig({ maxConcurrentRuns: 8 }), tempDir(), { ...process.env, ...env });
       for (let i = 0; i < 200; i += 8) {
         await Promise.all(Array.from({ length: 8 }, () => post(`${d.url}/api/workspaces/ws/headless`, { prompt: 'echo x', wait: true })));
       }
@@ -528,9 +528,9 @@ async function fleetStart() {
     return median(times);
   };
   try {
-    const sqlite = await p50([await daemon(fakeConfig({ maxConcurrentRuns: 64 }))]);
+    const sqlite = await p50([await onFleetNode(fakeConfig({ maxConcurrentRuns: 64 }))]);
     const env = { ...process.env, HEADLESS_STORE_URL: await postgres.database() };
-    const fleet = await Promise.all([0, 1, 2].map(() => daemon(fakeConfig({ maxConcurrentRuns: 64 }), tempDir(), env)));
+    const fleet = await Promise.all([0, 1, 2].map(() => onFleetNode(fakeConfig({ maxConcurrentRuns: 64 }), tempDir(), env)));
     const pg = await p50(fleet);
     const ratio = pg / sqlite;
     row(
@@ -588,6 +588,19 @@ function cliStartupOn(nodeVersion, node) {
   row(`bare Node sending one request with Node's http, CPU ${on}`, `${request.toFixed(0)} ms`, against, ratio(request), '—');
 }
 
+/**
+ * The Node a fleet's figures run on, their SQLite baselines with them: a fleet needs 22.12 or later
+ * (its queue's engine, pg-boss), so on an older Node it is the newest the tests installed.
+ */
+function fleetNode() {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (major > 22 || (major === 22 && minor >= 12)) return process.execPath;
+  const [newest] = Object.entries(ensureNodes(ROOT)).sort(([a], [b]) => b.localeCompare(a, undefined, { numeric: true }));
+  if (!newest) throw new Error('a fleet needs Node.js 22.12 or later, and none is installed');
+  return newest[1];
+}
+const onFleetNode = (config, dir = tempDir(), env = process.env) => daemon(config, dir, env, fleetNode());
+
 const started = Date.now();
 for (const [name, fn] of [
   ['cli start-up', cliStartup],
@@ -603,7 +616,7 @@ for (const [name, fn] of [
   ['fleet start', fleetStart],
   ['queue pick-up', () => queuePickup({ daemon, fakeConfig, post, row })],
   ['queue memory', () => queueMemory({ daemon, fakeConfig, post, row, rssMb, tempDir })],
-  ['queue pick-up in a fleet', () => queuePickupFleet({ daemon, fakeConfig, post, row, tempDir, startPostgres })],
+  ['queue pick-up in a fleet', () => queuePickupFleet({ daemon: onFleetNode, fakeConfig, post, row, tempDir, startPostgres })],
   ['queue across kill -9', () => queueKill({ daemon, post, row, tempDir })],
   [
     'event latency',

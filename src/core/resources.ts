@@ -118,8 +118,15 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
         fleet.join({
           takeOver: recovery.takeOver,
           answer: (request) => (request.op === 'approval' ? $.approvals.wake(request.id).then(() => ({ ok: true as const })) : runs.answer(request)),
-          lost: () => runs.abandon(),
-          reconnected: () => void $.approvals.wakeAll(),
+          lost: () => {
+            records.clear();
+            runs.abandon();
+          },
+          reconnected: () => {
+            records.clear();
+            void $.approvals.wakeAll();
+          },
+          changed: (taskId, workspaceId) => records.evict(taskId, workspaceId),
         }),
       close: recovery.close,
     },
@@ -153,7 +160,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const workspaces = new Workspaces(options.workspaces, { shared: fleet.shared, labels, advertised: (id) => fleet.advertised(id) });
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const events = new RunEvents({ store, log });
-  const { records, writer } = openRunRecords({ store, log, shared: fleet.shared });
+  const { records, writer } = openRunRecords({ store, log, shared: fleet.shared, fresh: () => fleet.hearsChanges() });
   const daily = new DailyUsage({ records, find: (taskId) => records.find(taskId) });
   const limited = () => (workspaces.all() ?? []).filter((w) => w.limits !== undefined);
   const metrics = createMetrics({

@@ -34,7 +34,13 @@ async function instance(url: string) {
   const store = keyvStore(await createPostgresKeyv(url));
   stores.push(store);
   const fleet = createFleet(store, { log: () => undefined });
-  await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined, reconnected: () => undefined });
+  await fleet.join({
+    takeOver: async () => undefined,
+    answer: async () => ({ ok: true }),
+    lost: () => undefined,
+    reconnected: () => undefined,
+    changed: () => undefined,
+  });
   return { store, fleet };
 }
 
@@ -43,7 +49,13 @@ describe.each(['alone', 'postgres'] as const)('Fleet conformance: %s', (kind) =>
   async function make() {
     if (kind === 'postgres') return (await instance(await postgres.database())).fleet;
     const fleet = createFleet(keyvStore(createMemoryKeyv()), { log: () => undefined });
-    await fleet.join({ takeOver: async () => undefined, answer: async () => ({ ok: true }), lost: () => undefined, reconnected: () => undefined });
+    await fleet.join({
+      takeOver: async () => undefined,
+      answer: async () => ({ ok: true }),
+      lost: () => undefined,
+      reconnected: () => undefined,
+      changed: () => undefined,
+    });
     return fleet;
   }
 
@@ -60,6 +72,7 @@ describe.each(['alone', 'postgres'] as const)('Fleet conformance: %s', (kind) =>
       answer: async () => ({ ok: true }),
       lost: () => undefined,
       reconnected: () => undefined,
+      changed: () => undefined,
     });
     expect(seen).toEqual([
       [fleet.instanceId, false],
@@ -255,7 +268,7 @@ describe('a fleet on PostgreSQL', () => {
       if (request.op === 'cancel') acted.push(request.taskId);
       return { ok: true as const };
     };
-    await owner.join({ takeOver: async () => undefined, answer, lost: () => undefined, reconnected: () => undefined });
+    await owner.join({ takeOver: async () => undefined, answer, lost: () => undefined, reconnected: () => undefined, changed: () => undefined });
     // Two requests arrive late, as after a pause: the first its asker gave up on (its claim says so, as its 503 left it).
     const [given, kept] = [randomUUID(), randomUUID()];
     expect(await asker.fleet.claim(`fleet-ask:${given}`, 'withdrawn')).toBeUndefined();
@@ -540,6 +553,40 @@ describe('a fleet on PostgreSQL', () => {
     expect(await runner.waitEnded(held.taskId, 60_000)).toMatchObject({ status: 'succeeded' });
     expect(await runner.waitEnded(taskId, 120_000)).toMatchObject({ status: 'succeeded' });
     rmSync(dir, { recursive: true, force: true });
+    await closeAllHosts();
+  });
+
+  it('reads from memory a fleet can trust: an ended record is kept while its member hears every change; an announced change drops it, a cut listener stops every such read', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url) });
+    const b = await createTestHost({ store: await createPostgresKeyv(url) });
+    const { taskId } = await a.start('echo kept', { title: 'first' });
+    await a.waitEnded(taskId, 60_000);
+    const title = async () => ((await (await b.request('GET', `/api/headless/${taskId}`)).json()) as { title?: string }).title;
+    expect(await title()).toBe('first');
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const retitle = (to: string) =>
+      db.query("UPDATE headless_run SET record = jsonb_set(record::jsonb, '{title}', to_jsonb($2::text))::text WHERE id = $1", [taskId, to]);
+    // Changed without the announcement (its trigger off): b answers from memory, which shows it kept the record.
+    await db.query('ALTER TABLE headless_run DISABLE TRIGGER headless_run_changed');
+    await retitle('second');
+    await db.query('ALTER TABLE headless_run ENABLE TRIGGER headless_run_changed');
+    expect(await title()).toBe('first');
+    // Changed as every write is, announced by the database: b drops what it kept.
+    await retitle('third');
+    await expect.poll(title).toBe('third');
+    // Kept again, then b's listening connection is cut: it reads the database until it listens again.
+    expect(await title()).toBe('third');
+    await db.query('ALTER TABLE headless_run DISABLE TRIGGER headless_run_changed');
+    await retitle('fourth');
+    await db.query('ALTER TABLE headless_run ENABLE TRIGGER headless_run_changed');
+    expect(await title()).toBe('third');
+    await db.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'headless-run-webhook ' || (SELECT max(id) FROM headless_instances)",
+    );
+    await expect.poll(title).toBe('fourth');
+    await db.end();
     await closeAllHosts();
   });
 });

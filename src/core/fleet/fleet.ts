@@ -33,6 +33,8 @@ export interface Fleet {
   advertise(workspaces: AdvertisedWorkspace[]): Promise<void>;
   /** A workspace some living member runs, as it advertised it; undefined when none does. */
   advertised(id: string): Promise<AdvertisedWorkspace | undefined>;
+  /** Whether this instance hears every change of a run record now (alone: always; in a fleet, while it listens). */
+  hearsChanges(): boolean;
   /** Whether this instance holds its lease now (alone: always). */
   leaseHeld(): boolean;
   /** Leaves: stops the lease, so the others need not wait for it to run out. */
@@ -48,6 +50,8 @@ export interface FleetHandlers {
   lost(): void;
   /** Its way of hearing requests was cut and is back: those sent meanwhile were lost, so what it waits for is read again. */
   reconnected(): void;
+  /** A run's record was changed, by any instance (store/migrations.ts: version 2). */
+  changed(taskId: string, workspaceId: string): void;
 }
 
 /** Cancel a run; a question of a run was answered (docs/approvals.md). */

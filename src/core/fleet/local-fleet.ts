@@ -41,6 +41,10 @@ export class LocalFleet implements Fleet {
     return undefined;
   }
 
+  hearsChanges(): boolean {
+    return true;
+  }
+
   leaseHeld(): boolean {
     return true;
   }

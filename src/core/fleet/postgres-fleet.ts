@@ -23,6 +23,8 @@ const askKey = (id: string) => `fleet-ask:${id}`;
 const UNREACHABLE: FleetAnswer = { ok: false, code: 'run_owner_unreachable', message: 'The instance running this run did not answer; retry shortly.' };
 /** A failed renewal is tried again after this, until it succeeds. */
 const RENEW_RETRY_MS = 500;
+/** The channel the database announces each change of a run record on (store/migrations.ts: version 2). */
+const RUN_CHANGED = 'headless_run_changed';
 /** A key for `pg_try_advisory_lock`: one sweeper at a time in the whole fleet. */
 const SWEEP_LOCK = "hashtext('headless-run-webhook:sweep')";
 
@@ -57,6 +59,8 @@ export class PostgresFleet implements Fleet {
   private left = false;
   /** When the lease last written runs out, by this machine's clock. */
   private heldUntil = 0;
+  /** Whether every change of a run record since what was kept has been heard: false from a cut listener until it listens again and what was kept is dropped. */
+  private heard = false;
 
   constructor(
     private readonly sql: SqlDatabase,
@@ -88,6 +92,7 @@ export class PostgresFleet implements Fleet {
     );
     await this.register(Date.now());
     await this.listen();
+    this.heard = true;
     await this.sweep();
     this.timer = setInterval(
       () => {
@@ -112,19 +117,30 @@ export class PostgresFleet implements Fleet {
     return !this.left && Date.now() < this.heldUntil;
   }
 
+  hearsChanges(): boolean {
+    return this.heard && this.listener !== undefined && !this.left;
+  }
+
   private async listen(): Promise<void> {
     // Named, so an operator can tell each instance's listener in pg_stat_activity.
     const client = new this.pg.Client({ connectionString: this.connectionString, application_name: `headless-run-webhook ${this.instanceId}` });
     client.on('error', (error) => {
       this.o.log('the fleet listener lost its database connection; reconnecting', error);
       if (this.listener === client) this.listener = undefined;
+      // Changes made meanwhile go unheard: nothing kept may be read until it listens again.
+      this.heard = false;
       client.end().catch(() => undefined);
     });
     client.on('notification', (message) => {
-      if (message.payload) this.receive(message.payload);
+      if (!message.payload) return;
+      if (message.channel === RUN_CHANGED) {
+        const [taskId = '', workspaceId = ''] = message.payload.split(' ');
+        this.handlers?.changed(taskId, workspaceId);
+      } else this.receive(message.payload);
     });
     await client.connect();
     await client.query(`LISTEN "${this.instanceId}"`);
+    await client.query(`LISTEN ${RUN_CHANGED}`);
     this.listener = client;
   }
 
@@ -144,6 +160,7 @@ export class PostgresFleet implements Fleet {
       if (!this.listener) {
         await this.listen();
         this.handlers?.reconnected();
+        this.heard = true;
       }
       await this.sweep();
     } catch (error) {

@@ -15,6 +15,9 @@ export const RUN_TABLE: CollectionSpec<StoredRun> = {
   owner: 'bootId',
 };
 
+/** List pages kept in memory (each some ids), across workspaces. */
+const PAGES_KEPT = 200;
+
 /** A run's output tail, stored once it ends: beside the record, never in it. */
 const outputKey = (taskId: string) => `output:${taskId}`;
 const patchKey = (taskId: string) => `patch:${taskId}`;
@@ -22,8 +25,13 @@ const patchKey = (taskId: string) => `patch:${taskId}`;
 export interface RunRecordsOptions {
   store: HeadlessStore;
   log: (message: string, error?: unknown) => void;
-  /** Other instances write the same records (a fleet): every change is a compare-and-set on the stored one, and nothing is cached. */
+  /** Other instances write the same records (a fleet): every change is a compare-and-set on the stored one. */
   shared?: boolean;
+  /**
+   * Whether what is kept in memory is known fresh now: alone, always; in a fleet, while this
+   * instance hears every change of a record (runs/records.ts: `evict`), else nothing kept is read. @default always
+   */
+  fresh?: () => boolean;
   /** Ended runs kept in memory. @default 2000 */
   cacheSize?: number;
   /** Waits between the attempts to store a final record before it is left to the background. */
@@ -43,6 +51,13 @@ export class RunRecords {
   private readonly cache: BoundedCache<string, StoredRun>;
   /** Records of the runs this instance runs: the latest durable version, without a read. */
   private readonly tracked = new Map<string, StoredRun>();
+  /** Changes heard (and clears): a record read while one was heard is not kept, since it may predate it. */
+  private heard = 0;
+  /** List pages read of the store, keyed by what was asked and by how many changes their workspace had then (`changes`): a change makes them unreachable. */
+  private readonly pages: BoundedCache<string, Page>;
+  /** Per workspace, the changes written or heard: part of its pages' keys. */
+  private readonly changes = new Map<string, number>();
+  private readonly fresh: () => boolean;
 
   /** `writing`: whether a write of the run is under way (a record read meanwhile is not kept). */
   constructor(
@@ -51,6 +66,30 @@ export class RunRecords {
     private readonly writing: (taskId: string) => boolean,
   ) {
     this.cache = new BoundedCache(o.cacheSize ?? 2000);
+    this.pages = new BoundedCache(PAGES_KEPT);
+    this.fresh = o.fresh ?? (() => true);
+  }
+
+  /** Another instance (or this one) changed the run's record: what is kept of it, and its workspace's list pages, are dropped. */
+  evict(taskId: string, workspaceId: string): void {
+    this.heard += 1;
+    this.cache.delete(taskId);
+    this.changed(workspaceId);
+  }
+
+  /** Changes may have gone unheard (the fleet's listening connection was cut): nothing kept is trusted. */
+  clear(): void {
+    this.heard += 1;
+    this.cache.clear();
+    this.pages.clear();
+  }
+
+  private changed(workspaceId: string): void {
+    this.changes.set(workspaceId, (this.changes.get(workspaceId) ?? 0) + 1);
+  }
+
+  private kept(taskId: string): StoredRun | undefined {
+    return this.fresh() ? this.cache.get(taskId) : undefined;
   }
 
   /** Prepares the lookups. Start-up only. */
@@ -97,7 +136,9 @@ export class RunRecords {
 
   /** Keeps `record`, as stored, for the reads after it. */
   remember(record: StoredRun): void {
+    this.changed(record.workspaceId);
     if (this.tracked.has(record.taskId)) this.tracked.set(record.taskId, record);
+    // In a fleet a change by another instance may be heard before this write's answer: only reads keep records there.
     if (!hasEnded(record.status) || this.o.shared) this.cache.delete(record.taskId);
     else this.cache.set(record.taskId, record);
   }
@@ -124,7 +165,8 @@ export class RunRecords {
 
   /** A run's durable record: an ended one from memory or the store, a `running` one from the store. */
   async find(taskId: string): Promise<StoredRun | undefined> {
-    return this.cache.get(taskId) ?? this.keep(await this.runs.get(taskId));
+    const heard = this.heard;
+    return this.kept(taskId) ?? this.keep(await this.runs.get(taskId), heard);
   }
 
   /**
@@ -132,16 +174,17 @@ export class RunRecords {
    * rest in one read, not one each (a page of 50 in PostgreSQL was 50 round trips).
    */
   async findMany(taskIds: string[]): Promise<Array<StoredRun | undefined>> {
-    const known = taskIds.map((id) => this.current(id) ?? this.cache.get(id));
+    const known = taskIds.map((id) => this.current(id) ?? this.kept(id));
     const missing = taskIds.filter((_, i) => known[i] === undefined);
+    const heard = this.heard;
     const read = missing.length === 0 ? [] : await this.runs.getMany(missing);
-    const stored = new Map(missing.map((id, i) => [id, this.keep(read[i])]));
+    const stored = new Map(missing.map((id, i) => [id, this.keep(read[i], heard)]));
     return taskIds.map((id, i) => known[i] ?? stored.get(id));
   }
 
-  /** An ended record read from the store, kept in memory for the next read (not in a fleet). */
-  private keep(stored: StoredRun | undefined): StoredRun | undefined {
-    if (stored && hasEnded(stored.status) && !this.o.shared && !this.writing(stored.taskId)) this.cache.set(stored.taskId, stored);
+  /** An ended record read from the store, kept in memory for the next read, unless a change was heard since the read began (`heard`). */
+  private keep(stored: StoredRun | undefined, heard: number): StoredRun | undefined {
+    if (stored && hasEnded(stored.status) && this.fresh() && heard === this.heard && !this.writing(stored.taskId)) this.cache.set(stored.taskId, stored);
     return stored;
   }
 
@@ -156,9 +199,18 @@ export class RunRecords {
     if (run.changes) await this.o.store.delete(patchKey(run.taskId));
     await this.runs.delete(run.taskId);
     this.cache.delete(run.taskId);
+    this.changed(run.workspaceId);
   }
 
-  page(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<Page> {
-    return this.runs.page(workspaceId, status, limit, cursor);
+  /** A page of a workspace's run ids, newest first: kept until a change of one of its runs is written or heard. */
+  async page(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<Page> {
+    if (!this.fresh()) return this.runs.page(workspaceId, status, limit, cursor);
+    const key = JSON.stringify([workspaceId, this.changes.get(workspaceId) ?? 0, status, limit, cursor]);
+    const kept = this.pages.get(key);
+    if (kept) return kept;
+    const heard = this.heard;
+    const page = await this.runs.page(workspaceId, status, limit, cursor);
+    if (heard === this.heard && this.fresh()) this.pages.set(key, page);
+    return page;
   }
 }

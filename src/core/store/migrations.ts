@@ -46,4 +46,22 @@ export function bothDialects(version: number, name: string, statements: readonly
   };
 }
 
-export const MIGRATIONS: readonly Migration[] = [bothDialects(1, 'the tables made before the schema had a version', INITIAL)];
+/**
+ * Version 2: in PostgreSQL each change of a run record is announced (`NOTIFY headless_run_changed`,
+ * "<its id> <its workspace>"), by the database itself, so whoever writes, every member hears it and drops what it kept
+ * of that run (runs/records.ts). SQLite has one instance: nothing to announce.
+ */
+const RUN_CHANGED = [
+  `CREATE OR REPLACE FUNCTION headless_run_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify('headless_run_changed', COALESCE(NEW.id, OLD.id) || ' ' || COALESCE(NEW.grp, OLD.grp));
+  RETURN NULL;
+END $$`,
+  'DROP TRIGGER IF EXISTS headless_run_changed ON headless_run',
+  'CREATE TRIGGER headless_run_changed AFTER INSERT OR UPDATE OR DELETE ON headless_run FOR EACH ROW EXECUTE FUNCTION headless_run_changed()',
+];
+
+export const MIGRATIONS: readonly Migration[] = [
+  bothDialects(1, 'the tables made before the schema had a version', INITIAL),
+  { version: 2, name: "each change of a run record is announced to the fleet's members", sqlite: [], postgres: RUN_CHANGED },
+];
