@@ -589,4 +589,24 @@ describe('a fleet on PostgreSQL', () => {
     await db.end();
     await closeAllHosts();
   });
+
+  it("daily limits are exact across the fleet: of 12 simultaneous starts on two members, exactly the day's 5 are accepted", async () => {
+    const url = await postgres.database();
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-daily-'));
+    const limited = [{ id: 'ws', path: dir, agents: ['fake'], limits: { runsPerDay: 5 } }];
+    const members = [
+      await createTestHost({ store: await createPostgresKeyv(url), workspaces: limited, maxConcurrentRuns: 8 }),
+      await createTestHost({ store: await createPostgresKeyv(url), workspaces: limited, maxConcurrentRuns: 8 }),
+    ];
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        (members[i % 2] as TestHost).request('POST', '/api/workspaces/ws/headless', { json: { prompt: `echo d${i}`, agent: 'fake' } }),
+      ),
+    );
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(5).fill(202), ...Array(7).fill(429)]);
+    for (const refused of answers.filter((r) => r.status === 429)) expect(await refused.json()).toMatchObject({ code: 'daily_limit_reached' });
+    rmSync(dir, { recursive: true, force: true });
+    await closeAllHosts();
+  });
 });

@@ -23,8 +23,11 @@ export interface Fleet {
   claim(key: string, holder: string): Promise<string | undefined>;
   release(key: string, holder: string): Promise<void>;
   holder(key: string): Promise<string | undefined>;
-  /** Runs `work` while no other instance runs work under the same `key`. */
-  exclusive<T>(key: string, work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` while no other instance runs work under the same `key`. `nests`: `work` may take
+   * exclusive sections itself (so its lock is held apart from theirs, and never waits for them).
+   */
+  exclusive<T>(key: string, work: () => Promise<T>, o?: { nests?: boolean }): Promise<T>;
   /** Asks the instance that owns a run to act on it. */
   ask(instanceId: string, request: FleetRequest): Promise<FleetAnswer>;
   /** Where queued runs wait to be placed on a member that runs their workspace; alone: none (the store's queue is this instance's). */

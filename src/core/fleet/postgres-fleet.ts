@@ -49,6 +49,8 @@ export class PostgresFleet implements Fleet {
   private readonly leaseMs: number;
   private pg!: typeof pg;
   private pool: pg.Pool | undefined;
+  /** Connections for sections that take others inside them: never waiting on the pool those take from. */
+  private outer: pg.Pool | undefined;
   /** LISTENs on this instance's channel and holds the sweep lock while sweeping. */
   private listener: pg.Client | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -83,6 +85,8 @@ export class PostgresFleet implements Fleet {
     this.pool = new this.pg.Pool({ connectionString: this.connectionString, max: 4 });
     // An idle connection dropped by the server must not crash the service; the next query reconnects.
     this.pool.on('error', (error) => this.o.log('a fleet database connection failed', error));
+    this.outer = new this.pg.Pool({ connectionString: this.connectionString, max: 2 });
+    this.outer.on('error', (error) => this.o.log('a fleet database connection failed', error));
     const q = (text: string) => this.sql.query(text);
     await q('CREATE TABLE IF NOT EXISTS headless_instances (id TEXT PRIMARY KEY, machine TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)');
     await q('CREATE TABLE IF NOT EXISTS headless_claims (key TEXT PRIMARY KEY, holder TEXT NOT NULL, owner TEXT NOT NULL)');
@@ -236,9 +240,10 @@ export class PostgresFleet implements Fleet {
     return holderOf(this.sql, key);
   }
 
-  exclusive<T>(key: string, work: () => Promise<T>): Promise<T> {
-    if (!this.pool) throw new Error('the fleet has not joined yet');
-    return exclusive(this.pool, key, work);
+  exclusive<T>(key: string, work: () => Promise<T>, o: { nests?: boolean } = {}): Promise<T> {
+    const pool = o.nests ? this.outer : this.pool;
+    if (!pool) throw new Error('the fleet has not joined yet');
+    return exclusive(pool, key, work);
   }
 
   async ask(instanceId: string, request: FleetRequest): Promise<FleetAnswer> {
@@ -328,5 +333,6 @@ export class PostgresFleet implements Fleet {
       .catch((error: unknown) => this.o.log('could not leave the fleet', error));
     await this.listener?.end().catch(() => undefined);
     await this.pool?.end().catch(() => undefined);
+    await this.outer?.end().catch(() => undefined);
   }
 }

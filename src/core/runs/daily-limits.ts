@@ -55,7 +55,7 @@ export class DailyUsage {
   private async *today(workspaceId: string, now: number): AsyncGenerator<StoredRun> {
     const bound = sortableIdBound('run_', dayStart(now));
     for (let cursor: string | undefined; ; ) {
-      const page = await this.$.records.page(workspaceId, undefined, PAGE, cursor);
+      const page = await this.$.records.page(workspaceId, undefined, PAGE, cursor, { stored: true });
       for (const id of page.ids) {
         if (id < bound) return;
         const run = await this.$.find(id);

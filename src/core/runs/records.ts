@@ -202,9 +202,10 @@ export class RunRecords {
     this.changed(run.workspaceId);
   }
 
-  /** A page of a workspace's run ids, newest first: kept until a change of one of its runs is written or heard. */
-  async page(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string): Promise<Page> {
-    if (!this.fresh()) return this.runs.page(workspaceId, status, limit, cursor);
+  /** A page of a workspace's run ids, newest first: kept until a change of one of its runs is written or heard (`stored`: read from the store). */
+  async page(workspaceId: string, status: RunStatus | undefined, limit: number, cursor?: string, o: { stored?: boolean } = {}): Promise<Page> {
+    // `stored`: a decision (a daily limit) reads what is stored, not what was heard so far.
+    if (!this.fresh() || o.stored) return this.runs.page(workspaceId, status, limit, cursor);
     const key = JSON.stringify([workspaceId, this.changes.get(workspaceId) ?? 0, status, limit, cursor]);
     const kept = this.pages.get(key);
     if (kept) return kept;

@@ -187,19 +187,26 @@ export class RunService implements RunStarter {
 
   /**
    * Accepts a start under its workspace's and its schedule's or trigger's daily limits. Where there
-   * are limits, this instance accepts the workspace's starts one at a time, so two at once never
-   * both take the day's last run.
+   * are limits, the workspace's starts are accepted one at a time (across a fleet, under its lock),
+   * so two at once never both take the day's last run.
    */
   private async withinDailyLimits<T>(workspace: Workspace, origin: RunOrigin, accept: () => Promise<T>): Promise<T> {
     const source = origin.source;
     const from = source && source.kind !== 'api' ? { kind: source.kind, name: source.name, limits: origin.limits } : undefined;
     if (workspace.limits === undefined && from?.limits === undefined) return accept();
     const previous = this.dayChains.get(workspace.id) ?? Promise.resolve();
-    const turn = previous.then(async () => {
-      const over = await this.$.daily.refusal({ workspaceId: workspace.id, workspace: workspace.limits, origin: from });
-      if (over) throw new Refusal('daily_limit_reached', `${over.detail}; it starts again at 00:00 UTC.`, { retryAfterSeconds: over.retryAfterSeconds });
-      return accept();
-    });
+    // In a fleet, one instance at a time too: the count and the record it adds are one step.
+    const turn = previous.then(() =>
+      this.$.fleet.exclusive(
+        `daily:${workspace.id}`,
+        async () => {
+          const over = await this.$.daily.refusal({ workspaceId: workspace.id, workspace: workspace.limits, origin: from });
+          if (over) throw new Refusal('daily_limit_reached', `${over.detail}; it starts again at 00:00 UTC.`, { retryAfterSeconds: over.retryAfterSeconds });
+          return accept();
+        },
+        { nests: true },
+      ),
+    );
     const tail = turn.catch(() => undefined);
     this.dayChains.set(workspace.id, tail);
     void tail.then(() => this.dayChains.get(workspace.id) === tail && this.dayChains.delete(workspace.id));
