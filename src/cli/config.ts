@@ -147,7 +147,8 @@ export const ConfigSchema = v.strictObject({
   localCallers: v.optional(v.picklist(['trusted', 'token'])),
   inheritEnv: v.optional(v.union([v.literal('all'), v.array(v.pipe(v.string(), v.regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, 'must be NAME or PREFIX_*')))])),
   agents: v.optional(v.record(v.pipe(v.string(), v.regex(NAME, `must match ${NAME.source}`)), AgentSchema)),
-  workspaces: v.optional(v.pipe(v.array(WorkspaceSchema), v.minLength(1))),
+  // Empty: a fleet's API daemon that runs no workspace itself (refused alone: core/resources.ts).
+  workspaces: v.optional(v.array(WorkspaceSchema)),
   webhooks: v.optional(WebhooksSchema),
   retentionDays: v.optional(v.pipe(v.number(), v.minValue(0))),
   instanceLeaseSeconds: v.optional(v.pipe(v.number(), v.minValue(1))),

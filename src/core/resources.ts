@@ -181,6 +181,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   });
   checkQueueSettings(options.queue, 'queue');
   checkGuards({ stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb, minFreeMemoryMb: options.minFreeMemoryMb }, '');
+  if (!fleet.shared && workspaces.all()?.length === 0) throw new Error('workspaces is empty: alone (no fleet to queue its starts for) nothing could run');
   for (const ws of workspaces.all() ?? []) {
     refuseMovedKeys(ws, `workspace "${ws.id}"`);
     checkSpecLayer(ws.run, `workspace "${ws.id}"`, { agent: false });

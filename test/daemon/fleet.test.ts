@@ -244,7 +244,8 @@ describe("headless-run-webhook worker: a machine that runs a fleet's queued runs
   it('a start on an API daemon for a workspace that asks for "gpu" runs on the worker with that label; kill -9 of the worker mid-run interrupts it, never re-run', async () => {
     const url = await postgres.database();
     const env = { HEADLESS_STORE_URL: url };
-    const apiDaemon = await startDaemon(daemonDir({ workspaces: [{ id: 'front', path: '.', agents: ['fake'] }] }), undefined, env);
+    // An API daemon with no workspace of its own (examples/kubernetes/fleet.yaml's).
+    const apiDaemon = await startDaemon(daemonDir({ workspaces: [] }), undefined, env);
     const plain = await startDaemon(daemonDir({ workspaces: [gpuWorkspace, { id: 'ws', path: '.', agents: ['fake'] }] }), undefined, env);
     const worker = await startDaemon(daemonDir({ workspaces: [gpuWorkspace] }), ['worker', '--port', '0', '--labels', 'gpu,big'], env);
     expect(worker.url).toMatch(/^http:\/\/127\.0\.0\.1:/);
