@@ -267,4 +267,31 @@ describe("headless-run-webhook worker: a machine that runs a fleet's queued runs
     const refused = await start(apiDaemon, { prompt: 'echo x' }, {}, 'gpu-ws');
     expect(refused.status).toBe(404);
   });
+
+  it("kill -9 of the API daemon a caller follows a worker's run on: it follows on from another with Last-Event-ID, losing no event", async () => {
+    const env = { HEADLESS_STORE_URL: await postgres.database() };
+    const [front1, front2] = await Promise.all([
+      startDaemon(daemonDir({ workspaces: [] }), undefined, env),
+      startDaemon(daemonDir({ workspaces: [] }), undefined, env),
+    ]);
+    await startDaemon(daemonDir({ workspaces: [gpuWorkspace] }), ['worker', '--port', '0', '--labels', 'gpu'], env);
+    const run = (await (await start(front1!, { prompt: 'echo one; sleep 1500; echo two; sleep 1500; echo three' }, {}, 'gpu-ws')).json()) as Started;
+    let seen = '';
+    const events = `/api/headless/${run.taskId}/events`;
+    const following = api(front1!, 'GET', events)
+      .then((answer) => readToEnd(answer, 240_000, (text) => (seen += text)))
+      // Cut by the kill: what arrived before it is what the caller has.
+      .catch(() => undefined);
+    await waitFor(() => sseEvents(seen).length >= 2, { what: 'the first events through the first API daemon', timeoutMs: 240_000 });
+    expect(await front1!.stop('SIGKILL')).toBeNull();
+    await following;
+    const before = sseEvents(seen);
+    const after = sseEvents(await readToEnd(await api(front2!, 'GET', events, undefined, { 'last-event-id': String(before.at(-1)?.parsed.seq) }), 240_000));
+    const seqs = [...before, ...after].map((e) => e.parsed.seq);
+    expect(seqs).toEqual(seqs.map((_, i) => (seqs[0] as number) + i));
+    expect(after.at(-1)?.parsed).toMatchObject({ type: 'run.ended', data: { status: 'succeeded' } });
+    // Every event the run has, once: the whole timeline read afterwards is what the caller got.
+    const whole = sseEvents(await readToEnd(await api(front2!, 'GET', `${events}?after=0`), 240_000)).map((e) => e.parsed.seq);
+    expect(seqs).toEqual(whole.slice(whole.indexOf(seqs[0] as number)));
+  });
 });

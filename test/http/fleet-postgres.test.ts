@@ -481,18 +481,19 @@ describe('a fleet on PostgreSQL', () => {
       'workspace "ws" asks for labels ["gpu"] this instance does not have (labels: [])',
     );
     await expect(createTestHost({ labels: ['gpu', 'gpu'] })).rejects.toThrow('labels lists "gpu" twice');
+    await expect(createTestHost({ workspaces: [] })).rejects.toThrow('workspaces is empty: alone (no fleet to queue its starts for) nothing could run');
     await expect(createTestHost({ labels: ['no spaces'] })).rejects.toThrow('labels[0] must match');
   });
 
-  it('many queued runs across two members, each with its own workspace: none lost, none run twice, each workspace in the order queued', async () => {
+  it('200 queued runs across two members, each with its own workspace: none lost, none run twice, each workspace in the order queued', async () => {
     const url = await postgres.database();
     const dirs = [mkdtempSync(join(tmpdir(), 'hrw-many-a-')), mkdtempSync(join(tmpdir(), 'hrw-many-b-'))];
     const only = (id: string, dir: string) => [{ id, path: dir, agents: ['fake'] }];
-    const api = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [{ id: 'front', path: dirs[0] as string }] });
+    const api = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [{ id: 'front', path: dirs[0] as string }], queue: { max: 500 } });
     const one = await createTestHost({ store: await createPostgresKeyv(url), workspaces: only('wa', dirs[0] as string), maxConcurrentRuns: 1 });
     const two = await createTestHost({ store: await createPostgresKeyv(url), workspaces: only('wb', dirs[1] as string), maxConcurrentRuns: 1 });
     const queued: Record<string, string[]> = { wa: [], wb: [] };
-    for (let i = 0; i < 60; i++) {
+    for (let i = 0; i < 200; i++) {
       const ws = i % 2 === 0 ? 'wa' : 'wb';
       const res = await api.request('POST', `/api/workspaces/${ws}/headless`, { json: { prompt: `echo n${i}`, agent: 'fake' } });
       expect(res.status).toBe(202);
@@ -509,7 +510,7 @@ describe('a fleet on PostgreSQL', () => {
         ws,
       ).toEqual(starts);
     }
-    expect([api.spawner.count, one.spawner.count, two.spawner.count]).toEqual([0, 30, 30]);
+    expect([api.spawner.count, one.spawner.count, two.spawner.count]).toEqual([0, 100, 100]);
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     // Each member holds a few connections: close them, so the server's limit is never reached.
     await closeAllHosts();
