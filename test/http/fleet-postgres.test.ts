@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FleetRequest } from '../../src/core/fleet/fleet';
+import type { FleetHandlers, FleetRequest } from '../../src/core/fleet/fleet';
 import { createFleet } from '../../src/core/fleet/index';
 import { SessionBook } from '../../src/core/sessions';
 import { type HeadlessStore, keyvStore } from '../../src/core/store/keyv-store';
@@ -30,17 +30,20 @@ afterAll(async () => {
   await postgres?.stop();
 });
 
+/** Handlers of a member that does nothing when asked or told. */
+const IDLE: FleetHandlers = {
+  takeOver: async () => undefined,
+  answer: async () => ({ ok: true }),
+  lost: () => undefined,
+  reconnected: () => undefined,
+  changed: () => undefined,
+};
+
 async function instance(url: string) {
   const store = keyvStore(await createPostgresKeyv(url));
   stores.push(store);
   const fleet = createFleet(store, { log: () => undefined });
-  await fleet.join({
-    takeOver: async () => undefined,
-    answer: async () => ({ ok: true }),
-    lost: () => undefined,
-    reconnected: () => undefined,
-    changed: () => undefined,
-  });
+  await fleet.join(IDLE);
   return { store, fleet };
 }
 
@@ -49,13 +52,7 @@ describe.each(['alone', 'postgres'] as const)('Fleet conformance: %s', (kind) =>
   async function make() {
     if (kind === 'postgres') return (await instance(await postgres.database())).fleet;
     const fleet = createFleet(keyvStore(createMemoryKeyv()), { log: () => undefined });
-    await fleet.join({
-      takeOver: async () => undefined,
-      answer: async () => ({ ok: true }),
-      lost: () => undefined,
-      reconnected: () => undefined,
-      changed: () => undefined,
-    });
+    await fleet.join(IDLE);
     return fleet;
   }
 
