@@ -7,6 +7,10 @@ import { defineConfig } from 'vitest/config';
 // under test (npm test runs tiers on several: scripts/test.mjs).
 const PATH = [dirname(process.execPath), ...(process.env.PATH ?? '').split(delimiter).filter((dir) => !dir.endsWith('node_modules/.bin'))].join(delimiter);
 
+// Files a tier leaves to another (scripts/test.mjs: a fleet needs a newer Node than the oldest
+// supported): added to every project's own exclude, which a command line's --exclude does not reach.
+const skipped: string[] = JSON.parse(process.env.HEADLESS_TEST_SKIP ?? '[]');
+
 export default defineConfig({
   test: {
     // Generous: a busy machine (CI runs on the developer's own) must not fail a test by its clock.
@@ -20,11 +24,11 @@ export default defineConfig({
     fileParallelism: true,
     // Each tier runs by name for a fast inner loop (`npx vitest run --project unit`); npm test runs them all.
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      { extends: true, test: { name: 'http', include: ['test/http/**/*.test.ts'] } },
-      { extends: true, test: { name: 'daemon', include: ['test/daemon/**/*.test.ts'], exclude: ['test/daemon/real-agents*.test.ts'] } },
-      { extends: true, test: { name: 'real-cli', include: ['test/daemon/real-agents*.test.ts'] } },
-      { extends: true, test: { name: 'faults', include: ['test/faults/**/*.test.ts'] } },
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], exclude: skipped } },
+      { extends: true, test: { name: 'http', include: ['test/http/**/*.test.ts'], exclude: skipped } },
+      { extends: true, test: { name: 'daemon', include: ['test/daemon/**/*.test.ts'], exclude: ['test/daemon/real-agents*.test.ts', ...skipped] } },
+      { extends: true, test: { name: 'real-cli', include: ['test/daemon/real-agents*.test.ts'], exclude: skipped } },
+      { extends: true, test: { name: 'faults', include: ['test/faults/**/*.test.ts'], exclude: skipped } },
     ],
   },
 });

@@ -261,7 +261,8 @@ describe("headless-run-webhook worker: a machine that runs a fleet's queued runs
     expect(await worker.stop('SIGKILL')).toBeNull();
     // Interrupted by a survivor once the worker's lease runs out (10 s here), not run again anywhere.
     expect(await waitRun(apiDaemon, long.taskId, 240_000)).toMatchObject({ status: 'interrupted', error: { code: 'interrupted' } });
-    expect(await (await api(apiDaemon, 'GET', `/api/sessions/${long.resumeId}`)).json()).toMatchObject({ status: 'idle' });
+    // Its Session is freed by the same sweep, once its run has ended.
+    await expect.poll(async () => ((await (await api(apiDaemon, 'GET', `/api/sessions/${long.resumeId}`)).json()) as { status: string }).status).toBe('idle');
     expect([startedHere(plain, long.taskId), startedHere(apiDaemon, long.taskId)]).toEqual([false, false]);
     // With no member left that has the label, a start is refused at once rather than queued forever.
     const refused = await start(apiDaemon, { prompt: 'echo x' }, {}, 'gpu-ws');
