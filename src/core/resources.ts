@@ -6,6 +6,7 @@ import { TriggerService } from './triggers/trigger-service';
 import { loadTriggers, triggerSecrets } from './triggers/trigger-spec';
 import type { HeldSecrets } from './runs/env';
 import { diagnoseWorkspace } from './agents/doctor';
+import { probeEnv } from './agents/preflight';
 import { AgentRegistry } from './agents/registry';
 import { Webhooks } from './delivery/webhooks';
 import { RunEvents } from './events/run-events';
@@ -132,7 +133,13 @@ export function buildResources(options: HeadlessHandlerOptions, logger: Headless
     },
     { start: () => runs.sweepPlaces($.workspaces.all() ?? []) },
     // Told before its queues are worked: a start elsewhere finds the workspaces it runs.
-    { start: () => fleet.advertise($.workspaces.advertisable()) },
+    {
+      start: async () => {
+        if (!fleet.shared) return;
+        const { registry, env, workspaces } = $;
+        await fleet.advertise(await workspaces.advertisable((ws) => registry.installedFor(ws, probeEnv(env, ws.env))));
+      },
+    },
     { start: () => runs.startQueue() },
     { start: () => scheduler.start(), close: async () => scheduler.stop() },
     { start: () => retention.start(), close: () => retention.close() },
@@ -234,6 +241,7 @@ function buildRuns($: ServiceResources): RunService {
     shared: $.fleet.shared,
     defaultAgent: options.defaultAgent,
     baseEnv: $.env,
+    installedElsewhere: (ws) => workspaces.installedElsewhere(ws),
   });
   const spawner = options.spawner ?? createExecaSpawner();
   const placement = placementsOf($);
@@ -261,7 +269,7 @@ function buildRuns($: ServiceResources): RunService {
     lifecycle,
     launcher,
     workspace: (id) => workspaces.runnable(id),
-    runsHere: () => workspaces.advertisable().map((ws) => ws.id),
+    runsHere: () => workspaces.runHere().map((ws) => ws.id),
     loosens: (ws, run) => loosens({ installation: guards, workspace: ws.run, origin: originLayer(options, run.source) }, run.spec),
   });
   const runs: RunService = new RunService({

@@ -7,6 +7,8 @@ import type { Workspace } from './types';
 /** What a member advertises of a workspace it runs (docs/deployment.md: Workers and labels): never its folder, its env or a secret. */
 export type Advertised = Pick<Workspace, 'id' | 'tag' | 'agents' | 'headlessAgent' | 'defaultAgent' | 'queue' | 'run' | 'limits' | 'labels'> & {
   webhook?: Omit<NonNullable<Workspace['webhook']>, 'secret'>;
+  /** Its enabled agents installed on the member, in selection order: a start elsewhere that names none is given one of these. */
+  installed: string[];
 };
 
 export type WorkspaceResolver = (id: string) => Workspace | undefined | Promise<Workspace | undefined>;
@@ -28,8 +30,8 @@ export interface WorkspacesOptions {
 export class Workspaces {
   private readonly listed: Map<string, Workspace> | undefined;
   private readonly resolve: WorkspaceResolver;
-  /** Those known only by what another member advertised: they never run here. */
-  private readonly elsewhere = new WeakSet<Workspace>();
+  /** Those known only by what another member advertised (they never run here), with the agents installed there. */
+  private readonly elsewhere = new WeakMap<Workspace, string[]>();
 
   constructor(
     source: Workspace[] | WorkspaceResolver,
@@ -38,6 +40,11 @@ export class Workspaces {
     const listed = Array.isArray(source) ? checkList(source) : undefined;
     this.listed = listed;
     this.resolve = listed ? (id) => listed.get(id) : (source as WorkspaceResolver);
+  }
+
+  /** The agents installed for a workspace another member runs; undefined for one configured here. */
+  installedElsewhere(ws: Workspace): readonly string[] | undefined {
+    return this.elsewhere.get(ws);
   }
 
   /** Whether this instance runs the workspace's agents: it is configured here, with every label it asks for. */
@@ -58,8 +65,9 @@ export class Workspaces {
       );
     if (!advertised) throw new Refusal('workspace_not_found', `No workspace "${id}" on this instance, and no member of the fleet runs one.`);
     // No folder here: its runs are queued for a member that has one.
-    const ws: Workspace = { ...(advertised as Advertised), path: '' };
-    this.elsewhere.add(ws);
+    const { installed, ...shown } = advertised as Advertised;
+    const ws: Workspace = { ...shown, path: '' };
+    this.elsewhere.set(ws, Array.isArray(installed) ? installed.filter((name) => typeof name === 'string') : []);
     return ws;
   }
 
@@ -89,9 +97,14 @@ export class Workspaces {
     throw new Refusal('workspace_not_found', this.o.shared ? `No workspace "${id}" on this instance.` : `No workspace "${id}".`);
   }
 
+  /** The listed workspaces this instance runs. */
+  runHere(): Workspace[] {
+    return (this.all() ?? []).filter((ws) => this.runsHere(ws));
+  }
+
   /** What this instance tells the fleet of the listed workspaces it runs: what a start needs, never a folder, an env or a secret. */
-  advertisable(): Advertised[] {
-    return (this.all() ?? []).filter((ws) => this.runsHere(ws)).map(advertisedOf);
+  advertisable(installedFor: (ws: Workspace) => Promise<string[]>): Promise<Advertised[]> {
+    return Promise.all(this.runHere().map(async (ws) => ({ ...advertisedOf(ws), installed: await installedFor(ws) })));
   }
 
   /** What the API shows of the listed ones. */
@@ -111,9 +124,9 @@ function checkList(list: Workspace[]): Map<string, Workspace> {
   return map;
 }
 
-function advertisedOf(ws: Workspace): Advertised {
+function advertisedOf(ws: Workspace): Omit<Advertised, 'installed'> {
   const { id, tag, agents, headlessAgent, defaultAgent, queue, run, limits, labels, webhook } = ws;
-  const shown: Advertised = { id, tag, agents, headlessAgent, defaultAgent, queue, run, limits, labels };
+  const shown: Omit<Advertised, 'installed'> = { id, tag, agents, headlessAgent, defaultAgent, queue, run, limits, labels };
   if (webhook) shown.webhook = { url: webhook.url, ...(webhook.events ? { events: webhook.events } : {}) };
-  return JSON.parse(JSON.stringify(shown)) as Advertised;
+  return JSON.parse(JSON.stringify(shown)) as Omit<Advertised, 'installed'>;
 }

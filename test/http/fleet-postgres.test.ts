@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -11,7 +11,7 @@ import { type HeadlessStore, keyvStore } from '../../src/core/store/keyv-store';
 import { RUN_TABLE } from '../../src/core/runs/records';
 import type { StoredRun } from '../../src/core/types';
 import { createMemoryKeyv, createPostgresKeyv } from '../../src/core/store/keyvs';
-import { type TestHost, closeAllHosts, createTestHost, fakeAgent } from '../helpers/harness';
+import { FAKE_AGENT, type TestHost, closeAllHosts, createTestHost, fakeAgent } from '../helpers/harness';
 import { noneMarked } from '../helpers/processes';
 import { waitFor } from '../helpers/wait';
 import { sha256 } from '../../src/core/util/ids';
@@ -450,6 +450,30 @@ describe('a fleet on PostgreSQL', () => {
     expect((await api.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'x', agent: 'fake' } })).status).toBe(404);
     rmSync(dir, { recursive: true, force: true });
     // Each member holds a few connections: close them, so the server's limit is never reached.
+    await closeAllHosts();
+  });
+
+  it('a start that names no agent is given one installed where the workspace runs, not where the start arrived', async () => {
+    const url = await postgres.database();
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-installed-'));
+    // `solo` is on the runner's PATH only; both know its definition.
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'solo'), `#!/bin/sh\nexec "${process.execPath}" "${FAKE_AGENT}" "$@"\n`, { mode: 0o755 });
+    const agents = { fake: fakeAgent, solo: { command: 'solo', args: ['{prompt}'] } };
+    const api = await createTestHost({ store: await createPostgresKeyv(url), agents, workspaces: [{ id: 'other', path: dir, agents: ['fake'] }] });
+    const runner = await createTestHost({
+      store: await createPostgresKeyv(url),
+      agents,
+      workspaces: [{ id: 'ws', path: dir, agents: ['solo'] }],
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+    });
+    const res = await api.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo chosen there' } });
+    expect(res.status).toBe(202);
+    const { taskId } = (await res.json()) as { taskId: string };
+    expect(await api.waitEnded(taskId, 60_000)).toMatchObject({ status: 'succeeded', agent: 'solo', agentChosenBy: 'first' });
+    expect([api.spawner.count, runner.spawner.count]).toEqual([0, 1]);
+    rmSync(dir, { recursive: true, force: true });
     await closeAllHosts();
   });
 

@@ -14,6 +14,8 @@ export interface SelectionInput {
   defaultAgent?: string;
   /** `PATH` and `HOME` the agent would run with: only agents found there, and really that agent, are taken. */
   env: Record<string, string>;
+  /** Where the workspace runs on another machine (a fleet's member): the agents installed there, taken in place of looking here. */
+  installed?: readonly string[];
 }
 
 /** Every adapter the service knows: the built-ins in the documented order (docs/agents.md), then custom agents. */
@@ -60,6 +62,20 @@ export class AgentRegistry {
    * in registry order; a candidate is taken only if headless-capable, enabled, found, and the
    * executable found is really that agent (not another program of the same name).
    */
+  /** The workspace's enabled agents found installed with `env`, in the order selection takes them (what a fleet's member advertises). */
+  async installedFor(workspace: Workspace, env: Record<string, string>): Promise<string[]> {
+    const found: string[] = [];
+    for (const [name, adapter] of this.adapters) {
+      if (adapter.kind === 'agent' && this.isEnabled(workspace, name) && (await this.isInstalled(adapter, env))) found.push(name);
+    }
+    return found;
+  }
+
+  private async isInstalled(adapter: AgentAdapter, env: Record<string, string>): Promise<boolean> {
+    const file = findExecutable(adapter.command, env.PATH);
+    return file !== undefined && (await isTheAgent(adapter, file, env));
+  }
+
   async select(input: SelectionInput): Promise<{ adapter: AgentAdapter; chosenBy: AgentRule }> {
     const { workspace } = input;
     const candidates: Array<[string | undefined, AgentRule]> = [
@@ -73,8 +89,7 @@ export class AgentRegistry {
       if (name === undefined) continue;
       const adapter = this.adapters.get(name);
       if (adapter?.kind !== 'agent' || !this.isEnabled(workspace, name)) continue;
-      const file = findExecutable(adapter.command, input.env.PATH);
-      if (file && (await isTheAgent(adapter, file, input.env))) return { adapter, chosenBy };
+      if (input.installed ? input.installed.includes(name) : await this.isInstalled(adapter, input.env)) return { adapter, chosenBy };
     }
     throw new Refusal('no_headless_agent', `No headless-capable agent is enabled and installed for workspace "${workspace.id}".`);
   }

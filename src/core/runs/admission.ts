@@ -93,6 +93,8 @@ export interface AdmissionOptions {
   defaultAgent?: string;
   /** The environment runs start from: selection only takes agents found on its (or the workspace's) `PATH`. */
   baseEnv: NodeJS.ProcessEnv;
+  /** For a workspace that runs on another member of a fleet: the agents installed there (what it advertised). */
+  installedElsewhere?: (workspace: Workspace) => readonly string[] | undefined;
   log: (message: string, error?: unknown) => void;
 }
 
@@ -161,6 +163,7 @@ export class Admission {
               : this.lastAgent.get(workspace.id),
             defaultAgent: this.o.defaultAgent,
             env: this.selectionEnv(workspace),
+            installed: this.o.installedElsewhere?.(workspace),
           });
     if (request.continues && !canContinue(adapter)) {
       const can = this.o.registry
