@@ -20,6 +20,7 @@ const RENEWAL_FAILED = 'the fleet could not renew its lease or sweep';
 const dirs: string[] = [];
 let postgres: TestPostgres;
 let fleet: Daemon[];
+let worker: Daemon;
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
 const seen = new Set<string>();
 
@@ -44,6 +45,11 @@ beforeAll(async () => {
     return startDaemon(dir, undefined, env);
   };
   fleet = await Promise.all([daemon(), daemon(), daemon()]);
+  // A worker with a workspace of its own: the members place its runs through the fleet's queue.
+  const dir = tempDir();
+  dirs.push(dir);
+  writeConfig(dir, { instanceLeaseSeconds: LEASE_S, workspaces: [{ id: 'placed', path: '.', agents: ['fake'] }] });
+  worker = await startDaemon(dir, ['worker', '--port', '0'], env);
 }, 600_000);
 
 afterAll(async () => {
@@ -135,5 +141,16 @@ describe('PostgreSQL outages under a fleet of three', () => {
     await waitFor(async () => (await startOnEach('echo back')).length === 3, { timeoutMs: 240_000, intervalMs: 500, what: 'every member to start runs again' });
     const ready = async () => (await Promise.all(fleet.map(async (member) => (await api(member, 'GET', '/readyz')).status))).every((status) => status === 200);
     await waitFor(ready, { timeoutMs: 240_000, intervalMs: 500, what: 'every member to be ready again' });
+    // The fleet's queue (pg-boss) came back with the database: a start for the worker's workspace,
+    // sent to a member that lacks it, is placed and run there.
+    const placed = await api(fleet[0]!, 'POST', '/api/workspaces/placed/headless', { prompt: 'echo placed', agent: 'fake' });
+    expect(placed.status).toBe(202);
+    const { taskId } = (await placed.json()) as { taskId: string };
+    await waitFor(async () => ((await (await api(fleet[1]!, 'GET', `/api/headless/${taskId}`)).json()) as { status: string }).status === 'succeeded', {
+      timeoutMs: 240_000,
+      intervalMs: 250,
+      what: 'the worker to run the placed run',
+    });
+    expect(worker.output()).toContain(taskId);
   });
 });

@@ -61,6 +61,8 @@ export class PostgresFleet implements Fleet {
   private left = false;
   /** When the lease last written runs out, by this machine's clock. */
   private heldUntil = 0;
+  /** What it advertised: told again when its lease ran out and is held again. */
+  private served: AdvertisedWorkspace[] = [];
   /** Whether every change of a run record since what was kept has been heard: false from a cut listener until it listens again and what was kept is dropped. */
   private heard = false;
 
@@ -160,6 +162,8 @@ export class PostgresFleet implements Fleet {
         this.o.log(`the lease of instance ${this.instanceId} ran out; its runs were taken over by another instance`);
         this.handlers?.lost();
         await this.register(asked);
+        // What it advertised went with its lease: told again, or starts elsewhere would find no member for its workspaces.
+        await this.advertise(this.served);
       } else this.heldUntil = asked + this.leaseMs;
       if (!this.listener) {
         await this.listen();
@@ -211,6 +215,7 @@ export class PostgresFleet implements Fleet {
   }
 
   async advertise(workspaces: AdvertisedWorkspace[]): Promise<void> {
+    this.served = workspaces;
     for (const ws of workspaces) {
       await this.sql.query(
         'INSERT INTO headless_served (workspace_id, instance_id, definition) VALUES ($1, $2, $3) ON CONFLICT (workspace_id, instance_id) DO UPDATE SET definition = excluded.definition',
