@@ -131,7 +131,7 @@ async function daemon(values: ServeValues, mode: 'serve' | 'worker'): Promise<vo
   const port = explicitPort ? Number(values.port) : DEFAULT_PORT;
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be an integer from 0 to 65535, not "${values.port}"`);
   const { config, admin } = checkedSetup(values, cwd, logger);
-  const { store, dataDir, storeUrl } = await openStore(values, cwd, logger);
+  const { store, dataDir, storeUrl } = await openStore(values, cwd, logger, mode === 'worker' ? WORKER_USAGE : SERVE_USAGE);
   // Off unless the standard OTEL_* variables ask for OTLP traces.
   const tracing = await daemonTracing(process.env, version);
   const api = { url: '' };
@@ -211,10 +211,10 @@ function checkedSetup(values: ServeValues, cwd: string, logger: pino.Logger) {
  * and its address, so two daemons on one host never share them), and the store: SQLite in it, or
  * the PostgreSQL database `--store` names.
  */
-async function openStore(values: ServeValues, cwd: string, logger: pino.Logger) {
+async function openStore(values: ServeValues, cwd: string, logger: pino.Logger, usage: string) {
   const storeUrl = values.store ?? (process.env.HEADLESS_STORE_URL || undefined);
   if (storeUrl !== undefined && !/^postgres(ql)?:\/\//.test(storeUrl))
-    fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${SERVE_USAGE}`);
+    fail(`--store must be a postgres:// URL (SQLite, the default, lives in --data-dir)\n${usage}`);
   try {
     const dataDir: DataDirClaim & { path: string } = openDataDir({ flag: values['data-dir'], env: process.env, cwd }, (line) => logger.info(line));
     if (storeUrl !== undefined) return { store: await createPostgresStore(storeUrl), dataDir, storeUrl };

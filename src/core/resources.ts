@@ -164,7 +164,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const store: HeadlessStore = asHeadlessStore(options.store ?? createMemoryKeyv());
   const fleet: Fleet = createFleet(store, { leaseMs: options.instanceLeaseMs, log });
   const labels = checkLabels(options.labels, 'labels');
-  const workspaces = new Workspaces(options.workspaces, { shared: fleet.shared, labels, advertised: (id) => fleet.advertised(id) });
+  const workspaces = new Workspaces(options.workspaces, { shared: fleet.shared, labels, advertised: (id) => fleet.advertised(id), log });
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const events = new RunEvents({ store, log });
   const { records, writer } = openRunRecords({ store, log, shared: fleet.shared, fresh: () => fleet.hearsChanges() });
@@ -270,6 +270,8 @@ function buildRuns($: ServiceResources): RunService {
     launcher,
     workspace: (id) => workspaces.runnable(id),
     runsHere: () => workspaces.runHere().map((ws) => ws.id),
+    ownApiUrl: () => options.apiUrl,
+    workspaceTargets: (ws) => $.webhooks.targetsFor(ws),
     loosens: (ws, run) => loosens({ installation: guards, workspace: ws.run, origin: originLayer(options, run.source) }, run.spec),
   });
   const runs: RunService = new RunService({

@@ -1,12 +1,29 @@
 import { isAbsolute } from 'node:path';
-import { isValidId } from '../contract/ids';
+import { ID_PATTERN, isValidId } from '../contract/ids';
 import { Refusal } from '../contract/problems';
+import * as v from 'valibot';
 import type { AdvertisedWorkspace } from './fleet/fleet';
+import { checkSpecLayer } from './runs/run-spec';
 import type { Workspace } from './types';
 
-/** What a member advertises of a workspace it runs (docs/deployment.md: Workers and labels): never its folder, its env or a secret. */
+const positive = v.pipe(v.number(), v.integer(), v.minValue(1));
+const names = v.array(v.string());
+/** The shape of what a member advertises, checked as it is read (its run spec by the spec's own check). */
+const AdvertisedSchema = v.object({
+  id: v.pipe(v.string(), v.regex(ID_PATTERN)),
+  tag: v.optional(v.string()),
+  agents: v.optional(names),
+  headlessAgent: v.optional(v.string()),
+  defaultAgent: v.optional(v.string()),
+  queue: v.optional(v.union([v.literal(false), v.object({ max: v.optional(positive), ttlMs: v.optional(positive) })])),
+  run: v.optional(v.record(v.string(), v.unknown())),
+  limits: v.optional(v.object({ runsPerDay: v.optional(positive), spendPerDayUsd: v.optional(v.pipe(v.number(), v.gtValue(0))) })),
+  labels: v.optional(names),
+  installed: names,
+});
+
+/** What a member advertises of a workspace it runs (docs/deployment.md: Workers and labels): never its folder, its env, its webhook or a secret. */
 export type Advertised = Pick<Workspace, 'id' | 'tag' | 'agents' | 'headlessAgent' | 'defaultAgent' | 'queue' | 'run' | 'limits' | 'labels'> & {
-  webhook?: Omit<NonNullable<Workspace['webhook']>, 'secret'>;
   /** Its enabled agents installed on the member, in selection order: a start elsewhere that names none is given one of these. */
   installed: string[];
 };
@@ -20,6 +37,7 @@ export interface WorkspacesOptions {
   labels: readonly string[];
   /** A workspace another member of the fleet runs, as it advertised it. */
   advertised(id: string): Promise<AdvertisedWorkspace | undefined>;
+  log: (message: string) => void;
 }
 
 /**
@@ -56,18 +74,18 @@ export class Workspaces {
   async forStart(id: string): Promise<Workspace> {
     const here = await this.find(id);
     if (!this.o.shared || !isValidId(id) || (here && this.runsHere(here))) return here ?? this.missing(id);
-    const advertised = await this.o.advertised(id);
-    if (here && advertised) return here;
-    if (here)
+    // Configured here without its labels: as where it is not configured, what the member that runs it advertised decides.
+    const advertised = this.checked(id, await this.o.advertised(id));
+    if (!advertised && here)
       throw new Refusal(
         'workspace_not_found',
         `Workspace "${id}" asks for labels ${JSON.stringify(here.labels)}, and no member of the fleet with them runs it now.`,
       );
     if (!advertised) throw new Refusal('workspace_not_found', `No workspace "${id}" on this instance, and no member of the fleet runs one.`);
     // No folder here: its runs are queued for a member that has one.
-    const { installed, ...shown } = advertised as Advertised;
+    const { installed, ...shown } = advertised;
     const ws: Workspace = { ...shown, path: '' };
-    this.elsewhere.set(ws, Array.isArray(installed) ? installed.filter((name) => typeof name === 'string') : []);
+    this.elsewhere.set(ws, installed);
     return ws;
   }
 
@@ -90,6 +108,23 @@ export class Workspaces {
     const ws = await this.require(id);
     if (!this.runsHere(ws)) throw new Refusal('workspace_not_found', `Workspace "${id}" asks for labels this instance does not have.`);
     return ws;
+  }
+
+  /** What another member advertised, if it is a definition of workspace `id` this instance can use: a row of the shared table is input, never trusted as it is. */
+  private checked(id: string, advertised: AdvertisedWorkspace | undefined): Advertised | undefined {
+    if (advertised === undefined) return undefined;
+    const parsed = v.safeParse(AdvertisedSchema, advertised);
+    let problem = parsed.success ? (parsed.output.id === id ? undefined : `it is of workspace "${parsed.output.id}"`) : parsed.issues[0].message;
+    if (problem === undefined && parsed.success) {
+      try {
+        checkSpecLayer(parsed.output.run, `workspace "${id}"`, { agent: false });
+        return parsed.output as Advertised;
+      } catch (error) {
+        problem = (error as Error).message;
+      }
+    }
+    this.o.log(`what a member advertised of workspace "${id}" is not used: ${problem}`);
+    return undefined;
   }
 
   private missing(id: string): never {
@@ -125,8 +160,8 @@ function checkList(list: Workspace[]): Map<string, Workspace> {
 }
 
 function advertisedOf(ws: Workspace): Omit<Advertised, 'installed'> {
-  const { id, tag, agents, headlessAgent, defaultAgent, queue, run, limits, labels, webhook } = ws;
+  // Not its webhook: the member that takes a run adds its own (its URL may carry a token).
+  const { id, tag, agents, headlessAgent, defaultAgent, queue, run, limits, labels } = ws;
   const shown: Omit<Advertised, 'installed'> = { id, tag, agents, headlessAgent, defaultAgent, queue, run, limits, labels };
-  if (webhook) shown.webhook = { url: webhook.url, ...(webhook.events ? { events: webhook.events } : {}) };
   return JSON.parse(JSON.stringify(shown)) as Omit<Advertised, 'installed'>;
 }

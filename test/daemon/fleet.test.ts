@@ -255,6 +255,11 @@ describe("headless-run-webhook worker: a machine that runs a fleet's queued runs
     expect(quick.status).toBe('queued');
     expect(await waitRun(apiDaemon, quick.taskId)).toMatchObject({ status: 'succeeded', workspaceId: 'gpu-ws' });
     expect([startedHere(worker, quick.taskId), startedHere(plain, quick.taskId), startedHere(apiDaemon, quick.taskId)]).toEqual([true, false, false]);
+    // Its run calls back the worker it runs on, not the daemon its start arrived at: its Inbox push is taken.
+    const pushing = (await (await start(apiDaemon, { prompt: 'push from-the-worker' }, {}, 'gpu-ws')).json()) as Started;
+    expect(await waitRun(apiDaemon, pushing.taskId)).toMatchObject({ status: 'succeeded' });
+    const inbox = (await (await api(apiDaemon, 'GET', '/api/workspaces/gpu-ws/inbox')).json()) as { items: Array<{ title: string }> };
+    expect(inbox.items.map((i) => i.title)).toContain('from-the-worker');
 
     const long = (await (await start(plain, { prompt: 'session gpu-1; sleep 60000' }, {}, 'gpu-ws')).json()) as Started;
     await waitFor(async () => (await read(apiDaemon, long.taskId)).status === 'running', { what: 'the worker to take the run', timeoutMs: 240_000 });

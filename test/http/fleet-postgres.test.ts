@@ -493,6 +493,35 @@ describe('a fleet on PostgreSQL', () => {
     for (const taskId of taskIds) expect(await plain.waitEnded(taskId, 60_000)).toMatchObject({ status: 'succeeded' });
     expect([plain.spawner.count, gpu.spawner.count]).toEqual([0, 4]);
     rmSync(dir, { recursive: true, force: true });
+    await closeAllHosts();
+  });
+
+  it('a member that has the workspace without its labels accepts starts by the definition of the member that runs it: its defaults, and its webhook added where it runs (never advertised)', async () => {
+    const url = await postgres.database();
+    const dir = mkdtempSync(join(tmpdir(), 'hrw-theirs-'));
+    const mine = [{ id: 'ws', path: dir, agents: ['fake'], labels: ['gpu'] }];
+    const hook = 'http://127.0.0.1:9/hook?token=secret-in-the-url';
+    const theirs = [{ id: 'ws', path: dir, agents: ['fake'], labels: ['gpu'], run: { timeoutMs: 30_000 }, webhook: { url: hook } }];
+    const plain = await createTestHost({ store: await createPostgresKeyv(url), workspaces: mine });
+    const gpu = await createTestHost({
+      store: await createPostgresKeyv(url),
+      workspaces: theirs,
+      labels: ['gpu'],
+      webhooks: { allowPrivateTargets: true, secret: `whsec_${Buffer.alloc(32, 7).toString('base64')}` },
+    });
+    const res = await plain.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo theirs', agent: 'fake' } });
+    expect(res.status).toBe(202);
+    const { taskId } = (await res.json()) as { taskId: string };
+    expect(await plain.waitEnded(taskId, 60_000)).toMatchObject({ status: 'succeeded', timeoutMs: 30_000 });
+    const record = (await (await plain.request('GET', `/api/headless/${taskId}`)).json()) as { webhooks?: Array<{ url: string }> };
+    expect(record.webhooks?.map((w) => w.url)).toEqual([hook]);
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const advertised = JSON.stringify((await db.query('SELECT definition FROM headless_served')).rows);
+    await db.end();
+    expect(advertised).not.toContain('secret-in-the-url');
+    expect(gpu.spawner.count).toBe(1);
+    rmSync(dir, { recursive: true, force: true });
     // Each member holds a few connections: close them, so the server's limit is never reached.
     await closeAllHosts();
   });
@@ -628,6 +657,71 @@ describe('a fleet on PostgreSQL', () => {
       await expect.poll(title).toBe('third, unannounced');
     } finally {
       await db.end();
+    }
+    await closeAllHosts();
+  });
+
+  it('a listening connection that stalls (its server process stopped) is dropped: the member keeps its lease and its run, and stops reading what it kept', async () => {
+    const url = await postgres.database();
+    const a = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 3000 });
+    const b = await createTestHost({ store: await createPostgresKeyv(url), instanceLeaseMs: 3000 });
+    const ended = await b.start('echo kept', { title: 'kept' });
+    await b.waitEnded(ended.taskId, 60_000);
+    const running = await b.start('sleep 60000');
+    const title = async () => ((await (await b.request('GET', `/api/headless/${ended.taskId}`)).json()) as { title?: string }).title;
+    const db = new pg.Client({ connectionString: url });
+    db.on('error', () => undefined);
+    await db.connect();
+    const listeners = async () =>
+      (
+        await db.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE application_name = 'headless-run-webhook ' || (SELECT max(id) FROM headless_instances) ORDER BY backend_start",
+        )
+      ).rows.map((r) => r.pid);
+    const [stalled] = await listeners();
+    expect(stalled).toBeDefined();
+    try {
+      await expect.poll(title).toBe('kept');
+      await title();
+      process.kill(stalled as number, 'SIGSTOP');
+      await db.query('ALTER TABLE headless_run DISABLE TRIGGER headless_run_changed');
+      await db.query("UPDATE headless_run SET record = jsonb_set(record::jsonb, '{title}', to_jsonb($2::text))::text WHERE id = $1", [ended.taskId, 'changed']);
+      await db.query('ALTER TABLE headless_run ENABLE TRIGGER headless_run_changed');
+      // The stalled listener is dropped and another opened; meanwhile nothing kept is read.
+      await expect.poll(title).toBe('changed');
+      await expect.poll(async () => (await listeners()).length).toBe(2);
+      // Its renewals never waited on it: its run is still its own, running.
+      expect(((await (await a.request('GET', `/api/headless/${running.taskId}`)).json()) as { status: string }).status).toBe('running');
+      expect((await b.request('GET', '/readyz')).status).toBe(200);
+    } finally {
+      process.kill(stalled as number, 'SIGCONT');
+      await db.end();
+    }
+    await closeAllHosts();
+  });
+
+  it('what members advertise is input: a row that is not a usable definition of the workspace asked for is not used (404), never a crash or a 500', async () => {
+    const url = await postgres.database();
+    const api = await createTestHost({ store: await createPostgresKeyv(url) });
+    const db = new pg.Client({ connectionString: url });
+    await db.connect();
+    const hostile: Array<[string, string]> = [
+      ['h1', JSON.stringify({ id: 'other', installed: [] })],
+      ['h2', '42'],
+      ['h3', JSON.stringify({ id: 'h3', installed: [], run: { permissions: 'yolo' } })],
+      ['h4', JSON.stringify({ id: 'h4', installed: [], queue: { max: -1 } })],
+      ['h5', JSON.stringify('notjson{')],
+      ['h6', JSON.stringify({ id: 'h6' })],
+    ];
+    for (const [id, definition] of hostile)
+      await db.query('INSERT INTO headless_served (workspace_id, instance_id, definition) SELECT $1, max(id), $2::jsonb FROM headless_instances', [
+        id,
+        definition,
+      ]);
+    await db.end();
+    for (const [id] of hostile) {
+      const res = await api.request('POST', `/api/workspaces/${id}/headless`, { json: { prompt: 'echo x', agent: 'fake' } });
+      expect([id, res.status, ((await res.json()) as { code: string }).code]).toEqual([id, 404, 'workspace_not_found']);
     }
     await closeAllHosts();
   });

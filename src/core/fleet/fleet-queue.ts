@@ -10,8 +10,8 @@ export interface ServedQueues {
   workspaces: string[];
   /** Run slots free on this member now: it fetches a job only while one is. */
   room(): number;
-  /** Takes the queued run `taskId` and starts it here, unless it must wait. */
-  take(taskId: string): Promise<PlacedTake>;
+  /** Takes the queued run `taskId`, placed in `workspaceId`'s queue, and starts it here, unless it must wait. */
+  take(taskId: string, workspaceId: string): Promise<PlacedTake>;
   log: (message: string, error?: unknown) => void;
 }
 
@@ -128,7 +128,7 @@ export class PgBossQueue implements FleetQueue {
         continue;
       }
       empty = 0;
-      await this.settle(boss, workspaceId, job, await served.take(job.data.taskId).catch(() => 'refused' as const));
+      await this.settle(boss, workspaceId, job, await served.take(String(job.data?.taskId), workspaceId).catch(() => 'refused' as const));
     }
   }
 

@@ -61,6 +61,8 @@ export class PostgresFleet implements Fleet {
   private left = false;
   /** When the lease last written runs out, by this machine's clock. */
   private heldUntil = 0;
+  /** A sweep under way, beside the renewals. */
+  private sweeping: Promise<void> | undefined;
   /** What it advertised: told again when its lease ran out and is held again. */
   private served: AdvertisedWorkspace[] = [];
   /** Whether every change of a run record since what was kept has been heard: false from a cut listener until it listens again and what was kept is dropped. */
@@ -74,6 +76,16 @@ export class PostgresFleet implements Fleet {
     this.leaseMs = o.leaseMs ?? 15_000;
     if (!Number.isInteger(this.leaseMs) || this.leaseMs < 1000) throw new Error(`the instance lease must be at least 1000 ms, not ${this.leaseMs}`);
     this.queue = new PgBossQueue({ connectionString, name: `headless-run-webhook ${this.instanceId} queue`, log: o.log });
+  }
+
+  /** How long the listener and the sweep's lock may take to answer before their connection is taken for lost. */
+  private get probeMs(): number {
+    return Math.max(1000, Math.floor(this.leaseMs / 3));
+  }
+
+  /** A query that fails, rather than waits on, a connection that does not answer (pg reads a query's own `query_timeout`; its types leave it out). */
+  private timed(text: string): pg.QueryConfig {
+    return { text, query_timeout: this.probeMs } as pg.QueryConfig;
   }
 
   private get lease(): string {
@@ -129,14 +141,12 @@ export class PostgresFleet implements Fleet {
 
   private async listen(): Promise<void> {
     // Named, so an operator can tell each instance's listener in pg_stat_activity.
-    const client = new this.pg.Client({ connectionString: this.connectionString, application_name: `headless-run-webhook ${this.instanceId}` });
-    client.on('error', (error) => {
-      this.o.log('the fleet listener lost its database connection; reconnecting', error);
-      if (this.listener === client) this.listener = undefined;
-      // Changes made meanwhile go unheard: nothing kept may be read until it listens again.
-      this.heard = false;
-      client.end().catch(() => undefined);
+    const client = new this.pg.Client({
+      connectionString: this.connectionString,
+      application_name: `headless-run-webhook ${this.instanceId}`,
+      keepAlive: true,
     });
+    client.on('error', (error) => this.dropListener(client, error));
     client.on('notification', (message) => {
       if (!message.payload) return;
       if (message.channel === RUN_CHANGED) {
@@ -169,8 +179,9 @@ export class PostgresFleet implements Fleet {
         await this.listen();
         this.handlers?.reconnected();
         this.heard = true;
-      }
-      await this.sweep();
+      } else await this.probeListener();
+      // Beside the renewals, never in their way: a slow sweep must not cost this instance its lease.
+      this.sweepAside();
     } catch (error) {
       this.o.log('the fleet could not renew its lease or sweep; retrying', error);
       // Renewal is retried at once and often, not at the next tick: a database outage shorter
@@ -184,34 +195,81 @@ export class PostgresFleet implements Fleet {
   }
 
   /** Takes over what gone instances left, if no other instance is sweeping. */
-  private async sweep(): Promise<void> {
+  /**
+   * Asks the listening connection for an answer: one that does not come in time (a connection
+   * half-open, its server process stalled) is dropped, so nothing kept is read until this
+   * instance listens again, at the next renewal.
+   */
+  private async probeListener(): Promise<void> {
     const client = this.listener;
     if (!client) return;
-    const { rows } = await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(${SWEEP_LOCK}) AS locked`);
-    if (!rows[0]?.locked) return;
     try {
-      let alive: Promise<Set<string>> | undefined;
-      const living = () => {
-        alive ??= this.sql.query<{ id: string }>('SELECT id FROM headless_instances WHERE expires_at >= now()').then((r) => new Set(r.map((i) => i.id)));
-        return alive;
-      };
-      const isGone = async (owner: string | undefined) => owner === undefined || !(await living()).has(owner);
-      await this.handlers?.takeOver(isGone);
-      // What the gone ones held goes with them, once their runs have ended; an instance whose
-      // lease ran out during the sweep is left for the next one.
-      const kept = [...(await living())];
-      await this.sql.query(
-        'DELETE FROM headless_claims WHERE NOT (owner = ANY($1)) AND owner NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
-        [kept],
-      );
-      await this.sql.query(
-        'DELETE FROM headless_served WHERE NOT (instance_id = ANY($1)) AND instance_id NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
-        [kept],
-      );
-      await this.sql.query('DELETE FROM headless_instances WHERE expires_at < now() AND NOT (id = ANY($1))', [kept]);
-    } finally {
-      await client.query(`SELECT pg_advisory_unlock(${SWEEP_LOCK})`);
+      await client.query(this.timed('SELECT 1'));
+    } catch (error) {
+      this.dropListener(client, error);
     }
+  }
+
+  private dropListener(client: pg.Client, error: unknown): void {
+    this.o.log('the fleet listener lost its database connection; reconnecting', error);
+    if (this.listener === client) this.listener = undefined;
+    // Changes made meanwhile go unheard: nothing kept may be read until it listens again.
+    this.heard = false;
+    client.end().catch(() => undefined);
+  }
+
+  private sweepAside(): void {
+    if (this.sweeping || this.left) return;
+    this.sweeping = this.sweep()
+      .catch((error: unknown) => this.o.log('the fleet could not sweep; it tries again at the next renewal', error))
+      .finally(() => {
+        this.sweeping = undefined;
+      });
+  }
+
+  /** Takes over what gone instances left, if no other instance is sweeping (the lock is its connection's: released with it, whatever happens). */
+  private async sweep(): Promise<void> {
+    const pool = this.pool;
+    if (!pool) return;
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      const { rows } = await client.query<{ locked: boolean }>(this.timed(`SELECT pg_try_advisory_lock(${SWEEP_LOCK}) AS locked`));
+      if (!rows[0]?.locked) return;
+      try {
+        await this.takeOverGone();
+      } finally {
+        await client.query(this.timed(`SELECT pg_advisory_unlock(${SWEEP_LOCK})`));
+      }
+    } catch (error) {
+      broken = error instanceof Error ? error : new Error(String(error));
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Takes over what gone instances left, then drops what they held. */
+  private async takeOverGone(): Promise<void> {
+    let alive: Promise<Set<string>> | undefined;
+    const living = () => {
+      alive ??= this.sql.query<{ id: string }>('SELECT id FROM headless_instances WHERE expires_at >= now()').then((r) => new Set(r.map((i) => i.id)));
+      return alive;
+    };
+    const isGone = async (owner: string | undefined) => owner === undefined || !(await living()).has(owner);
+    await this.handlers?.takeOver(isGone);
+    // What the gone ones held goes with them, once their runs have ended; an instance whose
+    // lease ran out during the sweep is left for the next one.
+    const kept = [...(await living())];
+    await this.sql.query(
+      'DELETE FROM headless_claims WHERE NOT (owner = ANY($1)) AND owner NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
+      [kept],
+    );
+    await this.sql.query(
+      'DELETE FROM headless_served WHERE NOT (instance_id = ANY($1)) AND instance_id NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
+      [kept],
+    );
+    await this.sql.query('DELETE FROM headless_instances WHERE expires_at < now() AND NOT (id = ANY($1))', [kept]);
   }
 
   async advertise(workspaces: AdvertisedWorkspace[]): Promise<void> {
@@ -225,12 +283,12 @@ export class PostgresFleet implements Fleet {
   }
 
   async advertised(id: string): Promise<AdvertisedWorkspace | undefined> {
-    const rows = await this.sql.query<{ definition: AdvertisedWorkspace | string }>(
+    const rows = await this.sql.query<{ definition: unknown }>(
       'SELECT s.definition FROM headless_served s JOIN headless_instances i ON i.id = s.instance_id WHERE s.workspace_id = $1 AND i.expires_at >= now() ORDER BY s.instance_id DESC LIMIT 1',
       [id],
     );
-    const found = rows[0]?.definition;
-    return typeof found === 'string' ? (JSON.parse(found) as AdvertisedWorkspace) : found;
+    // As the table holds it: whoever reads it checks it (workspaces.ts).
+    return rows[0]?.definition as AdvertisedWorkspace | undefined;
   }
 
   claim(key: string, holder: string): Promise<string | undefined> {
@@ -331,6 +389,7 @@ export class PostgresFleet implements Fleet {
     clearInterval(this.timer);
     clearTimeout(this.retry);
     await this.ticking;
+    await this.sweeping;
     await this.queue.close();
     await this.sql
       .query('DELETE FROM headless_served WHERE instance_id = $1', [this.instanceId])

@@ -12,7 +12,7 @@ import type { Log } from '../logger';
 import type { ProcessOutput } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { ServiceObserver } from '../telemetry/observer';
-import type { StoredRun } from '../types';
+import type { StoredRun, WebhookTarget } from '../types';
 import type { RunResult } from './live-run';
 import type { Placements } from './placements';
 import type { RunRecordWriter } from './record-writer';
@@ -73,11 +73,11 @@ export class RunLifecycle {
     return this.$.writer.add(record);
   }
 
-  /** queued → running, for this instance; undefined if another change came first. Here from before the write. */
-  take(taskId: string): Promise<StoredRun | undefined> {
+  /** queued → running, for this instance; undefined if another change came first. Here from before the write. `workspaceTargets`: its workspace's webhook as this instance defines it. */
+  take(taskId: string, o: { workspaceTargets?: WebhookTarget[] } = {}): Promise<StoredRun | undefined> {
     const at = new Date();
     return this.here(taskId, async () => {
-      const taken = await this.$.writer.update(taskId, change.take(this.$.instanceId, at));
+      const taken = await this.$.writer.update(taskId, change.take(this.$.instanceId, at, o.workspaceTargets));
       if (!(taken?.status === 'running' && taken.bootId === this.$.instanceId && taken.startedAt === at.toISOString())) return undefined;
       this.$.records.track(taken);
       return taken;

@@ -7,6 +7,7 @@
  * memory.
  */
 import { Refusal } from '../../contract/problems';
+import { sortableIdPattern } from '../../contract/ids';
 import { type RunRecord, hasEnded } from '../../contract/records';
 import type { StartRequest } from '../../contract/requests';
 import type { ResolvedSpec, SpecRefusal } from './run-spec';
@@ -29,6 +30,8 @@ import { QueueRunner, type TakeResult } from '../queue/runner';
 import type { Fleet } from '../fleet/fleet';
 import type { PlacedTake } from '../fleet/fleet-queue';
 
+const RUN_ID = sortableIdPattern('run_');
+
 /** How often the queue is read without a reason: expiries, and in a fleet slots freed elsewhere. */
 const SWEEP_MS = 1000;
 /** Problems that mean "not yet" for a run leaving the queue; any other means "never". */
@@ -47,6 +50,10 @@ export interface QueueResources {
   workspace(id: string): Promise<Workspace>;
   /** The workspaces whose runs this instance takes from the fleet's queue. */
   runsHere(): string[];
+  /** This instance's own address for its runs (`apiUrl`), where one is set: a run accepted elsewhere calls back the instance it runs on. */
+  ownApiUrl(): string | undefined;
+  /** The targets of the workspace's own webhook, as this instance defines it (delivery/targets.ts). */
+  workspaceTargets(workspace: Workspace): WebhookTarget[];
   /** What a run accepted by another instance loosens of this one's own layers for it: its workspace's, its schedule's or trigger's (runs/run-spec.ts: loosens). */
   loosens(workspace: Workspace, run: { spec: RunSpec; source?: RunSource }): SpecRefusal | undefined;
   fleet: Fleet;
@@ -91,7 +98,13 @@ export class RunQueue {
   async start(): Promise<void> {
     this.runner.start();
     const placed = this.$.fleet.queue;
-    if (placed) await placed.serve({ workspaces: this.$.runsHere(), room: () => this.$.admission.free, take: (id) => this.placedTake(id), log: this.$.log });
+    if (placed)
+      await placed.serve({
+        workspaces: this.$.runsHere(),
+        room: () => this.$.admission.free,
+        take: (id, workspaceId) => this.placedTake(id, workspaceId),
+        log: this.$.log,
+      });
   }
 
   stop(): void {
@@ -125,11 +138,12 @@ export class RunQueue {
     }
   }
 
-  /** Takes a run the fleet's queue placed here; `absent` while its record is not written yet. */
-  private async placedTake(taskId: string): Promise<PlacedTake> {
-    const record = await this.$.records.find(taskId);
+  /** Takes a run the fleet's queue placed here; `absent`: no such run (a job is input: its id is checked first). */
+  private async placedTake(taskId: string, workspaceId: string): Promise<PlacedTake> {
+    const record = RUN_ID.test(taskId) ? await this.$.records.find(taskId) : undefined;
     if (!record) return 'absent';
-    if (record.status !== 'queued' || !record.queued) return 'gone';
+    // A job in another workspace's queue was not placed by a member: it is dropped, never waited on.
+    if (record.status !== 'queued' || !record.queued || record.workspaceId !== workspaceId) return 'gone';
     if (Date.parse(record.queued.expiresAt) <= Date.now()) {
       await this.$.lifecycle.endQueued(taskId, 'expired');
       return 'gone';
@@ -223,8 +237,10 @@ export class RunQueue {
       return 'gone';
     }
     let taken: StoredRun | undefined;
+    // Accepted by another instance (or an earlier boot): its workspace's own webhook as this instance defines it.
+    const elsewhere = record.bootId !== this.$.instanceId;
     try {
-      taken = await this.$.lifecycle.take(taskId);
+      taken = await this.$.lifecycle.take(taskId, elsewhere ? { workspaceTargets: this.$.workspaceTargets(workspace) } : {});
     } catch (error) {
       this.$.log(`could not take ${taskId} from the queue; it is tried again`, error);
       await reservation.release();
@@ -247,7 +263,9 @@ export class RunQueue {
       .update(resumeId, (s) => ({ lastRunAt: startedAt, runCount: s.runCount + 1 }))
       .catch((e: unknown) => log(`could not update Session ${resumeId}`, e));
     await this.$.events.resume(startedEventOf(taken)).catch((e: unknown) => log(`could not load the events of ${taskId}`, e));
-    const { prompt, apiUrl, traceparent } = queued;
+    const { prompt, traceparent } = queued;
+    // The address the start arrived at may be another instance's: its runs call back this one.
+    const apiUrl = this.$.ownApiUrl() ?? queued.apiUrl;
     await this.$.launcher.launch({ workspace, prompt, apiUrl, reservation, record: taken, traceparent }).catch(() => undefined);
   }
 

@@ -6,7 +6,7 @@
  */
 import type { ApprovalRecord, RunApprovals, RunError, RunStatus, RunVerify } from '../../contract/records';
 import { owe, sameDelivery, withDeliveries } from '../delivery/outbox';
-import type { Delivery, StoredRun } from '../types';
+import type { Delivery, StoredRun, WebhookTarget } from '../types';
 
 /** The statuses a run can end in, by the way it ends. */
 export type FinishStatus = 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'interrupted';
@@ -115,11 +115,15 @@ export interface TurnNotes {
 
 /** Each transition of a stored run as a change: its guard, then the record it makes. */
 export const change = {
-  take(instanceId: string, at: Date): Change {
+  take(instanceId: string, at: Date, workspaceTargets?: WebhookTarget[]): Change {
     return (r) => {
       if (!can('take', r)) return undefined;
       const { queued: _queued, ...rest } = r;
-      return { ...rest, status: 'running', bootId: instanceId, startedAt: at.toISOString() };
+      const taken: StoredRun = { ...rest, status: 'running', bootId: instanceId, startedAt: at.toISOString() };
+      if (!workspaceTargets) return taken;
+      // The start's own targets stay; the workspace's are the taker's.
+      const targets = [...(r.webhookTargets ?? []).filter((t) => t.source !== 'workspace'), ...workspaceTargets];
+      return { ...taken, webhookTargets: targets };
     };
   },
   endQueued(ending: QueuedEnding | { status: 'failed'; error: RunError }, instanceId: string, at: Date): Change {
