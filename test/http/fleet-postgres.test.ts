@@ -566,12 +566,21 @@ describe('a fleet on PostgreSQL', () => {
     await closeAllHosts();
   });
 
-  it('the member that runs a run holds it to its own policy for the workspace: one accepted under a looser config elsewhere ends failed policy_loosened', async () => {
+  it("the member that runs a run holds it to its own policy for the workspace: one accepted under another member's looser definition ends failed policy_loosened", async () => {
     const url = await postgres.database();
     const dir = mkdtempSync(join(tmpdir(), 'hrw-held-'));
-    const front = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [{ id: 'ws', path: dir, agents: ['fake'], labels: ['gpu'] }] });
+    const gate = join(dir, 'gate');
     const strict = { id: 'ws', path: dir, agents: ['fake'], labels: ['gpu'], run: { stallTimeoutMs: 60_000 } };
     const runner = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [strict], labels: ['gpu'] });
+    // A member defining it looser, newer (so its definition is the one advertised to starts), its one slot held.
+    const looser = await createTestHost({
+      store: await createPostgresKeyv(url),
+      workspaces: [{ ...strict, run: {} }],
+      labels: ['gpu'],
+      maxConcurrentRuns: 1,
+    });
+    const held = await looser.start(`wait-file ${gate}; echo held`);
+    const front = await createTestHost({ store: await createPostgresKeyv(url), workspaces: [{ id: 'other', path: dir, agents: ['fake'] }] });
     const loose = await front.start('echo uncapped');
     expect(await front.waitEnded(loose.taskId, 60_000)).toMatchObject({
       status: 'failed',
@@ -580,6 +589,8 @@ describe('a fleet on PostgreSQL', () => {
     const capped = await front.start('echo capped', { stallTimeoutMs: 30_000 });
     expect(await front.waitEnded(capped.taskId, 60_000)).toMatchObject({ status: 'succeeded' });
     expect([front.spawner.count, runner.spawner.count]).toEqual([0, 1]);
+    writeFileSync(gate, '');
+    expect(await looser.waitEnded(held.taskId, 60_000)).toMatchObject({ status: 'succeeded' });
     rmSync(dir, { recursive: true, force: true });
     // Each member holds a few connections: close them, so the server's limit is never reached.
     await closeAllHosts();
