@@ -10,6 +10,8 @@ const PATH = [dirname(process.execPath), ...(process.env.PATH ?? '').split(delim
 // Files a tier leaves to another (scripts/test.mjs: a fleet needs a newer Node than the oldest
 // supported): added to every project's own exclude, which a command line's --exclude does not reach.
 const skipped: string[] = JSON.parse(process.env.HEADLESS_TEST_SKIP ?? '[]');
+/** A project's exclude only where there is something to skip: set, it replaces what a command line's --exclude says. */
+const skipping = skipped.length > 0 ? { exclude: skipped } : {};
 
 export default defineConfig({
   test: {
@@ -24,11 +26,11 @@ export default defineConfig({
     fileParallelism: true,
     // Each tier runs by name for a fast inner loop (`npx vitest run --project unit`); npm test runs them all.
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], exclude: skipped } },
-      { extends: true, test: { name: 'http', include: ['test/http/**/*.test.ts'], exclude: skipped } },
+      { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'], ...skipping } },
+      { extends: true, test: { name: 'http', include: ['test/http/**/*.test.ts'], ...skipping } },
       { extends: true, test: { name: 'daemon', include: ['test/daemon/**/*.test.ts'], exclude: ['test/daemon/real-agents*.test.ts', ...skipped] } },
-      { extends: true, test: { name: 'real-cli', include: ['test/daemon/real-agents*.test.ts'], exclude: skipped } },
-      { extends: true, test: { name: 'faults', include: ['test/faults/**/*.test.ts'], exclude: skipped } },
+      { extends: true, test: { name: 'real-cli', include: ['test/daemon/real-agents*.test.ts'], ...skipping } },
+      { extends: true, test: { name: 'faults', include: ['test/faults/**/*.test.ts'], ...skipping } },
     ],
   },
 });
