@@ -70,10 +70,20 @@ export class Workspaces {
     return !this.elsewhere.has(ws) && (ws.labels ?? []).every((label) => this.o.labels.includes(label));
   }
 
+  /** A workspace whose runs, Inbox and usage may be read here: configured here, or (in a fleet) advertised by a living member. */
+  async known(id: string): Promise<Workspace> {
+    return (await this.find(id)) ?? this.placed(id, undefined);
+  }
+
   /** A workspace a start may target: one configured here, or, in a fleet, one another member runs; else 404 workspace_not_found. */
   async forStart(id: string): Promise<Workspace> {
     const here = await this.find(id);
-    if (!this.o.shared || !isValidId(id) || (here && this.runsHere(here))) return here ?? this.missing(id);
+    return here && this.runsHere(here) ? here : this.placed(id, here);
+  }
+
+  /** The workspace as the member of the fleet that runs it advertised it (`here`: configured here without its labels). */
+  private async placed(id: string, here: Workspace | undefined): Promise<Workspace> {
+    if (!this.o.shared || !isValidId(id)) return here ?? this.missing(id);
     // Configured here without its labels: as where it is not configured, what the member that runs it advertised decides.
     const advertised = this.checked(id, await this.o.advertised(id));
     if (!advertised && here)

@@ -521,6 +521,12 @@ describe('a fleet on PostgreSQL', () => {
     await db.end();
     expect(advertised).not.toContain('secret-in-the-url');
     expect(gpu.spawner.count).toBe(1);
+    // With no member left that has the labels, its runs are still read here; only a start is refused.
+    await gpu.close();
+    const listed = (await (await plain.request('GET', '/api/headless?wsId=ws')).json()) as { runs: Array<{ taskId: string }> };
+    expect(listed.runs.map((r) => r.taskId)).toEqual([taskId]);
+    const refused = await plain.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'echo x', agent: 'fake' } });
+    expect([refused.status, ((await refused.json()) as { code: string }).code]).toEqual([404, 'workspace_not_found']);
     rmSync(dir, { recursive: true, force: true });
     // Each member holds a few connections: close them, so the server's limit is never reached.
     await closeAllHosts();

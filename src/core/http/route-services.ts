@@ -19,8 +19,10 @@ export interface RouteServices {
   inbox: Inbox;
   /** The questions of runs under `permissions: "ask"` (docs/approvals.md). */
   approvals: Approvals;
-  /** The workspace of a path or query id; 404 workspace_not_found if there is none. */
+  /** The workspace of a path or query id, to read its runs, Inbox or usage; 404 workspace_not_found if there is none here or in the fleet. */
   workspace(id: string): Promise<Workspace>;
+  /** The workspace a start targets: as `workspace`, and in a fleet one whose runs some living member can take now. */
+  workspaceToStart(id: string): Promise<Workspace>;
   idempotency: IdempotencyKeys;
   schedules: Scheduler;
   triggers: TriggerService;

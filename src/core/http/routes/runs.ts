@@ -101,7 +101,7 @@ export const RUN_ROUTES: Route[] = [
       const start = parseStartBody(body);
       const location = (taskId: string) => ({ location: `${basePath}/api/headless/${encodeURIComponent(taskId)}` });
       const execute = async (taskId?: string): Promise<HttpAnswer> => {
-        const workspace = await services.workspace(params.workspaceId);
+        const workspace = await services.workspaceToStart(params.workspaceId);
         const traceparent = request.headers.get('traceparent') ?? undefined;
         const origin = traceparent !== undefined && isTraceparent(traceparent) ? { traceparent } : {};
         const { record, done } = await services.runs.start({ workspace, request: start, apiUrl, taskId, origin });
