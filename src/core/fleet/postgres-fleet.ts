@@ -61,6 +61,8 @@ export class PostgresFleet implements Fleet {
   private left = false;
   /** When the lease last written runs out, by this machine's clock. */
   private heldUntil = 0;
+  /** A probe of the listener under way, beside the renewals. */
+  private probing = false;
   /** A sweep under way, beside the renewals. */
   private sweeping: Promise<void> | undefined;
   /** What it advertised: told again when its lease ran out and is held again. */
@@ -78,9 +80,9 @@ export class PostgresFleet implements Fleet {
     this.queue = new PgBossQueue({ connectionString, name: `headless-run-webhook ${this.instanceId} queue`, log: o.log });
   }
 
-  /** How long the listener and the sweep's lock may take to answer before their connection is taken for lost. */
+  /** How long the listener may take to answer before its connection is taken for lost: a lease, as a busy machine may be slow. */
   private get probeMs(): number {
-    return Math.max(1000, Math.floor(this.leaseMs / 3));
+    return this.leaseMs;
   }
 
   /** A query that fails, rather than waits on, a connection that does not answer (pg reads a query's own `query_timeout`; its types leave it out). */
@@ -179,7 +181,7 @@ export class PostgresFleet implements Fleet {
         await this.listen();
         this.handlers?.reconnected();
         this.heard = true;
-      } else await this.probeListener();
+      } else this.probeAside();
       // Beside the renewals, never in their way: a slow sweep must not cost this instance its lease.
       this.sweepAside();
     } catch (error) {
@@ -196,18 +198,20 @@ export class PostgresFleet implements Fleet {
 
   /** Takes over what gone instances left, if no other instance is sweeping. */
   /**
-   * Asks the listening connection for an answer: one that does not come in time (a connection
-   * half-open, its server process stalled) is dropped, so nothing kept is read until this
-   * instance listens again, at the next renewal.
+   * Asks the listening connection for an answer, beside the renewals: one that does not come in
+   * time (a connection half-open, its server process stalled) is dropped, so nothing kept is read
+   * until this instance listens again, at the next renewal.
    */
-  private async probeListener(): Promise<void> {
+  private probeAside(): void {
     const client = this.listener;
-    if (!client) return;
-    try {
-      await client.query(this.timed('SELECT 1'));
-    } catch (error) {
-      this.dropListener(client, error);
-    }
+    if (!client || this.probing) return;
+    this.probing = true;
+    client
+      .query(this.timed('SELECT 1'))
+      .catch((error: unknown) => this.dropListener(client, error))
+      .finally(() => {
+        this.probing = false;
+      });
   }
 
   private dropListener(client: pg.Client, error: unknown): void {
@@ -227,19 +231,19 @@ export class PostgresFleet implements Fleet {
       });
   }
 
-  /** Takes over what gone instances left, if no other instance is sweeping (the lock is its connection's: released with it, whatever happens). */
+  /** Takes over what gone instances left, if no other instance is sweeping (the lock is its connection's: released with it, whatever happens; a stalled one holds up only the sweep). */
   private async sweep(): Promise<void> {
     const pool = this.pool;
     if (!pool) return;
     const client = await pool.connect();
     let broken: Error | undefined;
     try {
-      const { rows } = await client.query<{ locked: boolean }>(this.timed(`SELECT pg_try_advisory_lock(${SWEEP_LOCK}) AS locked`));
+      const { rows } = await client.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(${SWEEP_LOCK}) AS locked`);
       if (!rows[0]?.locked) return;
       try {
         await this.takeOverGone();
       } finally {
-        await client.query(this.timed(`SELECT pg_advisory_unlock(${SWEEP_LOCK})`));
+        await client.query(`SELECT pg_advisory_unlock(${SWEEP_LOCK})`);
       }
     } catch (error) {
       broken = error instanceof Error ? error : new Error(String(error));
