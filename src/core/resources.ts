@@ -12,9 +12,6 @@ import { Webhooks } from './delivery/webhooks';
 import { RunEvents } from './events/run-events';
 import { type Fleet, createFleet } from './fleet/index';
 import { Refusal, StorageError } from '../contract/problems';
-import { ID_PATTERN, isValidId } from '../contract/ids';
-import type { RunSource } from '../contract/records';
-import type { RunSpec } from '../contract/run-spec';
 import type { RouteServices } from './http/router';
 import { IdempotencyKeys } from './idempotency';
 import { Inbox } from './inbox';
@@ -47,9 +44,9 @@ import { RunTokens } from './runs/tokens';
 import { SessionBook } from './sessions';
 import { type HeadlessStore, asHeadlessStore } from './store/keyv-store';
 import { createMemoryKeyv } from './store/keyvs';
-import { Workspaces } from './workspaces';
+import { Workspaces, checkLabels } from './workspaces';
 import { checkNetwork } from './sandbox/network';
-import { checkSpecLayer, loosens, refuseMovedKeys } from './runs/run-spec';
+import { checkSpecLayer, loosens, originLayer, refuseMovedKeys } from './runs/run-spec';
 import { Sandbox } from './sandbox/sandbox';
 
 /** Start-up recovery the store refused (a full disk) is tried again this often, until it succeeds. */
@@ -425,20 +422,4 @@ function buildSandbox(options: HeadlessHandlerOptions, workspaces: Workspaces): 
     }
   }
   return sandbox;
-}
-
-/** Labels: names as ids are (`gpu`, `linux-arm64`), each once. */
-function checkLabels(labels: string[] | undefined, where: string): string[] {
-  for (const [i, label] of (labels ?? []).entries()) {
-    if (typeof label !== 'string' || !isValidId(label)) throw new Error(`${where}[${i}] must match ${ID_PATTERN.source}, not ${JSON.stringify(label)}`);
-    if (labels?.indexOf(label) !== i) throw new Error(`${where} lists "${label}" twice`);
-  }
-  return labels ?? [];
-}
-
-/** The run defaults of the schedule or trigger a run came from, where it is configured here. */
-function originLayer(options: HeadlessHandlerOptions, source: RunSource | undefined): RunSpec | undefined {
-  if (source?.kind === 'schedule') return options.schedules?.find((s) => s.name === source.name)?.run;
-  if (source?.kind === 'trigger') return options.triggers?.find((t) => t.name === source.name)?.run;
-  return undefined;
 }

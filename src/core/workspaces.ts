@@ -175,3 +175,12 @@ function advertisedOf(ws: Workspace): Omit<Advertised, 'installed'> {
   const shown: Omit<Advertised, 'installed'> = { id, tag, agents, headlessAgent, defaultAgent, queue, run, limits, labels };
   return JSON.parse(JSON.stringify(shown)) as Omit<Advertised, 'installed'>;
 }
+
+/** Labels: names as ids are (`gpu`, `linux-arm64`), each once. */
+export function checkLabels(labels: string[] | undefined, where: string): string[] {
+  for (const [i, label] of (labels ?? []).entries()) {
+    if (typeof label !== 'string' || !isValidId(label)) throw new Error(`${where}[${i}] must match ${ID_PATTERN.source}, not ${JSON.stringify(label)}`);
+    if (labels?.indexOf(label) !== i) throw new Error(`${where} lists "${label}" twice`);
+  }
+  return labels ?? [];
+}

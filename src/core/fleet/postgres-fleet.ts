@@ -7,6 +7,7 @@ import type { AdvertisedWorkspace, Fleet, FleetAnswer, FleetHandlers, FleetOptio
 import { type FleetQueue, PgBossQueue } from './fleet-queue';
 import { MACHINE } from '../process/machine';
 import { claim, exclusive, holderOf, release } from './postgres-claims';
+import { DROP_GONE_SERVED, SERVED_TABLE, advertise, advertised, withdraw } from './postgres-served';
 
 const ASK_TIMEOUT_MS = 5000;
 /**
@@ -107,9 +108,7 @@ export class PostgresFleet implements Fleet {
     await q('CREATE TABLE IF NOT EXISTS headless_instances (id TEXT PRIMARY KEY, machine TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)');
     await q('CREATE TABLE IF NOT EXISTS headless_claims (key TEXT PRIMARY KEY, holder TEXT NOT NULL, owner TEXT NOT NULL)');
     await q('CREATE INDEX IF NOT EXISTS headless_claims_owner ON headless_claims (owner)');
-    await q(
-      'CREATE TABLE IF NOT EXISTS headless_served (workspace_id TEXT NOT NULL, instance_id TEXT NOT NULL, definition JSONB NOT NULL, PRIMARY KEY (workspace_id, instance_id))',
-    );
+    await q(SERVED_TABLE);
     await this.register(Date.now());
     await this.listen();
     this.heard = true;
@@ -269,30 +268,17 @@ export class PostgresFleet implements Fleet {
       'DELETE FROM headless_claims WHERE NOT (owner = ANY($1)) AND owner NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
       [kept],
     );
-    await this.sql.query(
-      'DELETE FROM headless_served WHERE NOT (instance_id = ANY($1)) AND instance_id NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())',
-      [kept],
-    );
+    await this.sql.query(DROP_GONE_SERVED, [kept]);
     await this.sql.query('DELETE FROM headless_instances WHERE expires_at < now() AND NOT (id = ANY($1))', [kept]);
   }
 
   async advertise(workspaces: AdvertisedWorkspace[]): Promise<void> {
     this.served = workspaces;
-    for (const ws of workspaces) {
-      await this.sql.query(
-        'INSERT INTO headless_served (workspace_id, instance_id, definition) VALUES ($1, $2, $3) ON CONFLICT (workspace_id, instance_id) DO UPDATE SET definition = excluded.definition',
-        [ws.id, this.instanceId, JSON.stringify(ws)],
-      );
-    }
+    await advertise(this.sql, this.instanceId, workspaces);
   }
 
-  async advertised(id: string): Promise<AdvertisedWorkspace | undefined> {
-    const rows = await this.sql.query<{ definition: unknown }>(
-      'SELECT s.definition FROM headless_served s JOIN headless_instances i ON i.id = s.instance_id WHERE s.workspace_id = $1 AND i.expires_at >= now() ORDER BY s.instance_id DESC LIMIT 1',
-      [id],
-    );
-    // As the table holds it: whoever reads it checks it (workspaces.ts).
-    return rows[0]?.definition as AdvertisedWorkspace | undefined;
+  advertised(id: string): Promise<AdvertisedWorkspace | undefined> {
+    return advertised(this.sql, id);
   }
 
   claim(key: string, holder: string): Promise<string | undefined> {
@@ -395,8 +381,7 @@ export class PostgresFleet implements Fleet {
     await this.ticking;
     await this.sweeping;
     await this.queue.close();
-    await this.sql
-      .query('DELETE FROM headless_served WHERE instance_id = $1', [this.instanceId])
+    await withdraw(this.sql, this.instanceId)
       .then(() => this.sql.query('DELETE FROM headless_instances WHERE id = $1', [this.instanceId]))
       .catch((error: unknown) => this.o.log('could not leave the fleet', error));
     await this.listener?.end().catch(() => undefined);

@@ -18,6 +18,7 @@ import {
   arrayForObject,
 } from '../../contract/run-spec';
 import { approvalPolicy } from '../approvals/approval-policy';
+import type { RunSource } from '../../contract/records';
 import { schemaProblem } from './structured-output';
 
 /** A spec with every default filled in: what the record stores. */
@@ -170,4 +171,14 @@ export function checkSpecLayer(layer: unknown, where: string, a: { agent: boolea
 export function refuseMovedKeys(definition: object, where: string, keys: readonly string[] = RUN_SPEC_KEYS): void {
   const moved = keys.find((key) => key in definition);
   if (moved !== undefined) throw new Error(`${where}: "${moved}" has moved into the run spec: write it as "run": { "${moved}": … }`);
+}
+
+/** Schedules or triggers, by name, with their run defaults. */
+type Origins = ReadonlyArray<{ name: string; run?: RunSpec }>;
+
+/** The run defaults of the schedule or trigger a run came from, where it is configured here. */
+export function originLayer(options: { schedules?: Origins; triggers?: Origins }, source: RunSource | undefined): RunSpec | undefined {
+  if (source?.kind === 'schedule') return options.schedules?.find((s) => s.name === source.name)?.run;
+  if (source?.kind === 'trigger') return options.triggers?.find((t) => t.name === source.name)?.run;
+  return undefined;
 }
