@@ -196,7 +196,7 @@ describe('structured output (docs/structured-output.md), the real CLIs against t
 });
 
 describe('verify (docs/verify.md), the real CLIs against the mock model', () => {
-  it.each(['claude', 'gemini', 'gemini-acp'] as const)(
+  it.each(['claude', 'codex', 'gemini', 'gemini-acp'] as const)(
     '%s: told by the service that its check fails, it writes the file on the second attempt, on the same session (over ACP: the live one)',
     async (agent) => {
       const file = `verified-${agent}.txt`;
@@ -211,6 +211,16 @@ describe('verify (docs/verify.md), the real CLIs against the mock model', () => 
       expect(asked).toContain(`VERIFY_FILE ${file}`);
     },
   );
+});
+
+describe('verify and a budget, the real claude against the mock model', () => {
+  it('the run’s budget counts every turn of the loop: past its maxCostUsd it ends failed, budget_exceeded, mid-loop', async () => {
+    // Each turn against the mock costs about $0.00028: the second passes $0.0004. The check's output differs each time (not stalled).
+    const never = { name: 'never', command: 'date +%s%N; false' };
+    const done = await run('ok', { agent: 'claude', prompt: 'hello', maxCostUsd: 0.0004, verify: { checks: [never], maxAttempts: 3 } });
+    expect(done, JSON.stringify(done)).toMatchObject({ status: 'failed', error: { code: 'budget_exceeded' }, verify: { verdict: 'pending' } });
+    expect(done.verify.attempts).toHaveLength(1);
+  });
 });
 
 describe.each(ACP)('%s: the real CLI over the Agent Client Protocol', (agent) => {

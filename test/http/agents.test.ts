@@ -82,6 +82,16 @@ describe('built-in adapters build their CLI’s real headless command line', () 
     ]);
   });
 
+  it('codex in the service’s sandbox leaves confinement to it (its own cannot start there); read-only stays read-only', () => {
+    const sandboxArg = (extra: Partial<AgentRunInput>) => {
+      const args = adapter('codex').invocation(input(extra)).args;
+      return args[args.indexOf('--sandbox') + 1];
+    };
+    expect(sandboxArg({ sandboxed: true })).toBe('danger-full-access');
+    expect(sandboxArg({ sandboxed: true, permissions: 'read-only' })).toBe('read-only');
+    expect(sandboxArg({ sandboxed: false })).toBe('workspace-write');
+  });
+
   it('amp resumes with `threads continue <id>`', () => {
     expect(adapter('amp').invocation(input({ agentSessionId: 'T-1' })).args).toEqual([
       'threads',

@@ -32,6 +32,8 @@ export interface AgentRunInput {
    * `readOnly`). `ask`: it must ask for each permission (only given to an agent whose protocol `asks`).
    */
   permissions: 'full' | 'read-only' | 'ask';
+  /** True when the service's sandbox confines the run: a CLI's own sandbox, which needs user namespaces the service's withholds, must stand aside. */
+  sandboxed?: boolean;
   /** The run's budget: an adapter passes the limits its CLI enforces itself; the service enforces them all from the events. */
   budget?: RunBudget;
   /** The JSON Schema its answer must match, and a file holding it (docs/structured-output.md): only given to an adapter with `structuredOutput: "native"`. */

@@ -7,7 +7,7 @@ import { builtFile } from '../util/package-file';
 /**
  * Puts `headless-inbox` on every run's `PATH`, however the service was started: through npx,
  * as `node dist/cli.cjs serve`, from an absolute bin path under a service manager, or embedded in
- * a host app. A private folder (0700, new at each start, removed at close) holds one launcher
+ * a host app. A folder of its own (0755, new at each start, removed at close) holds one launcher
  * that runs this package's `dist/inbox-cli.js` with this Node; one a killed service left is
  * removed by the next.
  */
@@ -24,12 +24,15 @@ export class InboxCommand {
     if (!cli) return undefined;
     removeLeftovers();
     this.dir = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
+    // Readable and runnable by all: a root daemon's sandboxed run is another user (docs/security.md),
+    // and the folder holds nothing secret (the launcher and output schemas); only its owner writes.
+    chmodSync(this.dir, 0o755);
     const quote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
     const launcher = join(this.dir, 'headless-inbox');
     // Under Deno the same program needs its permissions: the run's variables, the service's URL, the file it pushes.
     const runner = UNDER_DENO ? `${quote(process.execPath)} run --quiet --allow-env --allow-net --allow-read` : quote(process.execPath);
-    writeFileSync(launcher, `#!/bin/sh\nexec ${runner} ${quote(cli)} "$@"\n`, { mode: 0o700 });
-    chmodSync(launcher, 0o700);
+    writeFileSync(launcher, `#!/bin/sh\nexec ${runner} ${quote(cli)} "$@"\n`, { mode: 0o755 });
+    chmodSync(launcher, 0o755);
     return this.dir;
   }
 

@@ -152,6 +152,7 @@ export class RunLauncher {
       resumeId,
       agentSessionId: turn?.agentSessionId ?? reservation.session?.agentSessionId,
       permissions: record.policy?.permissions ?? 'full',
+      sandboxed: record.policy?.sandbox === true,
       workspacePath: cwd,
       ...(record.budget ? { budget: record.budget } : {}),
       ...(schema && native ? { outputSchema: { schema, file: this.inboxCommand.schemaFile(record.taskId, schema) } } : {}),

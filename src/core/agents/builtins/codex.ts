@@ -27,7 +27,9 @@ export const codex = agent('codex', {
       '--json',
       '--skip-git-repo-check',
       '--sandbox',
-      byPermissions(input, 'workspace-write', 'read-only'),
+      // Inside the service's sandbox codex's own cannot start (no nested user namespaces), so every
+      // command would fail: the service's confines the run (its workspace read-only under read-only).
+      byPermissions(input, input.sandboxed ? 'danger-full-access' : 'workspace-write', 'read-only'),
       '--color',
       'never',
       // Its final message is then JSON matching the schema (OpenAI's strict structured output).
