@@ -207,6 +207,9 @@ const pathOf = (issue: v.BaseIssue<unknown>) =>
     .replace(/^\./, '');
 
 /** An unknown key (a strict object's issue expecting nothing there) or a missing one (it received nothing). */
+/** The keys of a run's `verify`, which a trigger's own `verify` (its sender's signature) does not take. */
+const RUN_VERIFY_KEYS = ['checks', 'grader', 'maxAttempts', 'onExhausted'] as const;
+
 const isUnknownKey = (issue: v.BaseIssue<unknown>) => issue.type === 'strict_object' && issue.expected === 'never';
 const isMissingKey = (issue: v.BaseIssue<unknown>) => issue.received === 'undefined' && (issue.path?.length ?? 0) > 0;
 
@@ -221,6 +224,10 @@ function describe(issues: [v.BaseIssue<unknown>, ...v.BaseIssue<unknown>[]]): st
     const key = lastKey(unknown);
     const moved = movedTo(key, parent, unknown);
     if (moved !== undefined) return `"${path}" has moved into the run spec: write it as "${moved}"`;
+    // A trigger's own `verify` checks its sender's signature; a run's checks are the run spec's.
+    if (/^triggers\[\d+\]\.verify$/.test(parent) && (RUN_VERIFY_KEYS as readonly string[]).includes(key)) {
+      return `unknown key "${path}": a trigger's "verify" checks its sender's signature; a run's checks go in "${parent.replace(/verify$/, 'run.verify')}.${key}"`;
+    }
     // The keys it was likely meant to be: the ones missing there first, then any that object takes.
     const known = [
       ...missing,

@@ -30,6 +30,13 @@ describe('the config file’s run spec', () => {
     expect(config.triggers?.[0]?.run).toEqual({ sandbox: true, maxCostUsd: 1 });
   });
 
+  it('a run’s checks under a trigger’s own verify (its sender’s signature) are refused, naming where they go', () => {
+    const verify = { checks: [{ name: 'tests', command: 'npm test' }] };
+    expect(load({ workspaces: [{ id: 'ws', path: '.' }], triggers: [{ ...trigger, verify }] })).toThrow(
+      'unknown key "triggers[0].verify.checks": a trigger\'s "verify" checks its sender\'s signature; a run\'s checks go in "triggers[0].run.verify.checks"',
+    );
+  });
+
   it('refuses a key of the shape before, naming where it moved', () => {
     expect(load({ workspaces: [{ id: 'ws', path: '.', sandbox: true }] })).toThrow(
       '"workspaces[0].sandbox" has moved into the run spec: write it as "workspaces[0].run.sandbox"',
