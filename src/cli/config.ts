@@ -131,6 +131,13 @@ const TriggerSchema = v.strictObject({
 });
 
 export const ConfigSchema = v.strictObject({
+  /** The operator's named secrets, which a start may give its run by name (docs/security.md: Per-run secrets). */
+  secrets: v.optional(
+    v.record(
+      v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a name of letters, digits, _ . -')),
+      v.union([v.strictObject({ env: v.string() }), v.strictObject({ file: v.string() })]),
+    ),
+  ),
   prices: v.optional(
     v.record(v.string(), v.strictObject({ inputPerMillionUsd: v.pipe(v.number(), v.minValue(0)), outputPerMillionUsd: v.pipe(v.number(), v.minValue(0)) })),
   ),
@@ -196,6 +203,8 @@ export interface DaemonConfig {
   sandbox?: { readable?: string[]; user?: { uid: number; gid: number } };
   /** Token prices by agent, for agents that report no cost. */
   prices?: Record<string, TokenPrice>;
+  /** The operator's named secrets: where each is read from (never written in the file itself). */
+  secrets?: Record<string, { env: string } | { file: string }>;
 }
 
 export class ConfigError extends Error {}
@@ -354,6 +363,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     retentionDays: config.retentionDays,
     sandbox: config.sandbox,
     prices: config.prices,
+    secrets: config.secrets,
     ...(config.instanceLeaseSeconds === undefined ? {} : { instanceLeaseMs: Math.round(config.instanceLeaseSeconds * 1000) }),
   };
 }

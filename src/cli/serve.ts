@@ -259,6 +259,7 @@ async function startHandler(o: HandlerSetup): Promise<HeadlessHandler> {
       labels: labelsOf(values) ?? config.labels,
       stallTimeoutMs: config.stallTimeoutMs,
       prices: config.prices,
+      secrets: config.secrets,
       maxMemoryMb: config.maxMemoryMb,
       minFreeMemoryMb: config.minFreeMemoryMb,
       queue: config.queue,

@@ -123,6 +123,7 @@ export const RunRecordSchema = v.pipe(
     workspaceId: v.string(),
     agent: v.string(),
     agentChosenBy: v.optional(v.picklist(AGENT_RULES)),
+    secrets: v.optional(v.array(v.object({ name: v.string(), secret: v.optional(v.string()) }))),
     mode: v.picklist(['async', 'sync']),
     status: v.picklist(RUN_STATUSES),
     queuePosition: v.optional(v.number()),

@@ -194,6 +194,12 @@ export const AGENT_RULE_SAID: Record<AgentRule, string> = {
 };
 
 /** The run record: process status only, never the prompt, output or a token. */
+/** A secret a run was given: its variable's name, and the operator's secret it names where it names one (never a value). */
+export interface RunSecret {
+  name: string;
+  secret?: string;
+}
+
 export interface RunRecord {
   taskId: string;
   resumeId: string;
@@ -201,6 +207,8 @@ export interface RunRecord {
   agent: string;
   /** Which rule chose its agent (absent on runs accepted before it was recorded). */
   agentChosenBy?: AgentRule;
+  /** The secrets its agent and checks were given, by name (docs/security.md: Per-run secrets). */
+  secrets?: RunSecret[];
   mode: 'async' | 'sync';
   status: RunStatus;
   createdAt: string;

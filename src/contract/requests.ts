@@ -30,10 +30,14 @@ function parse<S extends v.GenericSchema>(schema: S, input: unknown): v.InferOut
   const detail = unknown
     ? `Unknown field "${first.field}".`
     : first.field
-      ? `Field "${first.field}" is invalid: ${DETAILS[first.code] ?? `expected ${first.issue.expected ?? 'another value'}`}.`
+      ? `Field "${first.field}" is invalid: ${DETAILS[first.code] ?? ownMessage(first.issue) ?? `expected ${first.issue.expected ?? 'another value'}`}.`
       : 'The body has the wrong shape.';
   throw new HttpProblem(first.code, detail);
 }
+
+/** A schema's own words for what it expects (valibot's defaults begin "Invalid"; problem codes have DETAILS). */
+const ownMessage = (issue: v.BaseIssue<unknown>): string | undefined =>
+  issue.message.startsWith('Invalid ') || issue.message === 'invalid_body' || CODE_PRIORITY.includes(issue.message as ProblemCode) ? undefined : issue.message;
 
 const DETAILS: Partial<Record<ProblemCode, string>> = {
   prompt_required: 'a non-blank prompt is required',
@@ -44,6 +48,42 @@ const DETAILS: Partial<Record<ProblemCode, string>> = {
 
 /** A schedule's name. */
 export const SCHEDULE_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/**
+ * Names a secret may not take: what changes how a process runs (its loader, shell, Node), the
+ * variables every run is given, and the service's own.
+ */
+const RESERVED_SECRET = /^(PATH|HOME|PWD|SHELL|USER|LOGNAME|TMPDIR|IFS|ENV|BASH_ENV|NODE_OPTIONS|LD_.*|DYLD_.*|HEADLESS_.*|TRACEPARENT|TRACESTATE)$/;
+/** Shorter values would be redacted wherever those characters appear. */
+export const SECRET_MIN = 8;
+
+/** A secret's value, or the name of one of the operator's secrets (docs/security.md: Per-run secrets). */
+const SecretValueSchema = v.union(
+  [
+    v.pipe(
+      v.string(),
+      v.minLength(SECRET_MIN, `a value of at least ${SECRET_MIN} characters`),
+      v.maxLength(8192),
+      v.check((s) => !/[\n\r\0]/.test(s), 'one line: no newline or NUL'),
+    ),
+    v.strictObject({ secret: v.pipe(v.string(), v.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/)) }),
+  ],
+  'invalid_body',
+);
+export type SecretValue = v.InferOutput<typeof SecretValueSchema>;
+
+const SecretsSchema = v.pipe(
+  v.record(
+    v.pipe(
+      v.string(),
+      v.regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'an environment variable name'),
+      v.check((name) => !RESERVED_SECRET.test(name), 'a name the service keeps for itself'),
+    ),
+    SecretValueSchema,
+    'invalid_body',
+  ),
+  v.check((secrets) => Object.keys(secrets).length <= 32, 'at most 32 secrets'),
+);
 
 /** A start: its prompt, how it is answered, its Session and webhook, and any field of the run spec. */
 export const StartBody = v.strictObject(
@@ -66,6 +106,8 @@ export const StartBody = v.strictObject(
         'invalid_body',
       ),
     ),
+    /** Given to this run's agent and checks only, as environment variables; never recorded (docs/security.md: Per-run secrets). */
+    secrets: v.optional(SecretsSchema),
     ...RunSpecEntries,
   },
   'invalid_body',

@@ -1,5 +1,5 @@
 import type { ScheduleDefinition } from './schedules/schedule-spec';
-import type { TriggerDefinition } from './triggers/trigger-spec';
+import type { SecretSource, TriggerDefinition } from './triggers/trigger-spec';
 import type { Tracer } from '@opentelemetry/api';
 import type { Keyv } from 'keyv';
 import type { CommandAgentDefinition } from './agents/command-agent';
@@ -93,6 +93,11 @@ export interface HeadlessHandlerOptions {
   basePath?: string;
   /** Base URL given to runs as `HEADLESS_API_URL`. @default the request's origin plus the mount path */
   apiUrl?: string;
+  /**
+   * The operator's named secrets, which a start may give its run by name (`"secrets": { "NPM_TOKEN": { "secret": "npm" } }`);
+   * no run sees them otherwise, not even through `env` (docs/security.md: Per-run secrets). @default none
+   */
+  secrets?: Record<string, SecretSource>;
   /** Environment runs start from (never the service's own secrets: runs/env.ts). @default process.env */
   env?: NodeJS.ProcessEnv;
   /** Completion webhooks: the signing secret, per-start URLs, private targets, retries (docs/webhooks.md). @default none */

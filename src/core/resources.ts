@@ -3,7 +3,7 @@ import { checkGuards } from './runs/guards';
 import { Scheduler } from './schedules/scheduler';
 import { DeliveryLog } from './triggers/deliveries';
 import { TriggerService } from './triggers/trigger-service';
-import { loadTriggers, triggerSecrets } from './triggers/trigger-spec';
+import { loadTriggers, readSecret, triggerSecrets } from './triggers/trigger-spec';
 import type { HeldSecrets } from './runs/env';
 import { diagnoseWorkspace } from './agents/doctor';
 import { probeEnv } from './agents/preflight';
@@ -41,6 +41,8 @@ import { DEFAULT_PRICES, checkPrices } from './agents/prices';
 import { RunService } from './runs/run-service';
 import { RunQueue } from './runs/run-queue';
 import { RunTokens } from './runs/tokens';
+import { RunSecrets } from './runs/run-secrets';
+import { SECRET_MIN } from '../contract/requests';
 import { SessionBook } from './sessions';
 import { type HeadlessStore, asHeadlessStore } from './store/keyv-store';
 import { createMemoryKeyv } from './store/keyvs';
@@ -70,6 +72,8 @@ export interface ServiceResources {
   registry: AgentRegistry;
   store: HeadlessStore;
   tokens: RunTokens;
+  /** Per-run secrets: the values starts gave (in memory), the operator's named ones (runs/run-secrets.ts). */
+  runSecrets: RunSecrets;
   fleet: Fleet;
   instanceId: string;
   workspaces: Workspaces;
@@ -172,7 +176,10 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     today: () => Promise.all(limited().map((w) => daily.day(w.id, w.limits))),
   });
   const tracing = options.tracer && new RunTracing({ tracer: options.tracer, events: async (r) => (await events.page(r, 0, 100_000)).events, log });
-  const observe = createObserver([logObserver(logger), metrics.observer, ...(tracing ? [tracing.observer()] : [])], (error) =>
+  const runSecrets = new RunSecrets(namedSecrets(options, options.env ?? process.env));
+  // A run's secrets are held only until it ends, however it ends (queued ones expire or are cancelled too).
+  const forget = { runEnded: (run: { taskId: string }) => runSecrets.drop(run.taskId) };
+  const observe = createObserver([logObserver(logger), metrics.observer, ...(tracing ? [tracing.observer()] : []), forget], (error) =>
     log('an observer failed', error),
   );
   const webhooks = new Webhooks({
@@ -211,6 +218,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     registry,
     store,
     tokens: new RunTokens(),
+    runSecrets,
     fleet,
     instanceId,
     workspaces,
@@ -252,7 +260,7 @@ function buildRuns($: ServiceResources): RunService {
   const launcher = new RunLauncher({
     ...shared,
     lifecycle,
-    secrets: heldSecrets(options, $.env, workspaces),
+    secrets: heldSecrets(options, $.env, workspaces, $.runSecrets.namedValues()),
     baseEnv: $.env,
     sandbox,
     guards,
@@ -396,13 +404,28 @@ async function diagnose({ workspaces, registry, env, options }: ServiceResources
 }
 
 /** What the service holds that no run may see: the admin token, the webhooks' secrets, the triggers' (docs/security.md: What runs get). */
-function heldSecrets(options: HeadlessHandlerOptions, env: NodeJS.ProcessEnv, workspaces: Workspaces): HeldSecrets {
+function heldSecrets(options: HeadlessHandlerOptions, env: NodeJS.ProcessEnv, workspaces: Workspaces, named: ReadonlyMap<string, string>): HeldSecrets {
   const triggers = triggerSecrets(options.triggers ?? [], env);
   const webhooks = [options.webhooks?.secret, ...(workspaces.all() ?? []).map((ws) => ws.webhook?.secret)];
   const values = [options.adminToken, ...webhooks, ...triggers.values].filter((v): v is string => typeof v === 'string' && v !== '');
   // A `whsec_` secret's key is the part after the prefix: a copy of that alone signs as well.
   const keys = values.filter((v) => v.startsWith('whsec_')).map((v) => v.slice('whsec_'.length));
-  return { names: triggers.names, values: [...values, ...keys] };
+  // The operator's named secrets reach only the runs that name them (runs/run-secrets.ts), never the others through the environment.
+  const fromEnv = Object.values(options.secrets ?? {}).flatMap((source) => (typeof source === 'object' && 'env' in source ? [source.env] : []));
+  return { names: [...triggers.names, ...fromEnv], values: [...values, ...keys, ...named.values()] };
+}
+
+/** The operator's named secrets, read once; one that cannot be read stops the start-up, naming it. */
+function namedSecrets(options: HeadlessHandlerOptions, env: NodeJS.ProcessEnv): Map<string, string> {
+  const named = new Map<string, string>();
+  for (const [name, source] of Object.entries(options.secrets ?? {})) {
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(name)) throw new Error(`secrets: "${name}" is not a name (letters, digits, _ . -)`);
+    const value = readSecret(source, `secrets["${name}"]`, env);
+    if (value.length < SECRET_MIN)
+      throw new Error(`secrets["${name}"] is shorter than ${SECRET_MIN} characters: it would be redacted wherever those characters appear`);
+    named.set(name, value);
+  }
+  return named;
 }
 
 /** The sandbox of confined runs: it hides the service's own files and every other listed workspace; bubblewrap must make one up front where one is asked for. */

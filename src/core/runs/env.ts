@@ -75,6 +75,8 @@ export interface RunEnvInput {
   secrets?: HeldSecrets;
   adapterEnv?: Record<string, string>;
   workspaceEnv?: Record<string, string>;
+  /** The run's own secrets (runs/run-secrets.ts): set after what is stripped, so a held value a run was given by name reaches it. */
+  given?: Record<string, string>;
   /** The run's working directory, also given as `PWD`: some CLIs (opencode) work where `PWD` says. */
   cwd: string;
   /** Put first on the run's `PATH` (where `headless-inbox` is). */
@@ -98,5 +100,5 @@ export function buildRunEnv(input: RunEnvInput): Record<string, string> {
     }
   }
   if (input.binDir) env.PATH = env.PATH ? `${input.binDir}${delimiter}${env.PATH}` : input.binDir;
-  return { ...env, PWD: input.cwd, ...input.run };
+  return { ...env, ...input.given, PWD: input.cwd, ...input.run };
 }

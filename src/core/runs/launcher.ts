@@ -38,6 +38,7 @@ import { answerOf, laterTurn } from './repair-turn';
 import { resultInstructions } from './structured-output';
 import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './supervisor';
 import type { RunTokens } from './tokens';
+import type { RunSecrets } from './run-secrets';
 import { RunQuestions } from './questions';
 import type { Approvals } from '../approvals/approvals';
 import type { RunGrader } from './grader';
@@ -52,6 +53,8 @@ export interface LauncherResources {
   lifecycle: RunLifecycle;
   sessions: SessionBook;
   tokens: RunTokens;
+  /** The values its start gave it and the operator's it names: given to its agent, taken out of what it prints. */
+  runSecrets: RunSecrets;
   events: RunEvents;
   records: RunRecords;
   placement: Placements;
@@ -173,11 +176,21 @@ export class RunLauncher {
     const token = this.$.tokens.issue({ taskId, workspaceId: workspace.id, resumeId });
     const traceparent = turn ? undefined : this.$.tracing?.begin(publicRecord(record), input.traceparent);
     const run = runVariables({ apiUrl: input.apiUrl, workspaceId: workspace.id, taskId, resumeId, token, traceparent });
+    const given = this.$.runSecrets.envOf(taskId, record.secrets);
+    if ('lost' in given) {
+      const names = given.lost.join(', ');
+      throw new SpawnFailure(
+        `The values of its secrets (${names}) are gone: they are held in memory only, by the instance that accepted it, which has restarted since.`,
+        'secrets_unavailable',
+      );
+    }
+    live.redact ??= this.$.runSecrets.redactor(taskId, record.secrets);
     const env = buildRunEnv({
       base: this.$.baseEnv,
       secrets: this.$.secrets,
       adapterEnv: invocation.env,
       workspaceEnv: { ...workspace.env, ...placed.env },
+      given: given.env,
       cwd,
       binDir: this.inboxCommand.folder(),
       run,
@@ -200,7 +213,7 @@ export class RunLauncher {
     const conversation = protocol.open(io, agentInput);
     live.conversation = conversation;
     const onSessionId = (id: string) => this.ending.noteSession(live, id);
-    const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId });
+    const onStdoutLine = outputPipe({ taskId, adapterName: adapter.name, conversation, log: this.$.log, onSessionId, redact: live.redact });
     // The run's own guard settings (its spec: its workspace's, schedule's or start's) win over the installation's.
     const guards = guardsOf(record, {
       // A later turn has what is left of the run's time, and of its budget.
@@ -305,6 +318,8 @@ export class RunLauncher {
   private async ended(live: LiveRun, input: LaunchInput, placed: PlacedRun, end: ProcessEnd): Promise<void> {
     // A guard's stop cuts short a decision its open session was waiting on.
     if (live.process?.stopped) live.halt.abort();
+    const { redact } = live;
+    if (redact) end = { ...end, stdout: redact(end.stdout), stderr: redact(end.stderr) };
     const verdict = this.ending.verdictOf(live, end.exitCode);
     live.verdict = live.earlier ? laterTurn(live.earlier, verdict) : verdict;
     const prompt = live.turnDecided ? undefined : await this.nextTurn(live, input, false, end.exitCode);

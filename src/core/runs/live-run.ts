@@ -39,6 +39,8 @@ export interface LiveRun {
   placed?: PlacedRun;
   /** A command the service runs beside its agent (its placement's setup, a verify check), while it runs: the run's stops stop it. */
   beside?: SupervisedProcess;
+  /** Takes its secrets out of a text (runs/run-secrets.ts), where it was given any. */
+  redact?: (text: string) => string;
   /** How its agent is started, once it was (its spawner, confined where its policy says, and its environment): what its checks run as. */
   confined?: { spawner: Spawner; env: Record<string, string> };
   /** The agent's verdict, once a turn ended: the last turn's, with the usage of every turn. */

@@ -1,5 +1,5 @@
 import type { RunEventData } from '../../contract/events';
-import type { AgentRule, RunSource } from '../../contract/records';
+import type { AgentRule, RunSecret, RunSource } from '../../contract/records';
 import type { RunSpec } from '../../contract/run-spec';
 import { sourceOf } from '../public-record';
 import type { QueuedStart, StoredRun, WebhookTarget } from '../types';
@@ -51,6 +51,8 @@ export function newRunRecord(a: {
   queued?: QueuedStart;
   /** Where it came from. */
   source: RunSource;
+  /** The secrets it is given, by name. */
+  secrets?: RunSecret[];
 }): StoredRun {
   const { spec } = a;
   const policy = policyOf(spec);
@@ -61,6 +63,7 @@ export function newRunRecord(a: {
     workspaceId: a.workspaceId,
     agent: a.agent,
     ...(a.chosenBy ? { agentChosenBy: a.chosenBy } : {}),
+    ...(a.secrets?.length ? { secrets: a.secrets } : {}),
     mode: a.wait ? 'sync' : 'async',
     status: a.queued ? 'queued' : 'running',
     createdAt: a.now,

@@ -7,6 +7,8 @@ export interface OutputPipeOptions {
   log: (message: string, error?: unknown) => void;
   /** The agent printed its own session id: called once, with it. */
   onSessionId(id: string): void;
+  /** Takes the run's secrets out of each line before anything reads it. */
+  redact?: (line: string) => string;
 }
 
 /** A run's stdout, line by line: into the agent's conversation (whose events go to the timeline), watching for the agent's session id. */
@@ -16,7 +18,7 @@ export function outputPipe(o: OutputPipeOptions): (line: string) => void {
   return (line) => {
     if (failed) return;
     try {
-      o.conversation.line(line);
+      o.conversation.line(o.redact ? o.redact(line) : line);
     } catch (error) {
       // A custom adapter's parser or protocol must not take the service down; its verdict says the rest.
       o.log(`the ${o.adapterName} adapter could not read a line of ${o.taskId}`, error);

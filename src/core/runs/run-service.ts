@@ -6,7 +6,7 @@
  * the queue where one is configured; the queue starts it later.
  */
 import { Refusal } from '../../contract/problems';
-import { hasEnded, type RunChangesView, type RunRecord } from '../../contract/records';
+import { hasEnded, type RunChangesView, type RunRecord, type RunSecret } from '../../contract/records';
 import { specOf } from '../../contract/requests';
 import { viewOf } from '../delivery/outbox';
 import type { Webhooks } from '../delivery/webhooks';
@@ -36,6 +36,8 @@ import { type ResolvedSpec, policyOf, resolveSpec } from './run-spec';
 import type { RunStarter, StartInput } from './run-starter';
 import { tailOf } from './output-tail';
 import type { RunRecords } from './records';
+import type { RunSecrets } from './run-secrets';
+import { newSortableId } from '../util/ids';
 import { takeOverRuns } from './recovery';
 import { judgeAnswer, schemaProblem } from './structured-output';
 import { type ListQuery, listRuns } from './run-list';
@@ -58,6 +60,7 @@ export interface RunServiceResources {
   log: Log;
   store: HeadlessStore;
   instanceId: string;
+  runSecrets: RunSecrets;
   /** The installation's queue; workspaces may set their own. */
   queueSettings?: QueueSettings;
   /** The installation's guards: the lowest layer of every run's spec, which a start may only lower. */
@@ -72,6 +75,8 @@ interface Accepting extends StartInput {
   spec: ResolvedSpec;
   /** Its source's runs at once. */
   share?: SlotShare;
+  /** The secrets it is given, by name (runs/run-secrets.ts). */
+  secrets?: RunSecret[];
 }
 
 export class RunService implements RunStarter {
@@ -142,8 +147,23 @@ export class RunService implements RunStarter {
 
   /** Starts a run, or queues it; `taskId` is the id an idempotent start planned for it. */
   async start(input: StartInput): Promise<StartedRun> {
-    const { workspace, origin = {} } = input;
     const spec = this.resolve(input);
+    // Another member may take a run of a shared fleet: a value held here could not go with it.
+    const secrets = this.$.runSecrets.accept(input.request.secrets, { shared: this.$.fleet.shared });
+    if (secrets === undefined) return this.startResolved(input, spec);
+    // Its id planned now: its values are held under it before anything could launch it.
+    const taskId = input.taskId ?? newSortableId('run_');
+    this.$.runSecrets.hold(taskId, secrets.given);
+    try {
+      return await this.startResolved({ ...input, taskId }, spec, secrets.recorded);
+    } catch (error) {
+      this.$.runSecrets.drop(taskId);
+      throw error;
+    }
+  }
+
+  private async startResolved(input: StartInput, spec: ResolvedSpec, secrets?: RunSecret[]): Promise<StartedRun> {
+    const { workspace, origin = {} } = input;
     // Where it runs elsewhere, the member that takes it checks its own folder.
     const refusal = this.$.runsHere(workspace) ? await this.$.placement.check({ workspace, policy: policyOf(spec) }) : undefined;
     if (refusal !== undefined) throw new Refusal('worktree_unavailable', `${refusal}.`);
@@ -152,7 +172,7 @@ export class RunService implements RunStarter {
     const seat = share === undefined ? undefined : this.seats.take(share);
     try {
       const slots = share === undefined ? undefined : { key: share.key, running: share.running };
-      const accepting: Accepting = { ...input, origin, spec, ...(slots ? { share: slots } : {}) };
+      const accepting: Accepting = { ...input, origin, spec, ...(slots ? { share: slots } : {}), ...(secrets ? { secrets } : {}) };
       const accepted = await this.withinDailyLimits(workspace, origin, () => this.accept(accepting));
       const run = 'queued' in accepted ? accepted.queued : await this.$.launcher.launch(accepted.launch);
       if (seat) void run.done.catch(() => undefined).finally(() => seat.release());
@@ -275,6 +295,7 @@ export class RunService implements RunStarter {
       webhookTargets,
       now,
       source: a.origin.source ?? API_SOURCE,
+      secrets: a.secrets,
     });
     await this.$.lifecycle.accept(record);
     return record;
@@ -316,7 +337,8 @@ export class RunService implements RunStarter {
     if (schema === undefined) throw new Refusal('invalid_body', `Run "${taskId}" was started without an outputSchema: it takes no result.`);
     const judged = judgeAnswer(schema, { value });
     if ('problem' in judged) throw new Refusal('output_invalid', `The answer does not match: ${judged.problem}. Fix it and send it again.`);
-    live.answer = { value };
+    // Judged as sent; kept without the run's secrets.
+    live.answer = { value: this.withoutSecrets(taskId, value) };
     this.$.launcher.stop(live, 'result');
     return { taskId, accepted: true };
   }
@@ -338,11 +360,21 @@ export class RunService implements RunStarter {
     return { taskId, changes: stored.changes, patch: patch?.text ?? '', patchTruncated: patch?.truncated ?? false };
   }
 
+  /** What a running run sends out (an Inbox item), without its secrets. */
+  withoutSecrets<T>(taskId: string, value: T): T {
+    const redact = this.$.launcher.get(taskId)?.redact;
+    return redact ? (JSON.parse(redact(JSON.stringify(value))) as T) : value;
+  }
+
   /** The last `bytes` bytes of each stream of a run, running or ended. */
   async output(taskId: string, bytes: number): Promise<RunOutputView> {
     const live = this.$.launcher.get(taskId);
     const record = await this.get(taskId);
-    const output = live?.process && !live.ending ? live.process.output() : await this.$.records.output(taskId);
+    const running = live?.process && !live.ending ? live.process.output() : undefined;
+    // What a running agent printed so far, without its secrets (an ended run's was stored so).
+    const redact = live?.redact;
+    const output =
+      running && redact ? { ...running, stdout: redact(running.stdout), stderr: redact(running.stderr) } : (running ?? (await this.$.records.output(taskId)));
     return { taskId, status: record.status, ...tailOf(output, bytes), retained: output !== undefined };
   }
 

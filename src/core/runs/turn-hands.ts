@@ -39,9 +39,12 @@ export function turnHands($: { lifecycle: RunLifecycle; events: RunEvents }, a: 
           },
         });
         const timedOutHere = end.stopped?.reason === 'timeout' && !signal.aborted;
-        // What a command prints may end up on the record (a check's output): never the run's token.
+        // What a command prints may end up on the record (a check's output): never the run's token or secrets.
         const token = confined.env.HEADLESS_RUN_TOKEN;
-        const hide = (text: string) => (token ? text.split(token).join('[the run token]') : text);
+        const hide = (text: string) => {
+          const shown = token ? text.split(token).join('[the run token]') : text;
+          return live.redact ? live.redact(shown) : shown;
+        };
         return { ...end, stdout: hide(end.stdout), stderr: hide(end.stderr), timedOut: timedOutHere, stopped: end.stopped !== undefined && !timedOutHere };
       } finally {
         live.beside = undefined;

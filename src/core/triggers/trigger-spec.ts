@@ -68,7 +68,8 @@ export const CONTEXT_NAMES = ['payload', 'headers', 'event', 'status', 'delivery
 const ON_RESOLVED: OnResolved[] = ['cancel', 'annotate', 'run', 'ignore'];
 const DEFAULT_WINDOW_S = 72 * 3600;
 
-function readSecret(source: SecretSource, where: string, env: NodeJS.ProcessEnv): string {
+/** A secret's value from where the config says it is; `where` names the field in errors. */
+export function readSecret(source: SecretSource, where: string, env: NodeJS.ProcessEnv): string {
   let value: string | undefined;
   if (typeof source === 'string') value = source;
   else if ('env' in source) value = env[source.env];
@@ -76,11 +77,10 @@ function readSecret(source: SecretSource, where: string, env: NodeJS.ProcessEnv)
     try {
       value = readFileSync(source.file, 'utf8').trim();
     } catch (error) {
-      throw new Error(`${where}.secret: cannot read ${source.file}: ${(error as Error).message}`);
+      throw new Error(`${where}: cannot read ${source.file}: ${(error as Error).message}`);
     }
   }
-  if (!value)
-    throw new Error(`${where}.secret is empty${typeof source === 'object' && 'env' in source ? ` (environment variable ${source.env} is not set)` : ''}`);
+  if (!value) throw new Error(`${where} is empty${typeof source === 'object' && 'env' in source ? ` (environment variable ${source.env} is not set)` : ''}`);
   return value;
 }
 
@@ -91,7 +91,7 @@ export function triggerSecrets(definitions: TriggerDefinition[], env: NodeJS.Pro
   for (const d of definitions) {
     if (typeof d.secret === 'object' && d.secret !== null && 'env' in d.secret) names.push(d.secret.env);
     try {
-      values.push(readSecret(d.secret, d.name, env));
+      values.push(readSecret(d.secret, `${d.name}.secret`, env));
     } catch {
       // loadTriggers refuses it, naming it.
     }
@@ -172,7 +172,7 @@ function loadTrigger(d: TriggerDefinition, where: string, env: NodeJS.ProcessEnv
     definition: d,
     sender,
     verify,
-    secret: readSecret(d.secret, where, env),
+    secret: readSecret(d.secret, `${where}.secret`, env),
     prompt: templateOf(d.prompt ?? '', `${where}.prompt`, example, warnings),
     ...(d.run?.title === undefined ? {} : { title: templateOf(d.run.title, `${where}.run.title`, example, warnings) }),
     ...(d.dedupe?.key === undefined ? {} : { dedupeKey: templateOf(d.dedupe.key, `${where}.dedupe.key`, example, warnings) }),

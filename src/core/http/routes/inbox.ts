@@ -22,7 +22,9 @@ export const INBOX_ROUTES: Route[] = [
       const item = parseInboxPush(await readJsonObject(request));
       const workspace = await services.workspace(params.workspaceId);
       const grant = credential.kind === 'run' ? credential.grant : undefined;
-      return json(await services.inbox.push(workspace.id, item, grant), 201);
+      // An agent's item goes out without its run's secrets.
+      const shown = grant ? services.runs.withoutSecrets(grant.taskId, item) : item;
+      return json(await services.inbox.push(workspace.id, shown, grant), 201);
     },
   ),
   route(

@@ -113,7 +113,10 @@ export const RUN_ROUTES: Route[] = [
       try {
         if (key === null) return answer(await execute());
         const once = idempotentStart(execute, services.runs, location);
-        const { answer: first, replayed } = await services.idempotency.once(params.workspaceId, key, body, once);
+        // Not even a hash of a secret's value is kept: a retry is the same start whatever values it repeats.
+        const named = (v: unknown) => (typeof v === 'string' ? 'a value' : v);
+        const kept = start.secrets ? { ...body, secrets: Object.fromEntries(Object.entries(start.secrets).map(([k, v]) => [k, named(v)])) } : body;
+        const { answer: first, replayed } = await services.idempotency.once(params.workspaceId, key, kept, once);
         return answer(first, replayed ? { 'idempotent-replayed': 'true' } : {});
       } catch (error) {
         throw error instanceof StillPending ? stillPending(error, location(error.record.taskId)) : error;

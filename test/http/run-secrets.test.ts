@@ -1,0 +1,174 @@
+import { readFileSync, readdirSync, rmSync, mkdtempSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { CommandAgentDefinition } from '../../src/core/agents/command-agent';
+import { createSqliteKeyv } from '../../src/core/store/keyvs';
+import { RunSecrets } from '../../src/core/runs/run-secrets';
+import { type TestHost, closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
+import { waitFor } from '../helpers/wait';
+
+/**
+ * docs/security.md "Per-run secrets": a start's secrets reach its agent and its checks as
+ * variables and nowhere else. The agent here is hostile: it prints its secret on stdout (as is
+ * and inside a JSON string) and on stderr, its check prints it, and it fails saying it (the
+ * Inbox, which needs a listening service, is the daemon tier's: test/daemon/secrets.test.ts).
+ */
+
+const SECRET = 'sk-live-Zq8"x\\Ynot-for-anyone';
+const NAMED = 'operator-named-value-42';
+const dirs: string[] = [];
+afterEach(async () => {
+  await closeAllHosts();
+});
+afterAll(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const hostile: CommandAgentDefinition = {
+  command: 'sh',
+  args: [
+    '-c',
+    [
+      'echo "plain: $API_KEY"',
+      'printf \'{"said":"%s"}\\n\' "$(printf %s "$API_KEY" | sed \'s/\\\\/\\\\\\\\/g; s/"/\\\\"/g\')"',
+      'echo "to stderr: $API_KEY" >&2',
+      'echo "named: [$NPM_TOKEN]"',
+      'echo session=s-1',
+      'test "$1" = fail && { echo "failing with $API_KEY" >&2; exit 3; }',
+      'true',
+    ].join('\n'),
+    'sh',
+    '{prompt}',
+  ],
+  resumeArgs: ['-c', 'echo "again: $API_KEY"; echo session=s-1', 'sh', '{prompt}'],
+  sessionIdPattern: 'session=([A-Za-z0-9-]+)',
+};
+
+/** Every file under `dir`, as text (the store's database, its WAL, its journal). */
+function everything(dir: string): string {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .map((name) => join(dir, name))
+    .filter((path) => statSync(path).isFile())
+    .map((path) => readFileSync(path).toString('latin1'))
+    .join('\n');
+}
+
+async function host(o: { data: string; logger?: ReturnType<typeof memoryLogger>['logger']; webhookUrl?: string }): Promise<TestHost> {
+  return createTestHost({
+    store: await createSqliteKeyv(o.data),
+    workspaces: [{ id: 'ws', path: mkdtempSync(join(tmpdir(), 'hrw-secret-ws-')), agents: ['hostile'] }],
+    agents: { hostile },
+    secrets: { npm: NAMED },
+    env: { ...process.env, NPM_TOKEN: NAMED },
+    ...(o.logger ? { logger: o.logger } : {}),
+    ...(o.webhookUrl ? { webhooks: { secret: 'whsec_c2VjcmV0LXNpZ25pbmcta2V5LTMyLWJ5dGVzISE=', allowPerStartUrls: true, allowPrivateTargets: true } } : {}),
+  });
+}
+
+describe('per-run secrets', () => {
+  it('reach the agent and its checks, and nothing the service keeps or sends: record, timeline, output, webhook, logs, store', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'hrw-secret-data-'));
+    dirs.push(data);
+    const posted: string[] = [];
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        posted.push(body);
+        res.end();
+      });
+    });
+    await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
+    const { port } = receiver.address() as AddressInfo;
+    const log = memoryLogger();
+    try {
+      const h = await host({ data, logger: log.logger, webhookUrl: `http://127.0.0.1:${port}/hook` });
+      const res = await h.request('POST', '/api/workspaces/ws/headless', {
+        headers: { 'idempotency-key': 'with-secrets' },
+        json: {
+          prompt: 'ok',
+          agent: 'hostile',
+          secrets: { API_KEY: SECRET, NPM_TOKEN: { secret: 'npm' } },
+          webhook: { url: `http://127.0.0.1:${port}/hook` },
+          verify: { checks: [{ name: 'sees it', command: 'echo "check: $API_KEY"; test -n "$API_KEY"' }], maxAttempts: 1 },
+        },
+      });
+      const { taskId } = (await res.json()) as { taskId: string };
+      expect(res.status).toBe(202);
+      const run = await h.waitEnded(taskId);
+      expect(run, JSON.stringify(run)).toMatchObject({ status: 'succeeded', secrets: [{ name: 'API_KEY' }, { name: 'NPM_TOKEN', secret: 'npm' }] });
+      const output = await (await h.request('GET', `/api/headless/${taskId}/output`)).json();
+      const events = await (await h.request('GET', `/api/headless/${taskId}/events?format=json`)).json();
+      await waitFor(() => posted.length > 0, { what: 'the run.ended webhook' });
+      const seen = JSON.stringify([run, output, events, posted, log.lines]);
+      // Given: the agent and its check printed it, and each print shows where it was.
+      expect(seen).toContain('plain: [secret API_KEY]');
+      expect(seen).toContain('to stderr: [secret API_KEY]');
+      expect(seen).toContain('check: [secret API_KEY]');
+      expect(seen).toContain('named: [[secret NPM_TOKEN]]');
+      for (const form of [SECRET, JSON.stringify(SECRET).slice(1, -1), NAMED]) {
+        expect(seen).not.toContain(form);
+        expect(everything(data)).not.toContain(form);
+      }
+      // Inside a JSON string the value is escaped: that form is taken out too.
+      expect((output as { stdout: string }).stdout).toContain('{"said":"[secret API_KEY]"}');
+    } finally {
+      receiver.closeAllConnections();
+      receiver.close();
+    }
+  });
+
+  it('an operator’s named secret reaches only the runs that name it, not the others through the environment', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'hrw-secret-data-'));
+    dirs.push(data);
+    const h = await host({ data });
+    const { taskId } = (await (await h.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'ok', agent: 'hostile' } })).json()) as {
+      taskId: string;
+    };
+    await h.waitEnded(taskId);
+    const output = (await (await h.request('GET', `/api/headless/${taskId}/output`)).json()) as { stdout: string };
+    expect(output.stdout).toContain('named: []');
+  });
+
+  it('a failing agent’s reason is told without it', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'hrw-secret-data-'));
+    dirs.push(data);
+    const h = await host({ data });
+    const res = await h.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'fail', agent: 'hostile', secrets: { API_KEY: SECRET } } });
+    const run = await h.waitEnded(((await res.json()) as { taskId: string }).taskId);
+    expect(run).toMatchObject({ status: 'failed' });
+    expect(JSON.stringify(run)).toContain('failing with [secret API_KEY]');
+    expect(JSON.stringify(run)).not.toContain(SECRET);
+  });
+
+  it('refuses what it cannot keep: a reserved or malformed name, a short or multi-line value, an operator secret that does not exist, more than 32', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'hrw-secret-data-'));
+    dirs.push(data);
+    const h = await host({ data });
+    const cases: Array<[unknown, RegExp]> = [
+      [{ PATH: SECRET }, /"secrets\.PATH" is invalid: a name the service keeps for itself/],
+      [{ HEADLESS_RUN_TOKEN: SECRET }, /a name the service keeps for itself/],
+      [{ 'A-B': SECRET }, /an environment variable name/],
+      [{ API_KEY: 'short' }, /"secrets\.API_KEY" is invalid/],
+      [{ API_KEY: 'two\nlines here' }, /"secrets\.API_KEY" is invalid/],
+      [{ API_KEY: { secret: 'nope' } }, /names no secret of the operator's \("nope"\): it has npm/],
+      [Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`K${i}`, SECRET])), /at most 32 secrets/],
+    ];
+    for (const [secrets, detail] of cases) {
+      const res = await h.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'ok', agent: 'hostile', secrets } });
+      const problem = (await res.json()) as { code: string; detail: string };
+      expect(res.status, JSON.stringify(problem)).toBe(400);
+      expect(problem.detail).toMatch(detail);
+      expect(JSON.stringify(problem)).not.toContain(SECRET);
+    }
+  });
+
+  it('in a shared fleet only references are taken: another member may run the start, and a value lives in one member’s memory', () => {
+    const secrets = new RunSecrets(new Map([['npm', NAMED]]));
+    expect(() => secrets.accept({ API_KEY: SECRET }, { shared: true })).toThrow(/is a value, which one member holds in memory only/);
+    expect(secrets.accept({ NPM_TOKEN: { secret: 'npm' } }, { shared: true })).toEqual({ recorded: [{ name: 'NPM_TOKEN', secret: 'npm' }], given: {} });
+  });
+});
