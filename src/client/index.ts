@@ -12,6 +12,7 @@ import {
   type ApprovalRecord,
   type InboxItem,
   type RunRecord,
+  type RunSecret,
   type RunSource,
   type RunStatus,
   type SessionView,
@@ -24,7 +25,7 @@ import {
  * `HeadlessError` whose `code` is the problem code.
  */
 
-export type { AgentRule, ApprovalRecord, InboxItem, RunEvent, RunRecord, RunSource, RunStatus, SessionView };
+export type { AgentRule, ApprovalRecord, InboxItem, RunEvent, RunRecord, RunSecret, RunSource, RunStatus, SessionView };
 
 export interface ClientOptions {
   /** The service's base URL, e.g. `http://127.0.0.1:47331` (with its mount path, if any), or `unix:/path/to.sock` (Node only). */

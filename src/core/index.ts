@@ -54,6 +54,7 @@ export type {
   RunError,
   RunPolicy,
   RunRecord,
+  RunSecret,
   RunSource,
   RunStatus,
   RunUsage,
