@@ -6,6 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ApprovalRecord } from '../../src/core/index';
 import { CLI, type Daemon, api, cleanupDaemons, runCli, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
 import { waitFor } from '../helpers/wait';
+import { noneMarked } from '../helpers/processes';
+import { findMarkedProcesses } from '../../src/core/process/process-tree';
 import { mockEnv, writeHome } from '../fixtures/mock-model/homes.mjs';
 import { type MockModel, startMockModel } from '../fixtures/mock-model/server.mjs';
 
@@ -130,6 +132,29 @@ describe('approvals through the daemon', () => {
       expect(late.status).toBe(409);
       expect(((await (await api(again, 'GET', '/api/approvals')).json()) as { approvals: unknown[] }).approvals).toEqual([]);
       expect(existsSync(join(ws, 'never.txt'))).toBe(false);
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it('kill -9 just after an answer, before the agent took it: the run and its question agree (answered, not pending)', async () => {
+    const { daemon, dir, ws } = await askingDaemon();
+    const taskId = await started(daemon, 'WRITE_FILE unapplied.txt');
+    const question = await questionOf(daemon, taskId);
+    // The agent is held still, so the answer is stored and acknowledged but never taken.
+    const pids = [...findMarkedProcesses(new Set([taskId])).keys()];
+    expect(pids.length).toBeGreaterThan(0);
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    const answered = await api(daemon, 'POST', `/api/approvals/${question.id}`, { decision: 'allow' });
+    expect(answered.status).toBe(200);
+    expect(await daemon.stop('SIGKILL')).toBeNull();
+    const again = await startDaemon(dir);
+    try {
+      const record = await waitRun(again, taskId);
+      expect(record).toMatchObject({ status: 'interrupted', approvals: { asked: 1, allowed: 1, denied: 0, pending: [] } });
+      expect(await (await api(again, 'GET', `/api/approvals/${question.id}`)).json()).toMatchObject({ status: 'allowed', answer: { by: 'caller' } });
+      expect(existsSync(join(ws, 'unapplied.txt'))).toBe(false);
+      expect(await noneMarked([taskId])).toBe(true);
     } finally {
       await again.stop();
     }

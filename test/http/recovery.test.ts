@@ -4,6 +4,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { processStartTime } from '../../src/core/process/process-tree';
 import { MACHINE } from '../../src/core/process/machine';
 import { createMemoryKeyv } from '../../src/core/store/keyvs';
+import { asHeadlessStore } from '../../src/core/store/keyv-store';
+import { Approvals } from '../../src/core/approvals/approvals';
+import { createFleet } from '../../src/core/fleet/index';
 import type { StoredRun } from '../../src/core/types';
 import { storedRun } from '../helpers/records';
 import { closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
@@ -95,6 +98,26 @@ describe('crash recovery reaper', () => {
     expect(await (await first.request('GET', '/api/sessions/ses_run_x')).json()).toMatchObject({ status: 'idle', resumable: true });
     const second = await createTestHost({ store });
     expect(await (await second.request('GET', '/api/headless/run_x')).text()).toBe(record);
+  });
+});
+
+describe('a question answered as its instance died', () => {
+  it('the interrupted run counts the answer its question holds: the two records agree, nothing left pending', async () => {
+    const keyv = createMemoryKeyv();
+    const store = asHeadlessStore(keyv);
+    const log = () => undefined;
+    // The gone instance stored the question and its caller's answer, and died before it noted the answer on the run.
+    const gone = new Approvals({ store, fleet: createFleet(store, { log }), instanceId: 'boot_earlier', log });
+    await gone.load();
+    const run = { taskId: 'run_asked', resumeId: 'ses_run_asked', workspaceId: 'ws', agent: 'fake' };
+    const question = await gone.open(run, { title: 'Write a file', kind: 'edit', paths: [], canAlways: false }, { timeoutMs: 600_000, fallback: 'deny' });
+    expect(await gone.answer(question.id, { decision: 'allow', scope: 'once' })).toMatchObject({ status: 'allowed' });
+    const pendingOne = { asked: 1, allowed: 0, denied: 0, timedOut: 0, pending: [question.id] };
+    await keyv.set('run:run_asked', { ...orphanRecord('run_asked', 999_999_999, undefined), approvals: pendingOne });
+    const host = await createTestHost({ store: keyv });
+    const record = await (await host.request('GET', '/api/headless/run_asked')).json();
+    expect(record).toMatchObject({ status: 'interrupted', approvals: { asked: 1, allowed: 1, denied: 0, pending: [] } });
+    expect(await (await host.request('GET', `/api/approvals/${question.id}`)).json()).toMatchObject({ status: 'allowed' });
   });
 });
 

@@ -140,10 +140,10 @@ export class RunLifecycle {
   }
 
   /** running → interrupted, as `owner` (gone, or this instance once it claimed it), with what it changed where that is here; undefined if refused. */
-  async interrupt(taskId: string, owner: string): Promise<StoredRun | undefined> {
+  async interrupt(taskId: string, owner: string, approvals?: RunApprovals): Promise<StoredRun | undefined> {
     const placement = (await this.$.records.find(taskId))?.placement;
     const changes = placement ? await this.settlePlacement(taskId, placement) : undefined;
-    return this.endBy(taskId, change.interrupt(owner, this.$.instanceId, new Date(), changes));
+    return this.endBy(taskId, change.interrupt(owner, this.$.instanceId, new Date(), { changes, approvals }));
   }
 
   /**

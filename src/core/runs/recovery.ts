@@ -2,6 +2,7 @@
  * @module Takes over the runs of instances that are gone (docs/reliability.md): at start-up those
  * an earlier boot left `running`, and in a fleet those of an instance whose lease ran out.
  */
+import type { ApprovalAnswer, RunApprovals } from '../../contract/records';
 import type { ProcessHost } from '../process/process-host';
 import type { SessionBook } from '../sessions';
 import type { StoredRun } from '../types';
@@ -21,6 +22,8 @@ export interface TakeOverInput {
   shared: boolean;
   /** The host of a run's processes: its placement's (runs/placements.ts). */
   hostOf: (run: StoredRun) => ProcessHost;
+  /** A question's stored answer, if it has one. */
+  answerOf: (approvalId: string) => Promise<ApprovalAnswer | null | undefined>;
 }
 
 /**
@@ -44,7 +47,7 @@ export async function takeOverRuns(o: TakeOverInput): Promise<number> {
     await o.sessions
       .noteAgentSessionId(run.resumeId, run.agentSessionId)
       .catch((error: unknown) => o.log(`could not settle the Session of ${run.taskId}`, error));
-    if (await o.lifecycle.interrupt(run.taskId, o.shared ? o.instanceId : gone)) count++;
+    if (await o.lifecycle.interrupt(run.taskId, o.shared ? o.instanceId : gone, await answeredQuestions(o, run))) count++;
   }
   return count;
 }
@@ -59,4 +62,26 @@ async function reap(o: TakeOverInput, run: StoredRun): Promise<void> {
   } catch (error) {
     o.log(`could not reap what ${run.taskId} left`, error);
   }
+}
+
+/**
+ * Its questions' summary with the answers given before the crash counted: a question answered
+ * (its `200` told a caller) whose run died before its agent took the answer reads answered on the
+ * record too, not pending. Unanswered ones stay named (their questions are `interrupted`).
+ */
+async function answeredQuestions(o: TakeOverInput, run: StoredRun): Promise<RunApprovals | undefined> {
+  const summary = run.approvals;
+  if (!summary || summary.pending.length === 0) return undefined;
+  const next: RunApprovals = { ...summary, pending: [] };
+  for (const id of summary.pending) {
+    const answer = await o.answerOf(id).catch((error: unknown) => o.log(`could not read the answer of ${id}`, error));
+    if (!answer) {
+      next.pending.push(id);
+      continue;
+    }
+    if (answer.decision === 'allow') next.allowed += 1;
+    else next.denied += 1;
+    if (answer.by === 'fallback') next.timedOut += 1;
+  }
+  return next.pending.length === summary.pending.length ? undefined : next;
 }

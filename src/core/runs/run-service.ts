@@ -37,6 +37,7 @@ import type { RunStarter, StartInput } from './run-starter';
 import { tailOf } from './output-tail';
 import type { RunRecords } from './records';
 import type { RunSecrets } from './run-secrets';
+import type { Approvals } from '../approvals/approvals';
 import { newSortableId } from '../util/ids';
 import { takeOverRuns } from './recovery';
 import { judgeAnswer, schemaProblem } from './structured-output';
@@ -61,6 +62,7 @@ export interface RunServiceResources {
   store: HeadlessStore;
   instanceId: string;
   runSecrets: RunSecrets;
+  approvals: Approvals;
   /** The installation's queue; workspaces may set their own. */
   queueSettings?: QueueSettings;
   /** The installation's guards: the lowest layer of every run's spec, which a start may only lower. */
@@ -106,7 +108,8 @@ export class RunService implements RunStarter {
   async takeOver(isGone: (owner: string | undefined) => Promise<boolean>): Promise<number> {
     const { records, lifecycle, sessions, log, instanceId } = this.$;
     const hostOf = (run: StoredRun) => this.$.placement.hostOf(run);
-    const ended = await takeOverRuns({ records, lifecycle, sessions, log, isGone, instanceId, shared: this.$.fleet.shared, hostOf });
+    const answerOf = async (id: string) => (await this.$.approvals.get(id))?.answer;
+    const ended = await takeOverRuns({ records, lifecycle, sessions, log, isGone, instanceId, shared: this.$.fleet.shared, hostOf, answerOf });
     await this.$.queue.placeOrphans(isGone);
     return ended;
   }

@@ -153,8 +153,8 @@ export const change = {
   claim(gone: string, instanceId: string): Change {
     return (r) => (can('claim', r, gone) ? { ...r, bootId: instanceId } : undefined);
   },
-  interrupt(owner: string, instanceId: string, at: Date, changes?: StoredRun['changes']): Change {
-    const more = changes ? { changes } : {};
+  interrupt(owner: string, instanceId: string, at: Date, settled: { changes?: StoredRun['changes']; approvals?: RunApprovals } = {}): Change {
+    const more = { ...(settled.changes ? { changes: settled.changes } : {}), ...(settled.approvals ? { approvals: settled.approvals } : {}) };
     return (r) => (can('interrupt', r, owner) ? endedRecord(r, { status: 'interrupted', error: INTERRUPTED, owner: instanceId, at }, more) : undefined);
   },
   claimEnded(gone: string, instanceId: string): Change {
