@@ -98,7 +98,18 @@ async function setup() {
   const lifecycle = new RunLifecycle({ records, writer, events, webhooks, observe, log, instanceId: ME, placement: placements });
   const sessions = new SessionBook(store, createFleet(store, { log }), () => true, log);
   // Every owner is gone, this instance's own earlier claims included: only what it runs now is spared.
-  const sweep = () => takeOverRuns({ records, lifecycle, sessions, log, isGone: async () => true, instanceId: ME, shared: true, hostOf: () => localHost, answerOf: async () => undefined });
+  const sweep = () =>
+    takeOverRuns({
+      records,
+      lifecycle,
+      sessions,
+      log,
+      isGone: async () => true,
+      instanceId: ME,
+      shared: true,
+      hostOf: () => localHost,
+      answerOf: async () => undefined,
+    });
   return { held, records, writer, lifecycle, sweep, ended, events, released };
 }
 
