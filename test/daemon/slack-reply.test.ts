@@ -45,7 +45,7 @@ describe('a Slack trigger through the built daemon', () => {
     const cwd = tempDir();
     dirs.push(cwd);
     writeConfig(cwd, {
-      agents: { echo: { command: '/bin/sh', args: ['-c', 'cat; echo; echo "token=${SLACK_BOT_TOKEN:-unset}"'], stdin: '{prompt}' } },
+      agents: { echo: { command: '/bin/sh', args: ['-c', 'cat; echo; printenv SLACK_BOT_TOKEN || echo token=unset'], stdin: '{prompt}' } },
       workspaces: [{ id: 'ops', path: '.' }],
       webhooks: { allowPrivateTargets: true },
       triggers: [
