@@ -113,14 +113,24 @@ const VerifySchema = v.strictObject({
   username: v.optional(v.string()),
 });
 
+const SecretSchema = v.union([v.pipe(v.string(), v.minLength(1)), v.strictObject({ env: v.string() }), v.strictObject({ file: v.string() })]);
+
+/** A Slack or Linear trigger's reply where the delivery came from (docs/triggers.md: Replies). */
+const ReplySchema = v.strictObject({
+  slack: v.optional(v.strictObject({ token: SecretSchema, apiUrl: v.optional(v.string()) })),
+  linear: v.optional(v.strictObject({ apiKey: SecretSchema, apiUrl: v.optional(v.string()) })),
+  publicUrl: v.optional(v.string()),
+});
+
 const TriggerSchema = v.strictObject({
   name: v.pipe(v.string(), v.regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)),
   workspace: v.string(),
   sender: v.picklist(SENDER_NAMES),
   verify: v.optional(VerifySchema),
-  secret: v.union([v.pipe(v.string(), v.minLength(1)), v.strictObject({ env: v.string() }), v.strictObject({ file: v.string() })]),
+  secret: SecretSchema,
   prompt: v.pipe(v.string(), v.minLength(1)),
   run: v.optional(RunSpecSchema),
+  reply: v.optional(ReplySchema),
   when: v.optional(v.record(v.string(), v.union([v.string(), v.array(v.string())]))),
   dedupe: v.optional(v.strictObject({ key: v.optional(v.string()), windowSeconds: v.optional(positiveInt) })),
   resolved: v.optional(v.picklist(['cancel', 'annotate', 'run', 'ignore'])),

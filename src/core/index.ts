@@ -7,6 +7,7 @@ export type { HeadlessLogger, Log } from './logger';
 export type { ScheduleDefinition } from './schedules/schedule-spec';
 export type { OnResolved, SecretSource, TriggerDefinition } from './triggers/trigger-spec';
 export type { SenderName } from './triggers/senders';
+export type { ReplySettings } from './triggers/reply-spec';
 export type { VerifySettings } from './triggers/verification';
 export type { When } from './triggers/when';
 export { HttpProblem, Refusal, StorageError } from '../contract/problems';

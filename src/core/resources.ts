@@ -3,7 +3,9 @@ import { checkGuards } from './runs/guards';
 import { Scheduler } from './schedules/scheduler';
 import { DeliveryLog } from './triggers/deliveries';
 import { TriggerService } from './triggers/trigger-service';
-import { loadTriggers, readSecret, triggerSecrets } from './triggers/trigger-spec';
+import { replyContext } from './triggers/reply-spec';
+import { type Trigger, loadTriggers, triggerSecrets } from './triggers/trigger-spec';
+import { readSecret } from './triggers/secret';
 import type { HeldSecrets } from './runs/env';
 import { diagnoseWorkspace } from './agents/doctor';
 import { probeEnv } from './agents/preflight';
@@ -88,6 +90,7 @@ export interface ServiceResources {
   webhooks: Webhooks;
   daily: DailyUsage;
   approvals: Approvals;
+  triggers: Map<string, Trigger>;
 }
 
 /**
@@ -189,6 +192,10 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     log,
     observe,
     workspace: (id) => workspaces.find(id),
+    replyOf: (run) => {
+      const reply = run.source?.kind === 'trigger' ? triggers.get(run.source.name)?.reply : undefined;
+      return reply && replyContext(reply, run.taskId, options.apiUrl ?? '');
+    },
   });
   checkQueueSettings(options.queue, 'queue');
   checkGuards({ stallTimeoutMs: options.stallTimeoutMs, maxMemoryMb: options.maxMemoryMb, minFreeMemoryMb: options.minFreeMemoryMb }, '');
@@ -207,6 +214,8 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
       throw new Error(`workspace "${ws.id}" asks for labels ${JSON.stringify(ws.labels)} this instance does not have (labels: ${JSON.stringify(labels)})`);
   }
   const env = options.env ?? process.env;
+  // Loaded with the foundation: the outbox sends their replies.
+  const triggers = loadTriggers(options.triggers ?? [], (id) => workspaces.all()?.some((w) => w.id === id), env);
   const inbox = new Inbox(store);
   const instanceId = fleet.instanceId;
   const approvals = new Approvals({ store, fleet, instanceId, log });
@@ -233,6 +242,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     webhooks,
     daily,
     approvals,
+    triggers,
   };
 }
 
@@ -349,10 +359,8 @@ function recoveryOf($: ServiceResources, runs: RunService) {
 /** The triggers: each sender's deliveries into runs, started as a schedule's are. */
 function buildTriggers($: ServiceResources, runs: RunService, idempotency: IdempotencyKeys, deliveries: DeliveryLog): TriggerService {
   const { options, workspaces, events } = $;
-  const triggers = loadTriggers(options.triggers ?? [], (id) => workspaces.all()?.some((w) => w.id === id), $.env);
   return new TriggerService({
     ...$,
-    triggers,
     deliveries,
     idempotency,
     runs,

@@ -107,6 +107,8 @@ export interface RunOrigin {
    * for other callers (docs/triggers.md: Limits).
    */
   share?: { key: string; running?: number; queued?: number };
+  /** Its trigger's reply, posted when it ends: where to, and the endpoint it is posted to. */
+  reply?: { url: string; address: ReplyAddress };
 }
 
 /** A queue for starts that find every slot busy (docs/queue-and-schedules.md). */
@@ -211,9 +213,22 @@ export interface WorktreeSettings {
 export interface WebhookTarget {
   url: string;
   events: WebhookEvent[];
-  /** `workspace`: the workspace's own webhook (signed with its secret, if it has one); `start`: the start request's. */
-  source: 'workspace' | 'start';
+  /**
+   * `workspace`: the workspace's own webhook (signed with its secret, if it has one); `start`: the
+   * start request's; `reply`: its trigger's reply to where the delivery came from (`reply` says where).
+   */
+  source: 'workspace' | 'start' | 'reply';
+  reply?: ReplyAddress;
 }
+
+/** Where a trigger's reply goes (docs/triggers.md: Replies): never a credential, only the place. */
+export type ReplyAddress =
+  /** `chat.postMessage` in the thread of the message that mentioned the app. */
+  | { to: 'slack-thread'; channel: string; threadTs: string }
+  /** A slash command's `response_url`: `url` is it. */
+  | { to: 'slack-response' }
+  /** A comment on the Linear issue (GraphQL `commentCreate`). */
+  | { to: 'linear-issue'; issueId: string };
 
 /** A workspace's webhook, from the config file or the library option. */
 export interface WorkspaceWebhook {

@@ -2,10 +2,11 @@ import { hasEnded } from '../../contract/records';
 import { Webhook } from 'standardwebhooks';
 import type { ServiceObserver } from '../telemetry/observer';
 import { StorageError } from '../../contract/problems';
-import type { Delivery, StoredRun, Workspace } from '../types';
+import type { Delivery, StoredRun, WebhookTarget, Workspace } from '../types';
 import { deliveryId, payloadOf, sameDelivery } from './outbox';
+import { type ReplyContext, sendReply, shownUrl } from './replies';
 import type { WebhookOptions } from './targets';
-import { RefusedTarget, checkWebhookUrl, postWebhook } from './transport';
+import { type PostOptions, RefusedTarget, checkWebhookUrl, postWebhook } from './transport';
 
 /**
  * Delivers the outbox (docs/webhooks.md): at least once, signed per Standard Webhooks, retried
@@ -34,7 +35,12 @@ export interface DispatcherOptions extends WebhookOptions {
   observe?: ServiceObserver;
   /** The workspace of a delivery, for its secret; undefined if it is gone. */
   workspace(id: string): Promise<Workspace | undefined>;
+  /** A run's trigger's reply (docs/triggers.md: Replies): its credential and the run's link; undefined when it has none (any more). */
+  replyOf?(run: StoredRun): ReplyContext | undefined;
 }
+
+/** An attempt's outcome. */
+type Outcome = { status?: number; error?: string; permanent: boolean };
 
 const DEFAULT_DELAYS = [5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
 const ERROR_MAX = 300;
@@ -152,7 +158,7 @@ export class WebhookDispatcher {
     const target = run?.webhookTargets?.[job.target];
     // Another instance took it over (this one's lease ran out), or it was settled meanwhile.
     if (!run || !d || !target || d.state !== 'pending' || run.bootId !== this.o.instanceId) return;
-    const outcome = await this.post(run, d, target.url, target.source);
+    const outcome = await this.post(run, d, target);
     if (outcome === undefined) return;
     const next = this.settle(d, outcome);
     const stored = await this.o.records.settleDelivery(job.taskId, next);
@@ -160,18 +166,29 @@ export class WebhookDispatcher {
     const lag = next.state === 'delivered' && d.event === 'run.ended' && run.endedAt ? Date.now() - Date.parse(run.endedAt) : undefined;
     this.o.observe?.emit('deliveryAttempted', next.state === 'pending' ? 'retried' : next.state, lag);
     if (next.state === 'failed')
-      this.o.log(`gave up the webhook ${deliveryId(job.taskId, d)} to ${target.url} after ${next.attempts} attempt(s): ${next.lastError}`);
+      this.o.log(`gave up the webhook ${deliveryId(job.taskId, d)} to ${shownUrl(target)} after ${next.attempts} attempt(s): ${next.lastError}`);
     if (stored?.bootId === this.o.instanceId && next.state === 'pending') this.after(job, (next.nextAttemptAt ?? Date.now()) - Date.now());
   }
 
-  /** One signed POST; undefined when the service is closing (the attempt does not count). */
-  private async post(
-    run: StoredRun,
-    d: Delivery,
-    url: string,
-    source: 'workspace' | 'start',
-  ): Promise<{ status?: number; error?: string; permanent: boolean } | undefined> {
-    const secret = source === 'workspace' ? ((await this.o.workspace(run.workspaceId))?.webhook?.secret ?? this.o.secret) : this.o.secret;
+  /** One attempt; undefined when the service is closing (the attempt does not count). */
+  private async post(run: StoredRun, d: Delivery, target: WebhookTarget): Promise<Outcome | undefined> {
+    const allowPrivate = this.o.allowPrivateTargets === true;
+    const o = { allowPrivate, timeoutMs: this.o.timeoutMs ?? 10_000, signal: this.closing.signal };
+    try {
+      if (target.source !== 'reply') return await this.signed(run, d, target, o);
+      const context = this.o.replyOf?.(run);
+      if (!context) return { error: "the run's trigger has no reply configured", permanent: true };
+      return await sendReply(run, target, context, o);
+    } catch (e) {
+      if (this.closing.signal.aborted) return undefined;
+      const permanent = e instanceof RefusedTarget || (e as { code?: string }).code === 'ERR_WEBHOOK_TARGET_REFUSED';
+      return { error: e instanceof Error ? e.message : String(e), permanent };
+    }
+  }
+
+  /** One POST of the event, signed per Standard Webhooks with the target's secret. */
+  private async signed(run: StoredRun, d: Delivery, target: WebhookTarget, o: PostOptions): Promise<Outcome> {
+    const secret = target.source === 'workspace' ? ((await this.o.workspace(run.workspaceId))?.webhook?.secret ?? this.o.secret) : this.o.secret;
     if (secret === undefined) return { error: 'no signing secret is configured', permanent: true };
     const id = deliveryId(run.taskId, d);
     const payload = payloadOf(run, d);
@@ -183,27 +200,16 @@ export class WebhookDispatcher {
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
       'webhook-signature': new Webhook(secret).sign(id, now, payload),
     };
-    try {
-      const allowPrivate = this.o.allowPrivateTargets === true;
-      const answer = await postWebhook(checkWebhookUrl(url, allowPrivate), headers, payload, {
-        allowPrivate,
-        timeoutMs: this.o.timeoutMs ?? 10_000,
-        signal: this.closing.signal,
-      });
-      const status = answer.status;
-      if (status >= 200 && status <= 299) return { status, permanent: false };
-      const error =
-        status >= 300 && status < 400 ? `answered ${status}: redirects are not followed` : `answered ${status}${answer.answer ? `: ${answer.answer}` : ''}`;
-      return { status, error, permanent: false };
-    } catch (e) {
-      if (this.closing.signal.aborted) return undefined;
-      const permanent = e instanceof RefusedTarget || (e as { code?: string }).code === 'ERR_WEBHOOK_TARGET_REFUSED';
-      return { error: e instanceof Error ? e.message : String(e), permanent };
-    }
+    const answer = await postWebhook(checkWebhookUrl(target.url, o.allowPrivate), headers, payload, o);
+    const status = answer.status;
+    if (status >= 200 && status <= 299) return { status, permanent: false };
+    const error =
+      status >= 300 && status < 400 ? `answered ${status}: redirects are not followed` : `answered ${status}${answer.answer ? `: ${answer.answer}` : ''}`;
+    return { status, error, permanent: false };
   }
 
   /** The delivery after an attempt: delivered, failed for good, or pending with its next attempt. */
-  private settle(d: Delivery, outcome: { status?: number; error?: string; permanent: boolean }): Delivery {
+  private settle(d: Delivery, outcome: Outcome): Delivery {
     const attempts = d.attempts + 1;
     const { lastError: _last, ...base } = d;
     const next: Delivery = { ...base, attempts, ...(outcome.status === undefined ? {} : { lastStatus: outcome.status }) };

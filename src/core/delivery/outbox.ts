@@ -1,6 +1,7 @@
 import type { ApprovalRecord, WebhookDeliveryView, WebhookEvent } from '../../contract/records';
 import { publicRecord } from '../public-record';
 import type { Delivery, StoredRun } from '../types';
+import { shownUrl } from './replies';
 
 /**
  * The outbox of a run: its deliveries live in its own record, so the state change that owes a
@@ -49,10 +50,10 @@ export function viewOf(run: StoredRun): WebhookDeliveryView[] {
   return (run.webhookTargets ?? []).flatMap((target, index) =>
     target.events.flatMap((event): WebhookDeliveryView[] => {
       const made = run.deliveries?.filter((x) => x.target === index && x.event === event) ?? [];
-      if (made.length === 0) return [{ id: null, url: target.url, event, state: 'waiting', attempts: 0, nextAttemptAt: null }];
+      if (made.length === 0) return [{ id: null, url: shownUrl(target), event, state: 'waiting', attempts: 0, nextAttemptAt: null }];
       return made.map((d) => ({
         id: deliveryId(run.taskId, d),
-        url: target.url,
+        url: shownUrl(target),
         event,
         state: d.state,
         attempts: d.attempts,

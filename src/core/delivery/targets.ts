@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { Refusal } from '../../contract/problems';
 import type { WebhookEvent } from '../../contract/records';
-import type { WebhookTarget, Workspace } from '../types';
+import type { ReplyAddress, WebhookTarget, Workspace } from '../types';
 import { checkWebhookUrl } from './transport';
 
 /** The installation's webhook settings (docs/webhooks.md). */
@@ -49,8 +49,13 @@ export function checkWorkspace(o: WebhookOptions, workspace: Workspace): void {
   else if (o.secret === undefined) throw new Error(`${where} needs a secret: set its "secret" or the installation's webhooks.secret`);
 }
 
-/** The targets of a new run: its workspace's, and the start request's if the installation allows them. */
-export function targetsFor(o: WebhookOptions, workspace: Workspace, requested?: { url: string; events?: WebhookEvent[] }): WebhookTarget[] {
+/** The targets of a new run: its workspace's, the start request's if the installation allows them, and its trigger's reply. */
+export function targetsFor(
+  o: WebhookOptions,
+  workspace: Workspace,
+  requested?: { url: string; events?: WebhookEvent[] },
+  reply?: { url: string; address: ReplyAddress },
+): WebhookTarget[] {
   const targets: WebhookTarget[] = [];
   if (workspace.webhook) {
     checkWorkspace(o, workspace);
@@ -68,5 +73,6 @@ export function targetsFor(o: WebhookOptions, workspace: Workspace, requested?: 
     // The parsed form is kept, never the raw string (which could carry a line break into a log).
     targets.push({ url: url.href, events: [...new Set<WebhookEvent>(requested.events ?? ['run.ended'])], source: 'start' });
   }
+  if (reply) targets.push({ url: reply.url, events: ['run.ended'], source: 'reply', reply: reply.address });
   return targets;
 }

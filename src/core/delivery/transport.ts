@@ -108,6 +108,8 @@ export interface PostOptions {
   timeoutMs: number;
   /** Aborts the attempt (the service is closing). */
   signal: AbortSignal;
+  /** How much of the answer is kept. @default 200 */
+  answerMax?: number;
 }
 
 /** A kept excerpt of the receiver's answer, for the delivery state. */
@@ -128,11 +130,12 @@ export function postWebhook(url: URL, headers: Record<string, string>, body: str
       },
       (res) => {
         let answer = '';
+        const max = o.answerMax ?? ANSWER_MAX;
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => {
-          if (answer.length < ANSWER_MAX) answer += chunk;
+          if (answer.length < max) answer += chunk;
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, answer: answer.slice(0, ANSWER_MAX) }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, answer: answer.slice(0, max) }));
         res.on('error', reject);
       },
     );

@@ -1,5 +1,5 @@
 import type { WebhookEvent } from '../../contract/records';
-import type { StoredRun, WebhookTarget, Workspace } from '../types';
+import type { ReplyAddress, StoredRun, WebhookTarget, Workspace } from '../types';
 import { type DispatcherOptions, WebhookDispatcher } from './dispatcher';
 import { checkSecret, checkWorkspace, targetsFor } from './targets';
 
@@ -21,8 +21,8 @@ export class Webhooks {
     checkWorkspace(this.o, workspace);
   }
 
-  targetsFor(workspace: Workspace, requested?: { url: string; events?: WebhookEvent[] }): WebhookTarget[] {
-    return targetsFor(this.o, workspace, requested);
+  targetsFor(workspace: Workspace, requested?: { url: string; events?: WebhookEvent[] }, reply?: { url: string; address: ReplyAddress }): WebhookTarget[] {
+    return targetsFor(this.o, workspace, requested, reply);
   }
 
   /** Delivers what a stored record owes; call it once the write that owes it has succeeded. */

@@ -240,7 +240,7 @@ export class RunService implements RunStarter {
   private async accept(a: Accepting): Promise<{ queued: StartedRun } | { launch: LaunchInput }> {
     const { admission, events, records } = this.$;
     const { workspace, request, origin, spec } = a;
-    const webhookTargets = this.$.webhooks.targetsFor(workspace, request.webhook);
+    const webhookTargets = this.$.webhooks.targetsFor(workspace, request.webhook, origin.reply);
     const enqueue = async (policy: QueuePolicy) => ({ queued: await this.$.queue.enqueue({ ...a, policy, webhookTargets }) });
     // Run by other members of the fleet: queued for them, whatever the workspace's own queue says.
     if (!this.$.runsHere(workspace)) return enqueue(queuePolicy(this.$.queueSettings, workspace) ?? DEFAULT_QUEUE);

@@ -1,31 +1,11 @@
 import { sha256 } from '../util/ids';
-import type { VerifySettings } from './verification';
+import { LINEAR } from './linear';
+import type { DeliveryFacts, Sender } from './sender';
+import { SLACK } from './slack';
 
-/** What a delivery says, read the sender's way (docs/triggers.md: Senders). */
-export interface DeliveryFacts {
-  /** Its kind: `issues.opened`, `incident.triggered`, `issue.created`, `alert`… */
-  event?: string;
-  /** Where the sender has one: an alert or incident starting, or over. */
-  status?: 'firing' | 'resolved';
-  /** The sender's id of this delivery, the same on a redelivery. */
-  deliveryId?: string;
-  /** What identifies "the same incident" across deliveries: its firing and its resolution share it. */
-  incident?: string;
-  /** What identifies this delivery as a repeat of one already handled: the delivery id, or an alert group's state. */
-  dedupeKey?: string;
-}
+export type { DeliveryFacts, Sender } from './sender';
 
-export interface Sender {
-  /** How it signs, unless the trigger says otherwise. */
-  verify?: VerifySettings;
-  /** A payload of its shape: templates and filters are checked against it when the config loads. */
-  example?: Record<string, unknown>;
-  /** Its delivery id is a header its signature does not cover: a repeat is also the same body (docs/triggers.md). */
-  unsignedId?: boolean;
-  read(payload: Record<string, unknown>, headers: Headers): DeliveryFacts;
-}
-
-export const SENDER_NAMES = ['alertmanager', 'grafana', 'github', 'gitlab', 'sentry', 'pagerduty', 'standard-webhooks', 'generic'] as const;
+export const SENDER_NAMES = ['alertmanager', 'grafana', 'github', 'gitlab', 'sentry', 'pagerduty', 'slack', 'linear', 'standard-webhooks', 'generic'] as const;
 export type SenderName = (typeof SENDER_NAMES)[number];
 
 type Json = Record<string, unknown>;
@@ -214,6 +194,8 @@ const SENDERS: Record<SenderName, Sender> = {
       };
     },
   },
+  slack: SLACK,
+  linear: LINEAR,
   'standard-webhooks': {
     verify: { method: 'standard-webhooks' },
     read: (payload, headers) => {

@@ -24,6 +24,8 @@ const CLAIMS: Array<[header: string, verify: VerifySettings]> = [
   ['x-pagerduty-signature', { method: 'pagerduty' }],
   ['x-grafana-alerting-signature', { method: 'grafana' }],
   ['x-grafana-alert-signature', { method: 'grafana' }],
+  ['x-slack-signature', { method: 'slack' }],
+  ['linear-signature', { method: 'linear' }],
 ];
 
 export function standIn(headers: Headers): StandIn {

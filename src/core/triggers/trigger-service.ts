@@ -10,9 +10,10 @@ import type { StartedRun } from '../runs/live-run';
 import type { RunStarter } from '../runs/run-starter';
 import type { HeadlessStore } from '../store/keyv-store';
 import type { ServiceObserver } from '../telemetry/observer';
-import type { RunOrigin, StoredRun, Workspace } from '../types';
+import type { ReplyAddress, RunOrigin, StoredRun, Workspace } from '../types';
 import { newSortableId, sha256 } from '../util/ids';
 import type { DeliveryLog, DeliveryOutcome, DeliveryRecord } from './deliveries';
+import { replyTarget } from './reply-spec';
 import type { DeliveryFacts } from './senders';
 import { type PromptTemplate, preamble, renderTemplate } from './template';
 import type { Trigger } from './trigger-spec';
@@ -37,6 +38,8 @@ export interface TriggerDeps {
 /** What a delivery came to; the HTTP edge answers `refused` ones with their problem, the rest `202`. */
 export type DeliveryDecision =
   | (Decided & { delivery: string })
+  /** A sender's handshake (Slack's `url_verification`): answered at once with this body, no run, nothing logged. */
+  | { outcome: 'handshake'; answer: Record<string, unknown> }
   | { outcome: 'refused'; delivery: string; code: 'invalid_body' | 'template_error' | 'rate_limited' | 'prompt_too_long'; reason: string };
 
 /** What a delivery that was not refused came to. */
@@ -122,12 +125,14 @@ export class TriggerService {
     if (known) this.unverified.add(name, peer);
   }
 
-  /** Handles a verified delivery of `trigger`. */
-  async deliver(trigger: Trigger, body: string, headers: Headers, traceparent?: string): Promise<DeliveryDecision> {
+  /** Handles a verified delivery of `trigger`: its body JSON, or a form where its sender sends them (`form`). */
+  async deliver(trigger: Trigger, body: string, headers: Headers, traceparent?: string, form = false): Promise<DeliveryDecision> {
     const id = this.$.deliveries.newId();
     const base: DeliveryRecord = { id, trigger: trigger.definition.name, receivedAt: new Date().toISOString(), outcome: 'refused' };
     try {
-      const payload = parsePayload(body);
+      const payload = form ? Object.fromEntries(new URLSearchParams(body)) : parsePayload(body);
+      const handshake = trigger.sender.handshake?.(payload);
+      if (handshake) return { outcome: 'handshake', answer: handshake };
       const facts = trigger.sender.read(payload, headers);
       const record = { ...base, ...pick(facts) };
       const context = contextOf(trigger, payload, headers, facts);
@@ -152,6 +157,7 @@ export class TriggerService {
     traceparent?: string,
   ): Promise<Decided> {
     const { context, facts } = read;
+    if (facts.skip !== undefined) return { outcome: 'filtered' as const, reason: facts.skip };
     const missed = unmatched(trigger.definition.when, context);
     if (missed !== undefined) return { outcome: 'filtered' as const, reason: `${missed} does not match` };
     const onResolved = trigger.definition.resolved ?? 'annotate';
@@ -246,11 +252,20 @@ export class TriggerService {
       queueWhenBusy: true,
       share: { key: `trigger:${d.name}`, running: d.limits?.concurrent, queued: d.limits?.queued },
       ...(at.traceparent === undefined ? {} : { traceparent: at.traceparent }),
+      ...this.replyOf(trigger, facts),
     };
     const workspace = await this.$.workspace(d.workspace);
     const run = await this.$.runs.start({ workspace, request: { prompt, wait: false }, apiUrl: this.$.apiUrl(), taskId: at.taskId, origin });
     if (facts.incident !== undefined) await this.$.store.set(incidentKey(d.name, facts.incident), run.record.taskId, trigger.windowMs);
     return run;
+  }
+
+  /** Its reply's place, where the trigger replies and the delivery names one; a slash command's `response_url` elsewhere than Slack is not taken. */
+  private replyOf(trigger: Trigger, facts: DeliveryFacts): { reply?: { url: string; address: ReplyAddress } } {
+    const target = trigger.reply && replyTarget(trigger.reply, facts);
+    if (trigger.reply && !target)
+      this.$.logger.warn({ trigger: trigger.definition.name }, 'this delivery names no place to reply to: its run ends without a reply');
+    return target ? { reply: target } : {};
   }
 
   /** A resolution: the incident's run is cancelled or annotated (or nothing is done). */
@@ -333,5 +348,7 @@ function contextOf(trigger: Trigger, payload: Record<string, unknown>, headers: 
   headers.forEach((value, name) => {
     if (!SECRET_HEADER.test(name)) safe[name.toLowerCase()] = value;
   });
-  return { payload, headers: safe, event: facts.event, status: facts.status, deliveryId: facts.deliveryId, trigger: trigger.definition.name };
+  const d = trigger.definition;
+  const fields = facts.fields === undefined ? {} : { [d.sender]: facts.fields };
+  return { payload, headers: safe, event: facts.event, status: facts.status, deliveryId: facts.deliveryId, trigger: d.name, ...fields };
 }

@@ -1,15 +1,15 @@
-import { readFileSync } from 'node:fs';
 import { RUN_SPEC_KEYS, type RunSpec } from '../../contract/run-spec';
 import { checkDailyLimits } from '../runs/daily-limits';
 import { checkSpecLayer, refuseMovedKeys } from '../runs/run-spec';
 import type { DailyLimits } from '../types';
+import { type LoadedReply, type ReplySettings, loadReply, replySources } from './reply-spec';
+import { type SecretSource, readSecret } from './secret';
 import { type SenderName, SENDER_NAMES, type Sender, senderOf } from './senders';
 import { type PromptTemplate, parseTemplate, templateVariables } from './template';
 import { VERIFY_METHODS, type VerifySettings } from './verification';
 import { type When, checkWhen } from './when';
 
-/** Where a trigger's secret comes from: the value itself, an environment variable, or a file (its content, trimmed). */
-export type SecretSource = string | { env: string } | { file: string };
+export type { SecretSource } from './secret';
 
 /** What becomes of a delivery that says its incident is over. */
 export type OnResolved = 'cancel' | 'annotate' | 'run' | 'ignore';
@@ -44,6 +44,8 @@ export interface TriggerDefinition {
    * spend per UTC day (more are `429 daily_limit_reached`).
    */
   limits?: { perMinute?: number; concurrent?: number; queued?: number } & DailyLimits;
+  /** Slack, Linear: a reply where the delivery came from when its run ends (docs/triggers.md: Replies). */
+  reply?: ReplySettings;
   /** @default true */
   enabled?: boolean;
 }
@@ -58,40 +60,25 @@ export interface Trigger {
   title?: PromptTemplate;
   dedupeKey?: PromptTemplate;
   windowMs: number;
+  reply?: LoadedReply;
   /** Fields its templates read that the sender's example payload does not have: checked at each delivery only. */
   warnings: string[];
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 /** What a template may read. */
-export const CONTEXT_NAMES = ['payload', 'headers', 'event', 'status', 'deliveryId', 'trigger'];
+export const CONTEXT_NAMES = ['payload', 'headers', 'event', 'status', 'deliveryId', 'trigger', 'slack', 'linear'];
 const ON_RESOLVED: OnResolved[] = ['cancel', 'annotate', 'run', 'ignore'];
 const DEFAULT_WINDOW_S = 72 * 3600;
-
-/** A secret's value from where the config says it is; `where` names the field in errors. */
-export function readSecret(source: SecretSource, where: string, env: NodeJS.ProcessEnv): string {
-  let value: string | undefined;
-  if (typeof source === 'string') value = source;
-  else if ('env' in source) value = env[source.env];
-  else {
-    try {
-      value = readFileSync(source.file, 'utf8').trim();
-    } catch (error) {
-      throw new Error(`${where}: cannot read ${source.file}: ${(error as Error).message}`);
-    }
-  }
-  if (!value) throw new Error(`${where} is empty${typeof source === 'object' && 'env' in source ? ` (environment variable ${source.env} is not set)` : ''}`);
-  return value;
-}
 
 /** The triggers' secrets, for runs never to see: by value, and by the variable they are read from. A secret that cannot be read is the loader's to report. */
 export function triggerSecrets(definitions: TriggerDefinition[], env: NodeJS.ProcessEnv): { names: string[]; values: string[] } {
   const names: string[] = [];
   const values: string[] = [];
-  for (const d of definitions) {
-    if (typeof d.secret === 'object' && d.secret !== null && 'env' in d.secret) names.push(d.secret.env);
+  for (const source of definitions.flatMap((d) => [d.secret, ...replySources(d.reply)])) {
+    if (typeof source === 'object' && source !== null && 'env' in source) names.push(source.env);
     try {
-      values.push(readSecret(d.secret, `${d.name}.secret`, env));
+      values.push(readSecret(source, 'secret', env));
     } catch {
       // loadTriggers refuses it, naming it.
     }
@@ -173,6 +160,7 @@ function loadTrigger(d: TriggerDefinition, where: string, env: NodeJS.ProcessEnv
     sender,
     verify,
     secret: readSecret(d.secret, `${where}.secret`, env),
+    ...(d.reply === undefined ? {} : { reply: loadReply(d.reply, d.sender, `${where}.reply`, env) }),
     prompt: templateOf(d.prompt ?? '', `${where}.prompt`, example, warnings),
     ...(d.run?.title === undefined ? {} : { title: templateOf(d.run.title, `${where}.run.title`, example, warnings) }),
     ...(d.dedupe?.key === undefined ? {} : { dedupeKey: templateOf(d.dedupe.key, `${where}.dedupe.key`, example, warnings) }),

@@ -26,12 +26,33 @@ export type VerifySettings =
       separator?: string;
       toleranceSeconds?: number;
     }
+  /** `X-Slack-Signature: v0=<hex>` of `v0:<X-Slack-Request-Timestamp>:<body>`, keyed by the signing secret; 5 minutes' tolerance. */
+  | { method: 'slack' }
+  /** `Linear-Signature`: hex HMAC-SHA256 of the body; the body's `webhookTimestamp` (ms) within 60 seconds. */
+  | { method: 'linear' }
   /** `Authorization: Bearer <secret>` (Alertmanager's `authorization`, Datadog, Opsgenie). */
   | { method: 'bearer' }
   /** `Authorization: Basic` with this user name and the secret as password (Alertmanager's `basic_auth`). */
   | { method: 'basic'; username: string };
 
-export const VERIFY_METHODS = ['github', 'gitlab-token', 'standard-webhooks', 'sentry', 'pagerduty', 'grafana', 'hmac', 'bearer', 'basic'] as const;
+export const VERIFY_METHODS = [
+  'github',
+  'gitlab-token',
+  'standard-webhooks',
+  'sentry',
+  'pagerduty',
+  'grafana',
+  'slack',
+  'linear',
+  'hmac',
+  'bearer',
+  'basic',
+] as const;
+
+/** Slack's tolerance for `X-Slack-Request-Timestamp`, as its docs and SDKs use. */
+const SLACK_TOLERANCE_S = 300;
+/** Linear's for `webhookTimestamp`: the one minute its docs recommend and its SDK checks. */
+const LINEAR_TOLERANCE_S = 60;
 
 /** Equal, in time that does not depend on where they differ (both hashed first, so lengths leak nothing). */
 const same = (a: string, b: string) => timingSafeEqual(Buffer.from(sha256(a), 'hex'), Buffer.from(sha256(b), 'hex'));
@@ -101,6 +122,34 @@ function verifyStandard(secret: string, body: string, headers: Headers, now: num
 }
 
 /**
+ * Slack: `v0=` and the hex HMAC-SHA256 of `v0:<timestamp>:<body>`; the timestamp (seconds) within
+ * 5 minutes either way. Hashed even when the timestamp is stale or missing, as every check is.
+ */
+function verifySlack(secret: string, body: string, headers: Headers, now: number): boolean {
+  const timestamp = headers.get('x-slack-request-timestamp');
+  const expected = `v0=${hmac('sha256', secret, `v0:${timestamp ?? ''}:${body}`, 'hex')}`;
+  const signed = same((headers.get('x-slack-signature') ?? '').trim(), expected);
+  return signed && /^\d{1,12}$/.test(timestamp ?? '') && fresh(timestamp, SLACK_TOLERANCE_S, now);
+}
+
+/**
+ * Linear: the hex HMAC-SHA256 of the body in `Linear-Signature`; its time is inside the signed
+ * body (`webhookTimestamp`, ms), read only once the signature matched, so an unsigned body is
+ * never parsed.
+ */
+function verifyLinear(secret: string, body: string, headers: Headers, now: number): boolean {
+  const signed = same((headers.get('linear-signature') ?? '').trim(), hmac('sha256', secret, body, 'hex'));
+  if (!signed) return false;
+  let timestamp: unknown;
+  try {
+    timestamp = (JSON.parse(body) as { webhookTimestamp?: unknown }).webhookTimestamp;
+  } catch {
+    return false;
+  }
+  return typeof timestamp === 'number' && Number.isInteger(timestamp) && Math.abs(now - timestamp) <= LINEAR_TOLERANCE_S * 1000;
+}
+
+/**
  * The senders whose HMAC scheme is fixed: GitHub's `sha256=` hex of the body (as
  * @octokit/webhooks-methods signs it: the tests sign with it); Sentry's hex of the body;
  * PagerDuty's `v1=` entries, any of which may match.
@@ -130,6 +179,10 @@ export function verifyDelivery(settings: VerifySettings, secret: string, body: s
     }
     case 'standard-webhooks':
       return verifyStandard(secret, body, headers, now);
+    case 'slack':
+      return verifySlack(secret, body, headers, now);
+    case 'linear':
+      return verifyLinear(secret, body, headers, now);
     case 'grafana': {
       // Grafana's docs name one default header and its code another: either is taken unless one is set.
       const header = settings.header ?? (headers.has('x-grafana-alerting-signature') ? 'x-grafana-alerting-signature' : 'x-grafana-alert-signature');

@@ -55,6 +55,12 @@ export const SENDER_SIGNATURE: RouteVerifier<VerifiedDelivery> = {
   },
 };
 
+/** What a slash command's user is told at once. */
+const acknowledged = (d: { outcome: string; taskId?: string; reason?: string }, replies: boolean) =>
+  d.outcome === 'started' || d.outcome === 'queued' || d.outcome === 'deduplicated'
+    ? `Run ${d.taskId ?? ''} ${d.outcome === 'deduplicated' ? 'already started' : d.outcome}${replies ? ': its outcome is posted here when it ends' : ''}.`
+    : `Nothing started: ${d.reason ?? d.outcome}.`;
+
 /** Triggers (docs/triggers.md): senders' deliveries, the list, each one's deliveries log. */
 export const TRIGGER_ROUTES: Route[] = [
   route(
@@ -64,8 +70,11 @@ export const TRIGGER_ROUTES: Route[] = [
       path: '/api/triggers/:name',
       auth: SENDER_SIGNATURE,
       doc: {
-        summary: "Take a sender's delivery (Alertmanager, Grafana, GitHub, GitLab, Sentry, PagerDuty, Standard Webhooks), verified its own way",
-        responses: { 202: { description: 'Taken: what became of it (started, queued, deduplicated, filtered, resolved).', schema: ANSWERS.DeliveryAccepted } },
+        summary: "Take a sender's delivery (Alertmanager, Grafana, GitHub, GitLab, Sentry, PagerDuty, Slack, Linear, Standard Webhooks), verified its own way",
+        responses: {
+          200: { description: "Slack's: taken (Slack takes only a 200), or its url_verification's challenge.", schema: ANSWERS.DeliveryAccepted },
+          202: { description: 'Taken: what became of it (started, queued, deduplicated, filtered, resolved).', schema: ANSWERS.DeliveryAccepted },
+        },
         problems: [
           'invalid_body',
           'template_error',
@@ -84,9 +93,12 @@ export const TRIGGER_ROUTES: Route[] = [
     },
     async ({ request, services, verified: delivery }) => {
       const type = (request.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase();
-      if (type !== 'application/json')
+      const form = type === 'application/x-www-form-urlencoded' && delivery.trigger.sender.forms === true;
+      if (type !== 'application/json' && !form)
         throw new HttpProblem('unsupported_media_type', 'Send the delivery as Content-Type: application/json (GitHub: Content type "application/json").');
-      const decision = await services.triggers.deliver(delivery.trigger, delivery.body, request.headers, request.headers.get('traceparent') ?? undefined);
+      const traceparent = request.headers.get('traceparent') ?? undefined;
+      const decision = await services.triggers.deliver(delivery.trigger, delivery.body, request.headers, traceparent, form);
+      if (decision.outcome === 'handshake') return json(decision.answer);
       if (decision.outcome === 'refused') {
         const headers: Record<string, string> = decision.code === 'rate_limited' ? { 'retry-after': '60' } : {};
         throw new HttpProblem(decision.code, `Delivery ${decision.delivery} refused: ${decision.reason}.`, {
@@ -94,7 +106,13 @@ export const TRIGGER_ROUTES: Route[] = [
           extra: { delivery: decision.delivery },
         });
       }
-      return answer({ status: 202, body: decision, headers: {} });
+      // Slack takes only a 200 (a slash command's answer is shown to its user: `text`, to them alone).
+      if (delivery.trigger.definition.sender !== 'slack') return answer({ status: 202, body: decision, headers: {} });
+      return answer({
+        status: 200,
+        body: form ? { ...decision, response_type: 'ephemeral', text: acknowledged(decision, delivery.trigger.reply !== undefined) } : decision,
+        headers: {},
+      });
     },
   ),
   route(
