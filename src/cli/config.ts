@@ -55,6 +55,9 @@ const DailyLimitsEntries = { runsPerDay: v.optional(positiveInt), spendPerDayUsd
 const WorkspaceRunSchema = v.omit(RunSpecSchema, ['agent']);
 const QueueSchema = v.strictObject({ max: v.optional(positiveInt), ttlMs: v.optional(positiveInt) });
 
+/** A secret: the value, an environment variable, or a file. */
+const SecretSourceSchema = v.union([v.pipe(v.string(), v.minLength(1)), v.strictObject({ env: v.string() }), v.strictObject({ file: v.string() })]);
+
 const WorkspaceSchema = v.strictObject({
   id: v.pipe(v.string(), v.regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)),
   path: v.pipe(v.string(), v.minLength(1)),
@@ -74,6 +77,16 @@ const WorkspaceSchema = v.strictObject({
       setup: v.optional(v.pipe(v.string(), v.minLength(1))),
       setupTimeoutMs: v.optional(positiveInt),
       cleanup: v.optional(v.picklist(['if-unchanged', 'always', 'never'])),
+    }),
+  ),
+  publish: v.optional(
+    v.strictObject({
+      remote: v.pipe(v.string(), v.minLength(1)),
+      token: v.optional(SecretSourceSchema),
+      username: v.optional(v.string()),
+      forge: v.optional(v.strictObject({ kind: v.picklist(['github', 'gitlab']), repository: v.string(), apiUrl: v.optional(v.string()) })),
+      fromStarts: v.optional(v.boolean()),
+      statusUrl: v.optional(v.string()),
     }),
   ),
 });
@@ -118,7 +131,7 @@ const TriggerSchema = v.strictObject({
   workspace: v.string(),
   sender: v.picklist(SENDER_NAMES),
   verify: v.optional(VerifySchema),
-  secret: v.union([v.pipe(v.string(), v.minLength(1)), v.strictObject({ env: v.string() }), v.strictObject({ file: v.string() })]),
+  secret: SecretSourceSchema,
   prompt: v.pipe(v.string(), v.minLength(1)),
   run: v.optional(RunSpecSchema),
   when: v.optional(v.record(v.string(), v.union([v.string(), v.array(v.string())]))),
@@ -325,7 +338,13 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     if (name !== undefined && !known.has(name)) throw new ConfigError(`config ${path}: ${where} names unknown agent "${name}"`);
   };
   unknownAgent(config.defaultAgent, '"defaultAgent"');
-  const workspaces = (config.workspaces ?? [defaultWorkspace(cwd)]).map((ws) => ({ ...ws, path: local(ws.path) }));
+  // A publish remote that is no URL is a repository's path, from the config's folder as a workspace's is.
+  const remoteOf = (remote: string) => (remote.includes('://') ? remote : local(remote));
+  const workspaces = (config.workspaces ?? [defaultWorkspace(cwd)]).map((ws) => ({
+    ...ws,
+    path: local(ws.path),
+    ...(ws.publish ? { publish: { ...ws.publish, remote: remoteOf(ws.publish.remote) } } : {}),
+  }));
   for (const [i, ws] of workspaces.entries()) {
     for (const name of ws.agents ?? []) unknownAgent(name, `"workspaces[${i}].agents"`);
     unknownAgent(ws.headlessAgent, `"workspaces[${i}].headlessAgent"`);

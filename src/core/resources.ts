@@ -4,6 +4,7 @@ import { Scheduler } from './schedules/scheduler';
 import { DeliveryLog } from './triggers/deliveries';
 import { TriggerService } from './triggers/trigger-service';
 import { loadTriggers, triggerSecrets } from './triggers/trigger-spec';
+import { publishSecrets } from './worktrees/publish-settings';
 import type { HeldSecrets } from './runs/env';
 import { diagnoseWorkspace } from './agents/doctor';
 import { probeEnv } from './agents/preflight';
@@ -395,14 +396,15 @@ async function diagnose({ workspaces, registry, env, options }: ServiceResources
   return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
 }
 
-/** What the service holds that no run may see: the admin token, the webhooks' secrets, the triggers' (docs/security.md: What runs get). */
+/** What the service holds that no run may see: the admin token, the webhooks' secrets, the triggers', the publish tokens (docs/security.md: What runs get). */
 function heldSecrets(options: HeadlessHandlerOptions, env: NodeJS.ProcessEnv, workspaces: Workspaces): HeldSecrets {
   const triggers = triggerSecrets(options.triggers ?? [], env);
+  const publish = publishSecrets(workspaces.all() ?? [], env);
   const webhooks = [options.webhooks?.secret, ...(workspaces.all() ?? []).map((ws) => ws.webhook?.secret)];
-  const values = [options.adminToken, ...webhooks, ...triggers.values].filter((v): v is string => typeof v === 'string' && v !== '');
+  const values = [options.adminToken, ...webhooks, ...triggers.values, ...publish.values].filter((v): v is string => typeof v === 'string' && v !== '');
   // A `whsec_` secret's key is the part after the prefix: a copy of that alone signs as well.
   const keys = values.filter((v) => v.startsWith('whsec_')).map((v) => v.slice('whsec_'.length));
-  return { names: triggers.names, values: [...values, ...keys] };
+  return { names: [...triggers.names, ...publish.names], values: [...values, ...keys] };
 }
 
 /** The sandbox of confined runs: it hides the service's own files and every other listed workspace; bubblewrap must make one up front where one is asked for. */
