@@ -79,7 +79,7 @@ const WorkspaceSchema = v.strictObject({
       cleanup: v.optional(v.picklist(['if-unchanged', 'always', 'never'])),
     }),
   ),
-  publish: v.optional(
+  publishTo: v.optional(
     v.strictObject({
       remote: v.pipe(v.string(), v.minLength(1)),
       token: v.optional(SecretSourceSchema),
@@ -343,7 +343,7 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
   const workspaces = (config.workspaces ?? [defaultWorkspace(cwd)]).map((ws) => ({
     ...ws,
     path: local(ws.path),
-    ...(ws.publish ? { publish: { ...ws.publish, remote: remoteOf(ws.publish.remote) } } : {}),
+    ...(ws.publishTo ? { publishTo: { ...ws.publishTo, remote: remoteOf(ws.publishTo.remote) } } : {}),
   }));
   for (const [i, ws] of workspaces.entries()) {
     for (const name of ws.agents ?? []) unknownAgent(name, `"workspaces[${i}].agents"`);

@@ -142,7 +142,7 @@ export const PR_TITLE_MAX = 256;
 /**
  * Publishing a run in a worktree once it has `succeeded` (docs/worktrees.md: Publishing): its
  * branch pushed to its workspace's remote, and a pull (merge) request opened where its workspace
- * has a forge. Where to, and with which credential, is its workspace's `publish`, never a run's.
+ * has a forge. Where to, and with which credential, is its workspace's `publishTo`, never a run's.
  */
 export const PublishSchema = v.pipe(
   v.strictObject(

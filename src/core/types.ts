@@ -179,7 +179,7 @@ export interface Workspace {
   /** How its runs' worktrees are made and removed. */
   worktree?: WorktreeSettings;
   /** Where its runs' branches are pushed and pull requests opened, when their spec asks (docs/worktrees.md: Publishing). */
-  publish?: PublishSettings;
+  publishTo?: PublishSettings;
   /** Its runs per day and spend per day (UTC): a start beyond is `429 daily_limit_reached`. @default none */
   limits?: DailyLimits;
   /**

@@ -165,7 +165,7 @@ function checkList(list: Workspace[]): Map<string, Workspace> {
     if (!isValidId(ws.id)) throw new Error(`workspace id "${ws.id}" must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`);
     if (map.has(ws.id)) throw new Error(`workspace id "${ws.id}" is listed twice`);
     if (!isAbsolute(ws.path)) throw new Error(`workspace "${ws.id}" needs an absolute path, not "${ws.path}"`);
-    if (ws.publish !== undefined) checkPublishSettings(ws.publish, `workspace "${ws.id}"`);
+    if (ws.publishTo !== undefined) checkPublishSettings(ws.publishTo, `workspace "${ws.id}"`);
     const unpublishable = publishUnavailable(ws, { ...ws.run, isolation: ws.run?.isolation ?? 'none' });
     if (unpublishable !== undefined) throw new Error(`workspace "${ws.id}": run.publish cannot be: ${unpublishable}`);
     map.set(ws.id, ws);

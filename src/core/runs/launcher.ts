@@ -119,7 +119,7 @@ export class RunLauncher {
     const { taskId } = record;
     const agentSessionId = reservation.session?.agentSessionId;
     const live = newLiveRun({ taskId, reservation, resumedFrom: agentSessionId, done: this.$.lifecycle.waitFor(taskId) });
-    const settings = workspace.publish;
+    const settings = workspace.publishTo;
     if (settings && publishAsked(record.spec?.publish).push) live.publishing = { workspacePath: workspace.path, settings, apiUrl: input.apiUrl };
     this.live.set(taskId, live);
     void live.done.then(

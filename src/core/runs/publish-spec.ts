@@ -2,7 +2,7 @@
  * @module The run spec's `publish` across its layers (docs/worktrees.md: Publishing). Layers merge
  * field by field (a start's `title` keeps its trigger's `base`). What a start may ask: what the
  * operator's layers (its workspace's, schedule's, trigger's `run.publish`) ask, or less (no push,
- * no pull request, a draft for a ready one); more only where its workspace's `publish.fromStarts`
+ * no pull request, a draft for a ready one); more only where its workspace's `publishTo.fromStarts`
  * says so, since a push and a pull request reach outside the service.
  */
 import type { PublishSpec } from '../../contract/run-spec';
@@ -21,7 +21,7 @@ const strip = <T extends object>(o: T): Partial<T> => Object.fromEntries(Object.
 export function publishLoosened(set: PublishSpec | undefined, asked: PublishSpec | undefined): { field: string; detail: string } | undefined {
   const operator = publishAsked(set);
   const wanted = publishAsked(asked);
-  const detail = (what: string) => `${what}; its workspace's publish.fromStarts lets a start ask for it`;
+  const detail = (what: string) => `${what}; its workspace's publishTo.fromStarts lets a start ask for it`;
   if (wanted.push && !operator.push) return { field: 'publish.push', detail: detail("its workspace's runs push no branch") };
   if (wanted.pullRequest && !operator.pullRequest) return { field: 'publish.pullRequest', detail: detail("its workspace's runs open no pull request") };
   const draft = (p: PublishSpec | undefined) => p?.pullRequest?.draft ?? true;

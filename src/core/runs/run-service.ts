@@ -166,7 +166,7 @@ export class RunService implements RunStarter {
 
   /** The run's spec: the start's over its origin's, over its workspace's, once (runs/run-spec.ts). */
   private resolve({ workspace, request, origin }: StartInput): ResolvedSpec {
-    const publishFromStarts = workspace.publish?.fromStarts === true;
+    const publishFromStarts = workspace.publishTo?.fromStarts === true;
     const decided = resolveSpec({ installation: this.$.guards, workspace: workspace.run, origin: origin?.run, request: specOf(request), publishFromStarts });
     if ('refused' in decided) throw new Refusal('policy_loosened', `Field "${decided.refused.field}" cannot be loosened: ${decided.refused.detail}.`);
     const { spec } = decided;

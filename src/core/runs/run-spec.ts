@@ -42,7 +42,7 @@ export interface SpecLayers {
   origin?: RunSpec;
   /** What its start asked. */
   request?: RunSpec;
-  /** Its workspace's `publish.fromStarts`: a start may ask for a push or pull request its operator's layers do not. */
+  /** Its workspace's `publishTo.fromStarts`: a start may ask for a push or pull request its operator's layers do not. */
   publishFromStarts?: boolean;
 }
 

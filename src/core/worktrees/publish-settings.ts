@@ -1,5 +1,5 @@
 /**
- * @module A workspace's `publish` (docs/worktrees.md: Publishing): checked when it is listed, and
+ * @module A workspace's `publishTo` (docs/worktrees.md: Publishing): checked when it is listed, and
  * its token read by the service as it publishes. The token is the operator's: the service reads it
  * from where the config points (its value, an environment variable, a file) and hands it to its own
  * git process and forge calls only; no run's environment ever holds it (resources.ts: held secrets).
@@ -25,23 +25,23 @@ function webUrlProblem(value: string): string | undefined {
   return undefined;
 }
 
-/** Throws, naming where, on `publish` settings that cannot work. */
+/** Throws, naming where, on `publishTo` settings that cannot work. */
 export function checkPublishSettings(p: PublishSettings, where: string): void {
   const remote = isAbsolute(p.remote) ? undefined : webUrlProblem(p.remote);
-  if (remote !== undefined) throw new Error(`${where}.publish.remote ${remote}, or the absolute path of a repository`);
-  if (p.username !== undefined && (p.username === '' || p.username.includes(':'))) throw new Error(`${where}.publish.username must be a name without ":"`);
+  if (remote !== undefined) throw new Error(`${where}.publishTo.remote ${remote}, or the absolute path of a repository`);
+  if (p.username !== undefined && (p.username === '' || p.username.includes(':'))) throw new Error(`${where}.publishTo.username must be a name without ":"`);
   for (const key of ['statusUrl'] as const) {
     const value = p[key];
     const problem = value === undefined ? undefined : webUrlProblem(value);
-    if (problem !== undefined) throw new Error(`${where}.publish.${key} ${problem}`);
+    if (problem !== undefined) throw new Error(`${where}.publishTo.${key} ${problem}`);
   }
   const forge = p.forge;
   if (forge === undefined) return;
-  if (p.token === undefined) throw new Error(`${where}.publish.forge needs publish.token`);
+  if (p.token === undefined) throw new Error(`${where}.publishTo.forge needs publishTo.token`);
   const pattern = forge.kind === 'github' ? GITHUB_REPOSITORY : GITLAB_PROJECT;
-  if (!pattern.test(forge.repository)) throw new Error(`${where}.publish.forge.repository must match ${pattern.source}`);
+  if (!pattern.test(forge.repository)) throw new Error(`${where}.publishTo.forge.repository must match ${pattern.source}`);
   const api = forge.apiUrl === undefined ? undefined : webUrlProblem(forge.apiUrl);
-  if (api !== undefined) throw new Error(`${where}.publish.forge.apiUrl ${api}`);
+  if (api !== undefined) throw new Error(`${where}.publishTo.forge.apiUrl ${api}`);
 }
 
 /** A secret's value, read now: throws, naming where, when it cannot be read or is empty. */
@@ -65,10 +65,10 @@ export function publishSecrets(workspaces: Workspace[], env: NodeJS.ProcessEnv):
   const names: string[] = [];
   const values: string[] = [];
   for (const ws of workspaces) {
-    const token = ws.publish?.token;
+    const token = ws.publishTo?.token;
     if (token === undefined) continue;
     if (typeof token === 'object' && 'env' in token) names.push(token.env);
-    values.push(readSecretSource(token, `workspace "${ws.id}": publish.token`, env));
+    values.push(readSecretSource(token, `workspace "${ws.id}": publishTo.token`, env));
   }
   return { names, values };
 }
@@ -79,12 +79,12 @@ export function publishAsked(publish: PublishSpec | undefined): { push: boolean;
   return { push, pullRequest: push && publish?.pullRequest !== undefined };
 }
 
-/** Why a run of `ws` cannot publish as its spec asks (no `publish` settings, no forge, not in a worktree), or undefined. */
+/** Why a run of `ws` cannot publish as its spec asks (no `publishTo`, no forge, not in a worktree), or undefined. */
 export function publishUnavailable(ws: Workspace, spec: { publish?: PublishSpec; isolation?: string }): string | undefined {
   const asked = publishAsked(spec.publish);
   if (!asked.push) return undefined;
-  if (ws.publish === undefined) return `workspace "${ws.id}" has no publish settings: its operator decides where its runs are pushed`;
-  if (asked.pullRequest && ws.publish.forge === undefined) return `workspace "${ws.id}" has no publish.forge to open a pull request on`;
+  if (ws.publishTo === undefined) return `workspace "${ws.id}" has no publishTo: its operator decides where its runs are pushed`;
+  if (asked.pullRequest && ws.publishTo.forge === undefined) return `workspace "${ws.id}" has no publishTo.forge to open a pull request on`;
   if (spec.isolation !== 'worktree') return 'only a run in a worktree ("isolation": "worktree") has a branch to publish';
   return undefined;
 }

@@ -52,7 +52,7 @@ export async function publishRun(input: PublishInput): Promise<RunPublish> {
   const pushed = { remote, branch: changes.branch, sha: changes.head };
   let token: string | undefined;
   try {
-    token = settings.token === undefined ? undefined : readSecretSource(settings.token, 'publish.token', input.env);
+    token = settings.token === undefined ? undefined : readSecretSource(settings.token, 'publishTo.token', input.env);
     const repo = await repositoryOf(input.workspacePath);
     if (repo === undefined) throw new Error(`${input.workspacePath} is no longer in a git repository`);
     const credential = token === undefined ? undefined : { username: settings.username ?? DEFAULT_USERNAME, token };
