@@ -2,14 +2,14 @@ import { readFileSync } from 'node:fs';
 import { RUN_SPEC_KEYS, type RunSpec } from '../../contract/run-spec';
 import { checkDailyLimits } from '../runs/daily-limits';
 import { checkSpecLayer, refuseMovedKeys } from '../runs/run-spec';
-import type { DailyLimits } from '../types';
+import type { DailyLimits, SecretSource } from '../types';
 import { type SenderName, SENDER_NAMES, type Sender, senderOf } from './senders';
 import { type PromptTemplate, parseTemplate, templateVariables } from './template';
 import { VERIFY_METHODS, type VerifySettings } from './verification';
 import { type When, checkWhen } from './when';
 
-/** Where a trigger's secret comes from: the value itself, an environment variable, or a file (its content, trimmed). */
-export type SecretSource = string | { env: string } | { file: string };
+/** Where a trigger's secret comes from (one type with a workspace's publish token). */
+export type { SecretSource } from '../types';
 
 /** What becomes of a delivery that says its incident is over. */
 export type OnResolved = 'cancel' | 'annotate' | 'run' | 'ignore';
