@@ -55,6 +55,9 @@ const DailyLimitsEntries = { runsPerDay: v.optional(positiveInt), spendPerDayUsd
 const WorkspaceRunSchema = v.omit(RunSpecSchema, ['agent']);
 const QueueSchema = v.strictObject({ max: v.optional(positiveInt), ttlMs: v.optional(positiveInt) });
 
+/** A secret: the value, an environment variable, or a file. */
+const SecretSourceSchema = v.union([v.pipe(v.string(), v.minLength(1)), v.strictObject({ env: v.string() }), v.strictObject({ file: v.string() })]);
+
 const WorkspaceSchema = v.strictObject({
   id: v.pipe(v.string(), v.regex(ID_PATTERN, `must match ${ID_PATTERN.source}`)),
   path: v.pipe(v.string(), v.minLength(1)),
@@ -74,6 +77,16 @@ const WorkspaceSchema = v.strictObject({
       setup: v.optional(v.pipe(v.string(), v.minLength(1))),
       setupTimeoutMs: v.optional(positiveInt),
       cleanup: v.optional(v.picklist(['if-unchanged', 'always', 'never'])),
+    }),
+  ),
+  publishTo: v.optional(
+    v.strictObject({
+      remote: v.pipe(v.string(), v.minLength(1)),
+      token: v.optional(SecretSourceSchema),
+      username: v.optional(v.string()),
+      forge: v.optional(v.strictObject({ kind: v.picklist(['github', 'gitlab']), repository: v.string(), apiUrl: v.optional(v.string()) })),
+      fromStarts: v.optional(v.boolean()),
+      statusUrl: v.optional(v.string()),
     }),
   ),
 });
@@ -113,12 +126,10 @@ const VerifySchema = v.strictObject({
   username: v.optional(v.string()),
 });
 
-const SecretSchema = v.union([v.pipe(v.string(), v.minLength(1)), v.strictObject({ env: v.string() }), v.strictObject({ file: v.string() })]);
-
 /** A Slack or Linear trigger's reply where the delivery came from (docs/triggers.md: Replies). */
 const ReplySchema = v.strictObject({
-  slack: v.optional(v.strictObject({ token: SecretSchema, apiUrl: v.optional(v.string()) })),
-  linear: v.optional(v.strictObject({ apiKey: SecretSchema, apiUrl: v.optional(v.string()) })),
+  slack: v.optional(v.strictObject({ token: SecretSourceSchema, apiUrl: v.optional(v.string()) })),
+  linear: v.optional(v.strictObject({ apiKey: SecretSourceSchema, apiUrl: v.optional(v.string()) })),
   publicUrl: v.optional(v.string()),
 });
 
@@ -127,7 +138,7 @@ const TriggerSchema = v.strictObject({
   workspace: v.string(),
   sender: v.picklist(SENDER_NAMES),
   verify: v.optional(VerifySchema),
-  secret: SecretSchema,
+  secret: SecretSourceSchema,
   prompt: v.pipe(v.string(), v.minLength(1)),
   run: v.optional(RunSpecSchema),
   reply: v.optional(ReplySchema),
@@ -344,7 +355,13 @@ export function loadConfig(file: string | undefined, cwd: string): DaemonConfig 
     if (name !== undefined && !known.has(name)) throw new ConfigError(`config ${path}: ${where} names unknown agent "${name}"`);
   };
   unknownAgent(config.defaultAgent, '"defaultAgent"');
-  const workspaces = (config.workspaces ?? [defaultWorkspace(cwd)]).map((ws) => ({ ...ws, path: local(ws.path) }));
+  // A publish remote that is no URL is a repository's path, from the config's folder as a workspace's is.
+  const remoteOf = (remote: string) => (remote.includes('://') ? remote : local(remote));
+  const workspaces = (config.workspaces ?? [defaultWorkspace(cwd)]).map((ws) => ({
+    ...ws,
+    path: local(ws.path),
+    ...(ws.publishTo ? { publishTo: { ...ws.publishTo, remote: remoteOf(ws.publishTo.remote) } } : {}),
+  }));
   for (const [i, ws] of workspaces.entries()) {
     for (const name of ws.agents ?? []) unknownAgent(name, `"workspaces[${i}].agents"`);
     unknownAgent(ws.headlessAgent, `"workspaces[${i}].headlessAgent"`);

@@ -33,6 +33,7 @@ export function describeRun(r: RunRecord): string {
     const n = r.changes.files.length;
     lines.push(`  changes: ${n} file${n === 1 ? '' : 's'} on ${r.changes.branch}${r.changes.worktree ? ` (worktree ${r.changes.worktree})` : ''}`);
   }
+  if (r.publish) lines.push(`  publish: ${publishLine(r.publish)}`);
   if (r.verify) {
     const last = r.verify.attempts.at(-1);
     const failing = last?.checks.filter((c) => !c.passed).map((c) => c.name) ?? [];
@@ -60,4 +61,12 @@ export function describeEvent(e: RunEvent): string {
   const data = e.data as Record<string, unknown>;
   const what = WHAT[e.type]?.(data) ?? String(data.resumeId ?? '');
   return `${time} ${e.type.padEnd(13)} ${what.replace(/\s+/g, ' ').slice(0, 200)}`;
+}
+
+/** What became of a run's publishing, in one line. */
+function publishLine(p: NonNullable<RunRecord['publish']>): string {
+  const pushed = p.pushed ? `pushed ${p.pushed.branch} to ${p.pushed.remote}` : undefined;
+  const pr = p.pullRequest ? `${p.pullRequest.draft ? 'draft ' : ''}pull request ${p.pullRequest.url}` : undefined;
+  const error = p.error ? `${p.error.code}: ${p.error.message}` : undefined;
+  return [pushed, pr, error, p.skipped && `not published: ${p.skipped}`].filter((part) => part !== undefined).join('; ');
 }

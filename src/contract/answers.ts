@@ -77,6 +77,13 @@ export const RunChangesSchema = v.object({
   worktree: nullableString,
 });
 
+export const RunPublishSchema = v.object({
+  pushed: v.optional(v.object({ remote: v.string(), branch: v.string(), sha: v.string() })),
+  pullRequest: v.optional(v.object({ url: v.string(), number: v.number(), draft: v.boolean(), existing: v.optional(v.boolean()) })),
+  skipped: v.optional(v.string()),
+  error: v.optional(RunErrorSchema),
+});
+
 const ApprovalPolicySchema = v.object({
   timeoutMs: v.number(),
   fallback: v.picklist(['allow', 'deny']),
@@ -161,6 +168,7 @@ export const RunRecordSchema = v.pipe(
     approvals: v.optional(v.object({ asked: v.number(), allowed: v.number(), denied: v.number(), timedOut: v.number(), pending: v.array(v.string()) })),
     verify: v.optional(RunVerifySchema),
     changes: v.optional(RunChangesSchema),
+    publish: v.optional(RunPublishSchema),
     webhooks: v.optional(v.array(WebhookDeliverySchema)),
   }),
   v.description('A run: process status only, never the prompt, output or a token.'),

@@ -254,8 +254,25 @@ export interface RunRecord {
   verify?: RunVerify;
   /** What it changed, for a run in a worktree once it has ended; the patch is at `GET /api/headless/:taskId/changes`. */
   changes?: RunChanges;
+  /** What became of its publishing, where its spec asked for it (docs/worktrees.md: Publishing). */
+  publish?: RunPublish;
   /** Its webhook deliveries (on `GET /api/headless/:taskId` of a run that has webhooks). */
   webhooks?: WebhookDeliveryView[];
+}
+
+/**
+ * A run's publishing (docs/worktrees.md: Publishing): its branch pushed, its pull request, or why
+ * not. A failure is recorded here and never changes the run's outcome.
+ */
+export interface RunPublish {
+  /** Its branch as pushed: the remote as its workspace names it (never a credential), the branch, the commit. */
+  pushed?: { remote: string; branch: string; sha: string };
+  /** Its pull (GitLab: merge) request: the one opened, or the open one its branch already had (`existing`). */
+  pullRequest?: { url: string; number: number; draft: boolean; existing?: boolean };
+  /** Why nothing was published: the run did not succeed, or changed nothing. */
+  skipped?: string;
+  /** What failed: `push_failed`, or `pull_request_failed` (the branch was pushed). */
+  error?: RunError;
 }
 
 /** A run's verify loop as its record shows it (docs/verify.md). */

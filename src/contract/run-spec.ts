@@ -134,6 +134,49 @@ export const VerifySchema = v.pipe(
   v.check((verify) => verify.checks !== undefined || verify.grader !== undefined, 'invalid_body'),
 );
 
+/** A branch a pull request merges into: a branch name, never an option, a range or a revision expression. */
+export const BRANCH_NAME = /^(?!.*\.\.)(?!.*@\{)(?!.*\/\/)(?!.*\.lock$)[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}$/;
+/** A pull request's title, at most. */
+export const PR_TITLE_MAX = 256;
+
+/**
+ * Publishing a run in a worktree once it has `succeeded` (docs/worktrees.md: Publishing): its
+ * branch pushed to its workspace's remote, and a pull (merge) request opened where its workspace
+ * has a forge. Where to, and with which credential, is its workspace's `publishTo`, never a run's.
+ */
+export const PublishSchema = v.pipe(
+  v.strictObject(
+    {
+      /** Push its branch. @default true */
+      push: v.optional(v.boolean('invalid_body')),
+      /** Open a pull request from its branch, once pushed. */
+      pullRequest: v.optional(
+        v.strictObject(
+          {
+            /** @default true */
+            draft: v.optional(v.boolean('invalid_body')),
+            /** The branch it merges into. @default the forge's default branch */
+            base: v.optional(v.pipe(v.string('invalid_body'), v.regex(BRANCH_NAME, 'invalid_body'))),
+            /** @default the run's title, else "headless-run-webhook: run <taskId>" */
+            title: v.optional(
+              v.pipe(
+                v.string('invalid_body'),
+                v.check((t) => t.trim() !== '', 'invalid_body'),
+                v.maxLength(PR_TITLE_MAX, 'invalid_body'),
+              ),
+            ),
+          },
+          'invalid_body',
+        ),
+      ),
+    },
+    'invalid_body',
+  ),
+  // A pull request needs the branch pushed.
+  v.check((p) => !(p.push === false && p.pullRequest !== undefined), 'invalid_body'),
+);
+export type PublishSpec = v.InferOutput<typeof PublishSchema>;
+
 export const RunSpecEntries = {
   /** The agent that runs it. @default the workspace's selection (docs/http-api.md: Agent selection) */
   agent: v.optional(v.string('invalid_body')),
@@ -194,6 +237,8 @@ export const RunSpecEntries = {
   maxMemoryMb: v.optional(positiveInt),
   /** Checks the service runs after the agent's turn, asking it again until they pass (docs/verify.md). */
   verify: v.optional(VerifySchema),
+  /** Once it has succeeded in a worktree: push its branch, open a pull request (docs/worktrees.md: Publishing). */
+  publish: v.optional(PublishSchema),
 };
 
 /** A partial spec: a layer of defaults (a workspace's, a schedule's, a trigger's) or what a start asked. */

@@ -50,6 +50,7 @@ export type {
   InboxItem,
   RunBudget,
   RunChanges,
+  RunPublish,
   RunChangesView,
   RunApprovals,
   RunError,
@@ -61,7 +62,18 @@ export type {
   RunUsage,
   SessionView,
 } from '../contract/records';
-export type { DailyLimits, PlacementRecord, QueueSettings, Workspace, WorkspaceRunSpec, WorktreeCleanup, WorktreeRecord, WorktreeSettings } from './types';
+export type {
+  DailyLimits,
+  ForgeSettings,
+  PlacementRecord,
+  PublishSettings,
+  QueueSettings,
+  Workspace,
+  WorkspaceRunSpec,
+  WorktreeCleanup,
+  WorktreeRecord,
+  WorktreeSettings,
+} from './types';
 export { RUN_SPEC_KEYS, RunSpecSchema } from '../contract/run-spec';
 export type { Permissions, RunSpec, RunSpecKey } from '../contract/run-spec';
 export type { ResolvedSpec } from './runs/run-spec';

@@ -6,6 +6,7 @@ import { TriggerService } from './triggers/trigger-service';
 import { replyContext } from './triggers/reply-spec';
 import { type Trigger, loadTriggers, triggerSecrets } from './triggers/trigger-spec';
 import { readSecret } from './triggers/secret';
+import { publishSecrets } from './worktrees/publish-settings';
 import type { HeldSecrets } from './runs/env';
 import { diagnoseWorkspace } from './agents/doctor';
 import { probeEnv } from './agents/preflight';
@@ -411,16 +412,17 @@ async function diagnose({ workspaces, registry, env, options }: ServiceResources
   return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
 }
 
-/** What the service holds that no run may see: the admin token, the webhooks' secrets, the triggers' (docs/security.md: What runs get). */
+/** What the service holds that no run may see: the admin token, the webhooks' secrets, the triggers', the publish tokens (docs/security.md: What runs get). */
 function heldSecrets(options: HeadlessHandlerOptions, env: NodeJS.ProcessEnv, workspaces: Workspaces, named: ReadonlyMap<string, string>): HeldSecrets {
   const triggers = triggerSecrets(options.triggers ?? [], env);
+  const publish = publishSecrets(workspaces.all() ?? [], env);
   const webhooks = [options.webhooks?.secret, ...(workspaces.all() ?? []).map((ws) => ws.webhook?.secret)];
-  const values = [options.adminToken, ...webhooks, ...triggers.values].filter((v): v is string => typeof v === 'string' && v !== '');
+  const values = [options.adminToken, ...webhooks, ...triggers.values, ...publish.values].filter((v): v is string => typeof v === 'string' && v !== '');
   // A `whsec_` secret's key is the part after the prefix: a copy of that alone signs as well.
   const keys = values.filter((v) => v.startsWith('whsec_')).map((v) => v.slice('whsec_'.length));
   // The operator's named secrets reach only the runs that name them (runs/run-secrets.ts), never the others through the environment.
   const fromEnv = Object.values(options.secrets ?? {}).flatMap((source) => (typeof source === 'object' && 'env' in source ? [source.env] : []));
-  return { names: [...triggers.names, ...fromEnv], values: [...values, ...keys, ...named.values()] };
+  return { names: [...triggers.names, ...publish.names, ...fromEnv], values: [...values, ...keys, ...named.values()] };
 }
 
 /** The operator's named secrets, read once; one that cannot be read stops the start-up, naming it. */

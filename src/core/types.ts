@@ -180,6 +180,8 @@ export interface Workspace {
   run?: WorkspaceRunSpec;
   /** How its runs' worktrees are made and removed. */
   worktree?: WorktreeSettings;
+  /** Where its runs' branches are pushed and pull requests opened, when their spec asks (docs/worktrees.md: Publishing). */
+  publishTo?: PublishSettings;
   /** Its runs per day and spend per day (UTC): a start beyond is `429 daily_limit_reached`. @default none */
   limits?: DailyLimits;
   /**
@@ -208,6 +210,36 @@ export interface WorktreeSettings {
   /** @default "if-unchanged" */
   cleanup?: WorktreeCleanup;
 }
+
+/**
+ * Where a workspace's runs are published (docs/worktrees.md: Publishing): the operator's alone.
+ * The token is read by the service as it publishes, and never reaches a run.
+ */
+export interface PublishSettings {
+  /** The remote's URL (`https://`, `http://`), or the absolute path of a repository on this host; never a remote's name, nor a URL with a credential in it. */
+  remote: string;
+  /** The credential of an HTTP(S) remote's push and of the forge's API: the value, an environment variable or a file. */
+  token?: SecretSource;
+  /** The push's user name, beside the token (GitLab: `oauth2`). @default "x-access-token" */
+  username?: string;
+  /** The forge pull requests are opened on. */
+  forge?: ForgeSettings;
+  /** A start may ask for a push or a pull request its workspace's, schedule's or trigger's `run.publish` does not. @default false */
+  fromStarts?: boolean;
+  /** The status page's public address: a pull request links to `<statusUrl>#<taskId>`. @default the run's API URL */
+  statusUrl?: string;
+}
+
+export interface ForgeSettings {
+  kind: 'github' | 'gitlab';
+  /** GitHub: `owner/name`; GitLab: the project's path (`group/project`) or id. */
+  repository: string;
+  /** GitHub Enterprise (`https://ghe.example.com/api/v3`), a self-hosted GitLab (`https://gitlab.example.com/api/v4`). @default the public one's */
+  apiUrl?: string;
+}
+
+/** Where a secret comes from: the value itself, an environment variable, or a file (its content, trimmed). */
+export type SecretSource = string | { env: string } | { file: string };
 
 /** Where a run's webhooks go; kept on the run record from its start. */
 export interface WebhookTarget {

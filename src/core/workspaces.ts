@@ -4,6 +4,7 @@ import { Refusal } from '../contract/problems';
 import * as v from 'valibot';
 import type { AdvertisedWorkspace } from './fleet/fleet';
 import { checkSpecLayer } from './runs/run-spec';
+import { checkPublishSettings, publishUnavailable } from './worktrees/publish-settings';
 import type { Workspace } from './types';
 
 const positive = v.pipe(v.number(), v.integer(), v.minValue(1));
@@ -164,6 +165,9 @@ function checkList(list: Workspace[]): Map<string, Workspace> {
     if (!isValidId(ws.id)) throw new Error(`workspace id "${ws.id}" must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`);
     if (map.has(ws.id)) throw new Error(`workspace id "${ws.id}" is listed twice`);
     if (!isAbsolute(ws.path)) throw new Error(`workspace "${ws.id}" needs an absolute path, not "${ws.path}"`);
+    if (ws.publishTo !== undefined) checkPublishSettings(ws.publishTo, `workspace "${ws.id}"`);
+    const unpublishable = publishUnavailable(ws, { ...ws.run, isolation: ws.run?.isolation ?? 'none' });
+    if (unpublishable !== undefined) throw new Error(`workspace "${ws.id}": run.publish cannot be: ${unpublishable}`);
     map.set(ws.id, ws);
   }
   return map;

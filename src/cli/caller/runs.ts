@@ -53,6 +53,7 @@ export const run: Command = async (client, args, v) => {
     ...(v.schema ? { outputSchema: schemaFile(v.schema) } : {}),
     ...(v.worktree ? { isolation: 'worktree' as const } : {}),
     ...(v.ref ? { ref: v.ref } : {}),
+    ...(v.pr ? { publish: { pullRequest: {} } } : v.push ? { publish: {} } : {}),
     ...verifyOf(v),
   };
   const started = await client.start(workspaceOf(v), request);

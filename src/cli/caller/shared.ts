@@ -32,6 +32,8 @@ export const OPTIONS = {
   worktree: { type: 'boolean' },
   schema: { type: 'string' },
   ref: { type: 'string' },
+  push: { type: 'boolean' },
+  pr: { type: 'boolean' },
   meta: { type: 'string', multiple: true },
   verify: { type: 'string', multiple: true },
   attempts: { type: 'string' },

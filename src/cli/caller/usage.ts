@@ -16,7 +16,7 @@ Exit codes: 0 succeeded (or done), 1 run failed, 2 bad usage, 3 timed out, 4 can
 export const CALLER_USAGE: Record<string, string> = {
   run: `Usage: headless-run-webhook run "<prompt>" [--workspace ID] [--agent NAME] [--resume ID] [--timeout MS]
                                   [--title TEXT] [--meta KEY=VALUE]... [--schema FILE]
-                                  [--worktree [--ref REF]] [--verify CMD]... [--rubric TEXT] [--attempts N]
+                                  [--worktree [--ref REF] [--push | --pr]] [--verify CMD]... [--rubric TEXT] [--attempts N]
                                   [--wait | --follow]
 
   --workspace ID  the workspace (default: $HEADLESS_WORKSPACE, else "default")
@@ -28,6 +28,8 @@ export const CALLER_USAGE: Record<string, string> = {
   --schema FILE   a JSON Schema its answer must match: the answer is its result
   --worktree      run in a git worktree of its own, on its Session's branch
   --ref REF       the ref that worktree is made from (default: the workspace's, else HEAD)
+  --push          once it succeeded, push its branch to the workspace's publishTo remote
+  --pr            --push, and open a draft pull request (docs/worktrees.md: Publishing)
   --verify CMD    a check the service runs after the agent (exit 0 passes); while one fails,
                   the agent is asked again with its output (docs/verify.md)
   --rubric TEXT   a grader (a read-only run of its own) judges the change against it, once

@@ -19,6 +19,7 @@ import { clip } from '../util/text';
 import { EMPTY_OUTPUT, type RunLifecycle } from './lifecycle';
 import type { LiveRun } from './live-run';
 import { placementRecord } from './placements';
+import { publishRun } from '../worktrees/publish';
 import { judgeOutcome } from './outcome';
 import { answerOf } from './repair-turn';
 import { judgeAnswer } from './structured-output';
@@ -61,6 +62,8 @@ export interface RunEndingResources {
   tokens: RunTokens;
   log: Log;
   instanceId: string;
+  /** The service's environment: where a publish token named by a variable is read. */
+  baseEnv: NodeJS.ProcessEnv;
 }
 
 export class RunEnding {
@@ -92,7 +95,8 @@ export class RunEnding {
     // A question still waiting ends with its run: `interrupted` with the service, else `abandoned`.
     await live.questions?.abandon(judged.status === 'interrupted' ? 'interrupted' : 'abandoned');
     const approvals = live.questions?.final();
-    const fields = { ...judged, ...(approvals ? { approvals } : {}), ...(await this.placementFields(live, record)) };
+    const placed = { ...judged, ...(approvals ? { approvals } : {}), ...(await this.placementFields(live, record)) };
+    const fields = await this.withPublish(live, record, placed);
     // The agent failed before its model ever answered: its session may not exist.
     const failedUnanswered = fields.status === 'failed' && verdict.answered === false;
     const agentSessionId = verdict.agentSessionId ?? record.agentSessionId;
@@ -115,6 +119,26 @@ export class RunEnding {
     if (!placement) return {};
     const changes = await this.$.lifecycle.settlePlacement(live.taskId, placement);
     return { ...(record.placement ? {} : { placement }), ...(changes ? { changes } : {}) };
+  }
+
+  /** Its branch pushed and its pull request opened, where its spec asks (worktrees/publish.ts): before its final record, which says what became of them. */
+  private async withPublish(live: LiveRun, record: StoredRun, fields: FinishFields): Promise<FinishFields> {
+    const asked = record.spec?.publish;
+    if (live.publishing === undefined || asked === undefined) return fields;
+    const { workspacePath, settings, apiUrl } = live.publishing;
+    const link = `${(settings.statusUrl ?? apiUrl).replace(/\/?$/, '/')}#${live.taskId}`;
+    const run = { taskId: live.taskId, title: record.title, lastMessage: fields.lastMessage, verify: record.verify, link };
+    const publish = await publishRun({
+      workspacePath,
+      settings,
+      asked,
+      status: fields.status,
+      changes: fields.changes ?? record.changes,
+      run,
+      env: this.$.baseEnv,
+    });
+    if (publish.error) this.$.log(`run ${live.taskId} could not be published: ${publish.error.message}`);
+    return { ...fields, publish };
   }
 
   /**

@@ -12,6 +12,7 @@ import type { TokenPrice } from '../agents/prices';
 import type { AgentEvent, AgentRunInput } from '../agents/types';
 import type { RunEvents } from '../events/run-events';
 import type { Log } from '../logger';
+import { publishAsked } from '../worktrees/publish-settings';
 import { SpawnFailure, type Spawner } from '../process/spawner';
 import { publicRecord } from '../public-record';
 import type { Sandbox } from '../sandbox/sandbox';
@@ -121,6 +122,8 @@ export class RunLauncher {
     const { taskId } = record;
     const agentSessionId = reservation.session?.agentSessionId;
     const live = newLiveRun({ taskId, reservation, resumedFrom: agentSessionId, done: this.$.lifecycle.waitFor(taskId) });
+    const settings = workspace.publishTo;
+    if (settings && publishAsked(record.spec?.publish).push) live.publishing = { workspacePath: workspace.path, settings, apiUrl: input.apiUrl };
     this.live.set(taskId, live);
     void live.done.then(
       () => this.live.delete(taskId),

@@ -1,6 +1,7 @@
 import type { RunRecord, RunStatus, RunUsage } from '../../contract/records';
 import type { AgentConversation, AgentVerdict } from '../agents/types';
 import type { ProcessOutput, Spawner } from '../process/spawner';
+import type { PublishSettings } from '../types';
 import type { Reservation } from './admission';
 import type { RunStop } from './outcome';
 import type { PlacedRun } from './placements';
@@ -73,6 +74,8 @@ export interface LiveRun {
   processSaved?: Promise<unknown>;
   /** The writes of the session ids its agent printed (record, then Session), awaited before the Session is settled so none lands after it. */
   sessionNoted?: Promise<unknown>;
+  /** Where it publishes once it has succeeded, when its spec asks (worktrees/publish.ts): its workspace's settings and the status page's address. */
+  publishing?: { workspacePath: string; settings: PublishSettings; apiUrl: string };
   /** Its process has ended: its final record is being stored. */
   ending: boolean;
   /** Settles with its final record once durable (the lifecycle's waiters). */

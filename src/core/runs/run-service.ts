@@ -33,6 +33,7 @@ import type { RunProcesses } from '../process/run-membership';
 import type { Placements } from './placements';
 import { newRunRecord, outputSchemaOf, startedEvent } from './new-record';
 import { type ResolvedSpec, policyOf, resolveSpec } from './run-spec';
+import { publishUnavailable } from '../worktrees/publish-settings';
 import type { RunStarter, StartInput } from './run-starter';
 import { tailOf } from './output-tail';
 import type { RunRecords } from './records';
@@ -188,13 +189,16 @@ export class RunService implements RunStarter {
 
   /** The run's spec: the start's over its origin's, over its workspace's, once (runs/run-spec.ts). */
   private resolve({ workspace, request, origin }: StartInput): ResolvedSpec {
-    const decided = resolveSpec({ installation: this.$.guards, workspace: workspace.run, origin: origin?.run, request: specOf(request) });
+    const publishFromStarts = workspace.publishTo?.fromStarts === true;
+    const decided = resolveSpec({ installation: this.$.guards, workspace: workspace.run, origin: origin?.run, request: specOf(request), publishFromStarts });
     if ('refused' in decided) throw new Refusal('policy_loosened', `Field "${decided.refused.field}" cannot be loosened: ${decided.refused.detail}.`);
     const { spec } = decided;
     const schema = spec.outputSchema === undefined ? undefined : schemaProblem(spec.outputSchema);
     if (schema !== undefined) throw new Refusal('invalid_body', `Field "outputSchema" is invalid: ${schema}.`);
     const unknown = this.$.placement.notRegistered(spec.isolation);
     if (unknown !== undefined) throw new Refusal('invalid_body', `Field "isolation" is invalid: ${unknown}.`);
+    const unpublishable = publishUnavailable(workspace, spec);
+    if (unpublishable !== undefined) throw new Refusal('invalid_body', `Field "publish" cannot be met: ${unpublishable}.`);
     return spec;
   }
 

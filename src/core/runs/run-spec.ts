@@ -19,6 +19,7 @@ import {
 } from '../../contract/run-spec';
 import { approvalPolicy } from '../approvals/approval-policy';
 import type { RunSource } from '../../contract/records';
+import { mergePublish, publishLoosened } from './publish-spec';
 import { schemaProblem } from './structured-output';
 
 /** A spec with every default filled in: what the record stores. */
@@ -41,6 +42,8 @@ export interface SpecLayers {
   origin?: RunSpec;
   /** What its start asked. */
   request?: RunSpec;
+  /** Its workspace's `publishTo.fromStarts`: a start may ask for a push or pull request its operator's layers do not. */
+  publishFromStarts?: boolean;
 }
 
 /** A start that asked to loosen what its workspace, schedule or trigger set: the field, and why. */
@@ -55,9 +58,9 @@ export type SpecDecision = { spec: ResolvedSpec } | { refused: SpecRefusal };
 export function resolveSpec(layers: SpecLayers): SpecDecision {
   const operator = over(over(layers.installation ?? {}, layers.workspace ?? {}), layers.origin ?? {});
   const request = layers.request ?? {};
-  const refused = loosening(operator, request);
-  if (refused) return { refused };
   const asked = over(operator, request);
+  const refused = loosening(operator, request) ?? (layers.publishFromStarts ? undefined : publishLoosened(operator.publish, asked.publish));
+  if (refused) return { refused };
   const permissions = asked.permissions ?? 'full';
   const isolation = asked.isolation ?? 'none';
   const { approvals, ref, ...rest } = asked;
@@ -80,6 +83,7 @@ function over(base: RunSpec, top: RunSpec): RunSpec {
   const merged: RunSpec = { ...base };
   for (const key of RUN_SPEC_KEYS) if (top[key] !== undefined) Object.assign(merged, { [key]: top[key] });
   if (base.approvals && top.approvals) merged.approvals = { ...base.approvals, ...strip(top.approvals) };
+  if (base.publish && top.publish) merged.publish = mergePublish(base.publish, top.publish);
   return merged;
 }
 

@@ -84,6 +84,8 @@ export interface FinishFields {
   result?: unknown;
   /** What it was asked and answered, nothing pending any more. */
   approvals?: StoredRun['approvals'];
+  /** What became of its publishing (worktrees/publish.ts). */
+  publish?: StoredRun['publish'];
 }
 
 /**

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 
-/** Where a trigger's secret (or its reply's credential) comes from: the value itself, an environment variable, or a file (its content, trimmed). */
-export type SecretSource = string | { env: string } | { file: string };
+import type { SecretSource } from '../types';
+
+export type { SecretSource };
 
 /** Its value; throws, naming `where`, when it is empty or cannot be read. */
 export function readSecret(source: SecretSource, where: string, env: NodeJS.ProcessEnv): string {

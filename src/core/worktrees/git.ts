@@ -51,6 +51,8 @@ export interface GitOptions {
   at: GitPlace;
   /** Bytes of stdout kept; beyond, `truncated` is set. @default unbounded */
   maxBytes?: number;
+  /** The service's own settings for this one command, set last (a push's credential): in its environment only, never in a file. */
+  config?: Array<[string, string]>;
 }
 
 /** Set on every command: what runs programs whatever the repository says, and what bounds memory. */
@@ -148,7 +150,7 @@ export async function git(args: string[], o: GitOptions): Promise<{ stdout: stri
   const keys = await everyConfigKey(o.at.gitDir, read).catch((error: unknown) => {
     throw error instanceof UnreadableConfig ? new UnsafeRepository(args, error.message) : error;
   });
-  return rawGit(args, o, commandKeyOverrides(keys, hasLfs()));
+  return rawGit(args, o, [...commandKeyOverrides(keys, hasLfs()), ...(o.config ?? [])]);
 }
 
 /** The trimmed output of a git command that answers one line. */
