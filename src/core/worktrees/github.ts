@@ -3,13 +3,15 @@
  * request (docs/decisions.md: the smallest Octokit that does the job): the open one of the branch
  * if there is one (a resumed Session pushes the same branch again), else a new one.
  */
-import { request } from '@octokit/request';
+import { loadOptional } from '../util/optional-package';
 import { FORGE_TIMEOUT_MS, type OpenedPullRequest, type PullRequestAsk } from './forge';
 
 const PUBLIC_API = 'https://api.github.com';
 
 export async function githubPullRequest(ask: PullRequestAsk): Promise<OpenedPullRequest> {
   const [owner = '', repo = ''] = ask.repository.split('/');
+  // Optional in the lean install (packages/core): only a workspace publishing to GitHub needs it.
+  const { request } = await loadOptional(() => import('@octokit/request'), '@octokit/request', 'A pull request on GitHub');
   const api = request.defaults({
     baseUrl: (ask.apiUrl ?? PUBLIC_API).replace(/\/+$/, ''),
     headers: { authorization: `Bearer ${ask.token}`, 'user-agent': 'headless-run-webhook', 'x-github-api-version': '2022-11-28' },
