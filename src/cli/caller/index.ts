@@ -43,6 +43,7 @@ const COMMANDS: Record<CallerName, { command: Command; takes: Array<keyof typeof
       'verify',
       'rubric',
       'attempts',
+      'secret',
     ],
   },
   status: { command: status, takes: [] },

@@ -40,6 +40,27 @@ function verifyOf(v: Values): { verify?: { checks?: Array<{ name: string; comman
   };
 }
 
+/**
+ * `--secret NAME` gives the run the value of the caller's own variable NAME (never on the command
+ * line, where any local user reads it); `--secret NAME=@SECRET` names one of the operator's secrets.
+ */
+function secretsOf(pairs: string[] | undefined): { secrets?: Record<string, string | { secret: string }> } {
+  if (!pairs) return {};
+  const secrets: Record<string, string | { secret: string }> = {};
+  for (const pair of pairs) {
+    const [name = '', named] = pair.split('=@');
+    if (named !== undefined) {
+      secrets[name] = { secret: named };
+      continue;
+    }
+    if (pair.includes('=')) return usage('run', `--secret ${pair.split('=')[0]}: give its value in your environment, not on the command line (or NAME=@SECRET for the operator's)`);
+    const value = process.env[name];
+    if (value === undefined || value === '') return usage('run', `--secret ${name}: the variable ${name} is not set in your environment`);
+    secrets[name] = value;
+  }
+  return { secrets };
+}
+
 export const run: Command = async (client, args, v) => {
   const [prompt] = args;
   if (args.length !== 1 || prompt === undefined || prompt.trim() === '') return usage('run', 'give the prompt as one argument (quote it)');
@@ -55,6 +76,7 @@ export const run: Command = async (client, args, v) => {
     ...(v.ref ? { ref: v.ref } : {}),
     ...(v.pr ? { publish: { pullRequest: {} } } : v.push ? { publish: {} } : {}),
     ...verifyOf(v),
+    ...secretsOf(v.secret),
   };
   const started = await client.start(workspaceOf(v), request);
   const verb = started.status === 'queued' ? `queued ${started.taskId} at place ${started.queuePosition ?? '?'}` : `started ${started.taskId}`;

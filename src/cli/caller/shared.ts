@@ -36,6 +36,7 @@ export const OPTIONS = {
   pr: { type: 'boolean' },
   meta: { type: 'string', multiple: true },
   verify: { type: 'string', multiple: true },
+  secret: { type: 'string', multiple: true },
   attempts: { type: 'string' },
   rubric: { type: 'string' },
   always: { type: 'boolean' },

@@ -17,7 +17,7 @@ export const CALLER_USAGE: Record<string, string> = {
   run: `Usage: headless-run-webhook run "<prompt>" [--workspace ID] [--agent NAME] [--resume ID] [--timeout MS]
                                   [--title TEXT] [--meta KEY=VALUE]... [--schema FILE]
                                   [--worktree [--ref REF] [--push | --pr]] [--verify CMD]... [--rubric TEXT] [--attempts N]
-                                  [--wait | --follow]
+                                  [--secret NAME[=@SECRET]]... [--wait | --follow]
 
   --workspace ID  the workspace (default: $HEADLESS_WORKSPACE, else "default")
   --agent NAME    the agent (default: the workspace's choice)
@@ -35,6 +35,8 @@ export const CALLER_USAGE: Record<string, string> = {
   --rubric TEXT   a grader (a read-only run of its own) judges the change against it, once
                   the checks pass (docs/verify.md)
   --attempts N    with --verify or --rubric: attempts at most, the first included (default 3)
+  --secret NAME   give the run your variable NAME's value as its variable NAME, never recorded
+                  (NAME=@SECRET: the operator's named secret; docs/security.md: Per-run secrets)
   --wait          wait for the end (a live progress line on a terminal)
   --follow        print every event as it comes, then wait for the end`,
   status: 'Usage: headless-run-webhook status <taskId>',
