@@ -53,7 +53,8 @@ function secretsOf(pairs: string[] | undefined): { secrets?: Record<string, stri
       secrets[name] = { secret: named };
       continue;
     }
-    if (pair.includes('=')) return usage('run', `--secret ${pair.split('=')[0]}: give its value in your environment, not on the command line (or NAME=@SECRET for the operator's)`);
+    if (pair.includes('='))
+      return usage('run', `--secret ${pair.split('=')[0]}: give its value in your environment, not on the command line (or NAME=@SECRET for the operator's)`);
     const value = process.env[name];
     if (value === undefined || value === '') return usage('run', `--secret ${name}: the variable ${name} is not set in your environment`);
     secrets[name] = value;
