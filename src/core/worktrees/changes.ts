@@ -40,16 +40,24 @@ function offBranch(at: GitPlace, branch: string): string | undefined {
 
 /** Commits what the agent left uncommitted: whether there was something, or why it stays in the folder uncommitted. */
 async function commitLeftovers(w: WorktreeRecord, at: GitPlace, taskId: string): Promise<{ committed: boolean; notCommitted?: string }> {
+  const message = `headless-run-webhook: work left uncommitted by run ${taskId}`;
   const leftovers = await leftoverSize(at, pathspec(w));
-  if (leftovers.files === 0) return { committed: false };
+  // Settled again after a crash: the commit it made before is its branch's head, and still its.
+  if (leftovers.files === 0) return { committed: (await headSubject(at, w)) === message };
   const refused = overCeiling(leftovers) ?? offBranch(at, w.branch);
   if (refused !== undefined) return { committed: false, notCommitted: refused };
   await git(['add', '--all', ...pathspec(w)], { at });
-  const message = `headless-run-webhook: work left uncommitted by run ${taskId}`;
   await git([...SERVICE_IDENTITY, 'commit', '--no-verify', '--quiet', '-m', message], { at });
   // Checked after the fact too: the commit is on the run's branch, or the record says it is not.
   const after = offBranch(at, w.branch);
   return after === undefined ? { committed: true } : { committed: false, notCommitted: after };
+}
+
+/** The subject of its branch's head commit, when that is not its base (the run committed something). */
+async function headSubject(at: GitPlace, w: WorktreeRecord): Promise<string | undefined> {
+  const head = await gitLine(['rev-parse', '--verify', '--end-of-options', `refs/heads/${w.branch}^{commit}`], at);
+  if (head === w.base) return undefined;
+  return gitLine(['log', '-1', '--no-show-signature', '--format=%s', '--end-of-options', head], at);
 }
 
 const STATUS: Record<string, ChangedFile['status']> = { A: 'added', M: 'modified', D: 'deleted', R: 'renamed', T: 'modified', C: 'added' };
