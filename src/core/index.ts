@@ -83,7 +83,7 @@ export type { TurnCommand, TurnCommandEnd, TurnContext, TurnDecision, TurnEnd, T
 export type { TurnNotes } from './runs/transitions';
 export type { AgentRule, CheckResult, GraderVerdict, RunVerify, VerifyAttempt } from '../contract/records';
 export type { GradeAnswer, GradeRequest } from './runs/grader';
-export type { PlaceInput, Placed, PlacedSetup, PlacementProvider, ReleaseInput, RunPatch, SandboxView, Settled } from './runs/placement';
+export type { EndedRun, PlaceInput, Placed, PlacedSetup, PlacementProvider, ReleaseInput, RunPatch, SandboxView, Settled } from './runs/placement';
 export { localHost } from './process/local-host';
 export type { HostedRun, ProcessHost, RecordedProcess } from './process/process-host';
 export { RUN_EVENT_TYPES, RUN_STATUSES, WEBHOOK_EVENTS } from '../contract/records';

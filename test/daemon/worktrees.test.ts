@@ -286,8 +286,13 @@ describe('worktrees and crashes', () => {
     const ended = (await waitRun(again, run.taskId)) as RunRecord;
     expect(ended).toMatchObject({ status: 'interrupted', changes: { committed: true, files: [{ path: 'half.txt', status: 'added' }] } });
     expect(git(repo, 'show', `headless/${run.resumeId}:half.txt`)).toBe('half');
-    expect(git(repo, 'worktree', 'list', '--porcelain')).not.toContain('locked');
+    // The record names its kept folder: the restart's sweep leaves it there (it had removed it).
+    const kept = ended.changes?.worktree;
+    expect(kept).toEqual(expect.any(String));
     await again.stop();
+    expect(existsSync(kept as string)).toBe(true);
+    expect(git(repo, 'worktree', 'list', '--porcelain')).toContain(`worktree ${kept}`);
+    expect(git(repo, 'worktree', 'list', '--porcelain')).not.toContain('locked');
   });
 
   it('killed -9 while its worktree was being set up: the sweep at the next start removes what it left', async () => {

@@ -94,6 +94,11 @@ export interface PlaceInput {
   spawner: Spawner;
 }
 
+/** A run that has ended, as a placement's sweep sees it. */
+export interface EndedRun {
+  changes?: RunChanges;
+}
+
 export interface ReleaseInput {
   taskId: string;
   workspaceId: string;
@@ -116,8 +121,11 @@ export interface PlacementProvider {
   settle(run: { taskId: string; placement: PlacementRecord }): Promise<Settled | undefined>;
   /** The run has ended (its final record is durable): undo what `prepare` made. */
   release(run: ReleaseInput): Promise<void>;
-  /** After a restart: what runs that have ended left behind (a crash before their placement was recorded) is settled and released. */
-  sweep(a: { workspaces: Workspace[]; hasEnded: (taskId: string) => Promise<boolean> }): Promise<void>;
+  /**
+   * After a restart: what runs that have ended left behind is settled and released. `ended` answers
+   * for a run that has ended, with what its final record says it changed (absent: it crashed before its placement was recorded).
+   */
+  sweep(a: { workspaces: Workspace[]; ended: (taskId: string) => Promise<EndedRun | undefined> }): Promise<void>;
 }
 
 export const inWorkspace: PlacementProvider = {

@@ -119,9 +119,10 @@ export class RunService implements RunStarter {
   async sweepPlaces(workspaces: Workspace[]): Promise<void> {
     const ended = async (taskId: string) => {
       const run = await this.find(taskId);
-      return run === undefined || (hasEnded(run.status) && !this.$.lifecycle.isHere(taskId));
+      if (run === undefined) return {};
+      return hasEnded(run.status) && !this.$.lifecycle.isHere(taskId) ? { ...(run.changes ? { changes: run.changes } : {}) } : undefined;
     };
-    await this.$.placement.sweep({ workspaces, hasEnded: ended }, this.$.log);
+    await this.$.placement.sweep({ workspaces, ended }, this.$.log);
   }
 
   /** Acts on another instance's request about a run of this one: a cancel, or a follow-up (its text in the store). */

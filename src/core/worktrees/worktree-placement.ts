@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative } from 'node:path';
 import { localHost } from '../process/local-host';
 import { SpawnFailure } from '../process/spawner';
-import type { PlaceInput, Placed, PlacedSetup, PlacementProvider, ReleaseInput, SandboxView, Settled } from '../runs/placement';
+import type { EndedRun, PlaceInput, Placed, PlacedSetup, PlacementProvider, ReleaseInput, SandboxView, Settled } from '../runs/placement';
 import type { Log } from '../logger';
 import type { PlacementRecord, Workspace, WorktreeRecord, WorktreeSettings } from '../types';
 import { changedAnything, settleWorktree, untrackedFiles } from './changes';
@@ -200,10 +200,10 @@ export class WorktreePlacement implements PlacementProvider {
    * are removed, with the sandbox views of runs that have ended. A run that crashed before its
    * placement was recorded is found this way.
    */
-  async sweep(a: { workspaces: Workspace[]; hasEnded: (taskId: string) => Promise<boolean> }): Promise<void> {
+  async sweep(a: { workspaces: Workspace[]; ended: (taskId: string) => Promise<EndedRun | undefined> }): Promise<void> {
     if (this.o.root === undefined || !existsSync(this.o.root)) return;
     const views = join(this.root, VIEWS);
-    if (existsSync(views)) for (const taskId of readdirSync(views)) if (await a.hasEnded(taskId)) rmSync(join(views, taskId), { recursive: true, force: true });
+    if (existsSync(views)) for (const taskId of readdirSync(views)) if (await a.ended(taskId)) rmSync(join(views, taskId), { recursive: true, force: true });
     for (const workspace of a.workspaces) {
       const folder = join(this.root, workspace.id);
       if (!existsSync(folder)) continue;
@@ -211,15 +211,23 @@ export class WorktreePlacement implements PlacementProvider {
       if (repo === undefined) continue;
       await git(['worktree', 'prune'], { at: repoPlace(repo) });
       const listed = (await listWorktrees(repoPlace(repo))).filter((w) => w.path.startsWith(`${folder}/`));
-      for (const w of listed) await this.sweepOne(repo, workspace, w, a.hasEnded);
+      for (const w of listed) await this.sweepOne(repo, workspace, w, a.ended);
       const known = new Set(listed.map((w) => w.path));
       for (const name of readdirSync(folder)) if (!known.has(join(folder, name))) rmSync(join(folder, name), { recursive: true, force: true });
     }
   }
 
-  private async sweepOne(repo: Repository, workspace: Workspace, w: Listed, hasEnded: (taskId: string) => Promise<boolean>): Promise<void> {
+  private async sweepOne(repo: Repository, workspace: Workspace, w: Listed, ended: (taskId: string) => Promise<EndedRun | undefined>): Promise<void> {
     const taskId = runOfLock(w.locked);
-    if (taskId === undefined || !(await hasEnded(taskId))) return;
+    const run = taskId === undefined ? undefined : await ended(taskId);
+    if (taskId === undefined || run === undefined) return;
+    // Its end was recorded with what it changed (a crash came before its release): released as that record says, a kept folder kept.
+    if (run.changes !== undefined && (run.changes.worktree === w.path || run.changes.worktree === null)) {
+      const data: WorktreeRecord = { repo: repo.top, path: w.path, branch: w.branch ?? '', base: run.changes.base, created: false, cleanup: 'never' };
+      await this.release({ taskId, workspaceId: workspace.id, placement: { provider: this.name, cwd: w.path, data }, changes: run.changes });
+      this.o.log(`the worktree run ${taskId} left was ${run.changes.worktree === null ? 'removed' : 'kept'} after a restart, as its record says`);
+      return;
+    }
     // Its start is not known: what it left uncommitted is its change.
     const record: WorktreeRecord = {
       repo: repo.top,
