@@ -132,6 +132,27 @@ describe("a delivery's repeat keys, as the store keeps them", () => {
     expect(host.spawner.count).toBe(1);
   });
 
+  it('whose first copy started its run but was never logged (the service stopped first): the repeat logs it, from its run', async () => {
+    const faulty = faultyKeyv();
+    let refusing = true;
+    // The state a kill -9 between the run's start and the log's write leaves: the run, and no log entry.
+    faulty.state.refuse = (w) => refusing && JSON.stringify(w.value ?? {}).includes('"outcome":"started"');
+    const host = await createTestHost({ store: faulty.keyv(), triggers: [github()] });
+    const first = await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-1'));
+    expect(faulty.state.refused.length).toBeGreaterThan(0);
+    expect((await deliveriesOf(host, 'gh')).deliveries).toEqual([]);
+    refusing = false;
+    expect(await send(host, 'gh', ISSUE, await githubHeaders(ISSUE, 'delivery-1'))).toMatchObject({
+      body: { outcome: 'deduplicated', taskId: first.body.taskId },
+    });
+    const log = (await deliveriesOf(host, 'gh')).deliveries;
+    expect(log.map((d: { outcome: string; taskId?: string }) => [d.outcome, d.taskId])).toEqual([
+      ['deduplicated', first.body.taskId],
+      ['started', first.body.taskId],
+    ]);
+    expect(log[1]).toMatchObject({ deliveryId: 'delivery-1', id: first.body.delivery });
+  });
+
   it('kept before version 2, as HTTP answers (a 202, a spawn failure), are still repeats: answered with the run they name', async () => {
     const store = createMemoryKeyv();
     const host = await createTestHost({ store, triggers: [github()] });

@@ -39,6 +39,10 @@ export class DeliveryLog {
     return newSortableId('dlv_');
   }
 
+  async has(id: string): Promise<boolean> {
+    return (await this.table.get(id)) !== undefined;
+  }
+
   async add(record: DeliveryRecord): Promise<void> {
     await this.table.put(record.id, record);
   }

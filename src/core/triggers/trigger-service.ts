@@ -194,7 +194,10 @@ export class TriggerService {
     for (let waited = false; ; waited = true) {
       try {
         const { answer, replayed } = await this.once(trigger, keys, start);
-        if (replayed) return { outcome: 'deduplicated' as const, taskId: answer.taskId, reason: 'seen within the dedupe window' };
+        if (replayed) {
+          await this.logFirstCopy(answer.taskId);
+          return { outcome: 'deduplicated' as const, taskId: answer.taskId, reason: 'seen within the dedupe window' };
+        }
         return { outcome: answer.status === 'queued' ? ('queued' as const) : ('started' as const), taskId: answer.taskId };
       } catch (error) {
         if (!(error instanceof Refusal && error.code === 'idempotency_key_in_use')) throw error;
@@ -306,6 +309,18 @@ export class TriggerService {
     this.buckets.set(trigger.definition.name, bucket);
     if (bucket.tokens < 1) throw new DeliveryRefusal('rate_limited', `more than ${perMinute} deliveries a minute`);
     bucket.tokens -= 1;
+  }
+
+  /**
+   * A repeat's first copy started its run but its service stopped before logging it (a kill -9
+   * before its answer, which the sender then retries): its log entry is written now, from its run.
+   */
+  private async logFirstCopy(taskId: string): Promise<void> {
+    const run = await this.$.runs.find(taskId).catch(() => undefined);
+    const source = run?.source;
+    if (!run || source?.kind !== 'trigger' || (await this.$.deliveries.has(source.delivery).catch(() => true))) return;
+    const first: DeliveryRecord = { id: source.delivery, trigger: source.name, receivedAt: run.createdAt, outcome: 'started', taskId };
+    await this.log({ ...first, ...(source.deliveryId ? { deliveryId: source.deliveryId } : {}), reason: 'logged when a repeat came: the service stopped before it logged this copy' });
   }
 
   private async log(record: DeliveryRecord): Promise<void> {
