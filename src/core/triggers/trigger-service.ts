@@ -320,7 +320,11 @@ export class TriggerService {
     const source = run?.source;
     if (!run || source?.kind !== 'trigger' || (await this.$.deliveries.has(source.delivery).catch(() => true))) return;
     const first: DeliveryRecord = { id: source.delivery, trigger: source.name, receivedAt: run.createdAt, outcome: 'started', taskId };
-    await this.log({ ...first, ...(source.deliveryId ? { deliveryId: source.deliveryId } : {}), reason: 'logged when a repeat came: the service stopped before it logged this copy' });
+    await this.log({
+      ...first,
+      ...(source.deliveryId ? { deliveryId: source.deliveryId } : {}),
+      reason: 'logged when a repeat came: the service stopped before it logged this copy',
+    });
   }
 
   private async log(record: DeliveryRecord): Promise<void> {
