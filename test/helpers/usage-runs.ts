@@ -10,18 +10,19 @@ export const HOSTILE_NAME = '<img src=x onerror="document.title=\'pwned\'">';
 const DAY = 86_400_000;
 
 /**
- * Ended runs of workspace `ws` with known usage, stored in a daemon's data directory before it
+ * Ended runs of a workspace (`ws` unless said) with known usage, stored in a daemon's data directory before it
  * starts: three today (UTC), one of them estimated, one from a hostile trigger and agent name; one
  * yesterday. Today's totals: 3 runs, 3010 in, 401 out, $0.875, $0.25 of it estimated.
  */
-export async function seedUsage(dataDir: string, now = Date.now()): Promise<{ today: string; yesterday: string }> {
+export async function seedUsage(dataDir: string, workspaceId = 'ws'): Promise<{ today: string; yesterday: string }> {
+  const now = Date.now();
   const today = now - (now % DAY);
   let n = 0;
   const ended = (time: number, more: Partial<StoredRun>): StoredRun => {
     n += 1;
     const taskId = `${sortableIdBound('run_', time)}${n.toString(36).padStart(4, '0')}${n.toString(16).padStart(16, '0')}`;
     const at = new Date(time).toISOString();
-    return storedRun(taskId, { status: 'succeeded', createdAt: at, endedAt: at, durationMs: 1, exitCode: 0, ...more });
+    return storedRun(taskId, { workspaceId, status: 'succeeded', createdAt: at, endedAt: at, durationMs: 1, exitCode: 0, ...more });
   };
   const runs = [
     ended(today, { agent: 'claude', usage: { inputTokens: 1000, outputTokens: 100, costUsd: 0.5 } }),

@@ -104,6 +104,9 @@ describe('GET /api/usage', () => {
       schedules: { nightly: figures(1, 1000, 200, 0.2, 0.2) },
       triggers: { alerts: figures(2, 50, 5, 0) },
     });
+    // Costliest first, whatever order the runs were read in.
+    expect(Object.keys(days[0].agents)).toEqual(['fake', 'codex', 'claude']);
+    expect(Object.keys(days[0].workspaces)).toEqual(['other', 'ws']);
     // Its last millisecond is yesterday's; the day before starts at its first, and the millisecond before it is not asked.
     expect(days[1]).toMatchObject({ total: figures(1, 1, 1, 0.5), agents: { claude: figures(1, 1, 1, 0.5) } });
     expect(days[2]).toMatchObject({ total: figures(1, 2, 2, 2, 2), workspaces: { ws: figures(1, 2, 2, 2, 2) } });

@@ -56,11 +56,26 @@ function count(day: UsageDay, run: StoredRun): void {
 /** Sums of floating-point costs, to the millionth of a dollar: the same figures whatever the order they were added in. */
 const micro = (usd: number) => Math.round(usd * 1e6) / 1e6;
 
-function rounded(day: UsageDay): UsageDay {
-  const fix = (f: UsageFigures) => Object.assign(f, { costUsd: micro(f.costUsd), estimatedCostUsd: micro(f.estimatedCostUsd) });
-  fix(day.total);
-  for (const of of [day.workspaces, day.agents, day.schedules, day.triggers]) for (const f of Object.values(of)) fix(f);
-  return day;
+/** Costliest first (then most runs, then by name): the same order whatever order the runs were read in. */
+function ordered(of: Record<string, UsageFigures>): Record<string, UsageFigures> {
+  const fixed = Object.entries(of).map(([name, f]): [string, UsageFigures] => [
+    name,
+    { ...f, costUsd: micro(f.costUsd), estimatedCostUsd: micro(f.estimatedCostUsd) },
+  ]);
+  fixed.sort(([a, x], [b, y]) => y.costUsd - x.costUsd || y.runs - x.runs || (a < b ? -1 : a > b ? 1 : 0));
+  return Object.fromEntries(fixed);
+}
+
+function finished(day: UsageDay): UsageDay {
+  const total = { ...day.total, costUsd: micro(day.total.costUsd), estimatedCostUsd: micro(day.total.estimatedCostUsd) };
+  return {
+    day: day.day,
+    total,
+    workspaces: ordered(day.workspaces),
+    agents: ordered(day.agents),
+    schedules: ordered(day.schedules),
+    triggers: ordered(day.triggers),
+  };
 }
 
 /** The last `days` UTC days (today the first), each with its totals and breakdowns over the runs of `workspaceIds`. */
@@ -78,5 +93,5 @@ export async function usageByDay(records: RunRecords, workspaceIds: string[], da
       if (day) count(day, run);
     }
   }
-  return result.map(rounded);
+  return result.map(finished);
 }
