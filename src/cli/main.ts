@@ -27,6 +27,7 @@ Commands:
   sessions   show or retire a Session
   schedules  list the schedules, or run one now
   triggers   list the triggers, or a trigger's deliveries
+  usage      runs, tokens and spend per day, beside the daily limits
   mcp        serve the API as MCP tools over stdio`;
 
 /**

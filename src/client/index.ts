@@ -47,6 +47,7 @@ export type SyncResult = v.InferOutput<typeof ANSWERS.SyncResult>;
 export type RunOutput = v.InferOutput<typeof ANSWERS.RunOutput>;
 export type RunChangesView = v.InferOutput<typeof ANSWERS.RunChanges>;
 export type WorkspaceUsage = v.InferOutput<typeof ANSWERS.WorkspaceUsage>;
+export type UsageReport = v.InferOutput<typeof ANSWERS.UsageReport>;
 export type AgentsReport = v.InferOutput<typeof ANSWERS.AgentsReport>;
 
 export interface HeadlessClient {
@@ -77,6 +78,8 @@ export interface HeadlessClient {
   agents(workspaceId?: string): Promise<AgentsReport>;
   /** A workspace's runs and spend today (UTC), with its daily limits. */
   usage(workspaceId: string): Promise<WorkspaceUsage>;
+  /** Runs, tokens and spend per UTC day (today first; `days` 1–90, default 7): one workspace's, or every listed one's (docs/http-api.md: Usage). */
+  usage(options?: { days?: number; workspaceId?: string }): Promise<UsageReport>;
   inbox: {
     list(workspaceId: string, options?: { unread?: boolean; pageSize?: number }): AsyncIterable<InboxItem>;
     listPage(workspaceId: string, options?: { unread?: boolean; limit?: number; cursor?: string }): Promise<v.InferOutput<typeof ANSWERS.InboxList>>;
@@ -270,7 +273,10 @@ export function createClient(options: ClientOptions): HeadlessClient {
     message: (taskId, text) => call(ANSWERS.MessageAccepted, 'POST', `/api/headless/${enc(taskId)}/messages`, { text }),
     output: (taskId, tail) => call(ANSWERS.RunOutput, 'GET', `/api/headless/${enc(taskId)}/output${query({ tail })}`),
     changes: (taskId) => call(ANSWERS.RunChanges, 'GET', `/api/headless/${enc(taskId)}/changes`),
-    usage: (workspaceId) => call(ANSWERS.WorkspaceUsage, 'GET', `/api/workspaces/${enc(workspaceId)}/usage`),
+    usage: ((asked?: string | { days?: number; workspaceId?: string }) =>
+      typeof asked === 'string'
+        ? call(ANSWERS.WorkspaceUsage, 'GET', `/api/workspaces/${enc(asked)}/usage`)
+        : call(ANSWERS.UsageReport, 'GET', `/api/usage${query({ days: asked?.days, workspaceId: asked?.workspaceId })}`)) as HeadlessClient['usage'],
     events,
     wait: waiter(events, get),
     agents: (workspaceId) => call(ANSWERS.AgentsReport, 'GET', `/api/agents${query({ wsId: workspaceId })}`),

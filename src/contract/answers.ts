@@ -247,6 +247,26 @@ export const ProblemSchema = v.pipe(
   v.description('RFC 9457 problem details; `code` names the error (docs/http-api.md: Errors).'),
 );
 
+const DailyLimitsSchema = v.object({ runsPerDay: v.optional(v.number()), spendPerDayUsd: v.optional(v.number()) });
+
+/** What some runs used: `estimatedCostUsd` is the part of `costUsd` estimated from their token counts (`usage.costEstimated`). */
+export const UsageFiguresSchema = v.object({
+  runs: v.number(),
+  inputTokens: v.number(),
+  outputTokens: v.number(),
+  costUsd: v.number(),
+  estimatedCostUsd: v.number(),
+});
+
+const byName = v.record(v.string(), UsageFiguresSchema);
+const scopeLimits = v.record(v.string(), v.object({ workspaceId: v.string(), ...DailyLimitsSchema.entries }));
+
+/** `GET /api/usage`: per UTC day (today first), totals and breakdowns; the daily limits in force beside. */
+export const UsageReportSchema = v.object({
+  days: v.array(v.object({ day: v.string(), total: UsageFiguresSchema, workspaces: byName, agents: byName, schedules: byName, triggers: byName })),
+  limits: v.object({ workspaces: v.record(v.string(), DailyLimitsSchema), schedules: scopeLimits, triggers: scopeLimits }),
+});
+
 /** Every answer schema by name: the OpenAPI document's components, and what the routes and the client refer to. */
 /** A follow-up taken: it goes to the agent at its next turn. */
 export const MessageAcceptedSchema = v.object({ taskId: v.string(), messageId: v.string(), pending: v.optional(v.number()) });
@@ -266,10 +286,11 @@ export const ANSWERS = {
     day: v.string(),
     runs: v.number(),
     spendUsd: v.number(),
-    limits: v.object({ runsPerDay: v.optional(v.number()), spendPerDayUsd: v.optional(v.number()) }),
+    limits: DailyLimitsSchema,
     schedules: v.record(v.string(), v.object({ runs: v.number(), spendUsd: v.number() })),
     triggers: v.record(v.string(), v.object({ runs: v.number(), spendUsd: v.number() })),
   }),
+  UsageReport: UsageReportSchema,
   RunChanges: v.object({ taskId: v.string(), changes: RunChangesSchema, patch: v.string(), patchTruncated: v.boolean() }),
   RunEvent: RunEventSchema,
   EventPage: EventPageSchema,

@@ -213,6 +213,23 @@ export function parseListQuery(url: URL) {
   };
 }
 
+/** The most days `GET /api/usage` sums (about a quarter: each day asked is read from the run records). */
+export const USAGE_DAYS_MAX = 90;
+
+/** `GET /api/usage`: the last `days` UTC days, today included; one workspace, or every listed one. */
+export const UsageQuery = v.strictObject(
+  {
+    days: queryInt(/^([1-9]|[1-8]\d|90)$/, { minimum: 1, maximum: USAGE_DAYS_MAX }, 7),
+    workspaceId: v.optional(v.pipe(v.string(), v.regex(ID_PATTERN))),
+  },
+  'invalid_body',
+);
+
+export function parseUsageQuery(url: URL): { days: number; workspaceId?: string } {
+  const q = parse(UsageQuery, queryObject(url));
+  return { days: Number(q.days), ...(q.workspaceId === undefined ? {} : { workspaceId: q.workspaceId }) };
+}
+
 /** At most the tail each stream keeps (64 KiB). */
 export const OUTPUT_TAIL_MAX = 65_536;
 

@@ -173,7 +173,7 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
   const sessions = new SessionBook(store, fleet, (agent) => registry.get(agent)?.supportsResume ?? false, log);
   const events = new RunEvents({ store, log });
   const { records, writer } = openRunRecords({ store, log, shared: fleet.shared, fresh: () => fleet.hearsChanges() });
-  const daily = new DailyUsage({ records, find: (taskId) => records.find(taskId) });
+  const daily = new DailyUsage({ records });
   const limited = () => (workspaces.all() ?? []).filter((w) => w.limits !== undefined);
   const metrics = createMetrics({
     queued: async () => (await records.inStatus('queued')).length,

@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import { HeadlessError, type HeadlessClient } from '../client/index';
 import { version } from '../../package.json';
 import { APPROVAL_STATUSES, RUN_STATUSES } from '../contract/records';
-import { InboxPush, MessageBody, StartBody } from '../contract/requests';
+import { InboxPush, MessageBody, StartBody, USAGE_DAYS_MAX } from '../contract/requests';
 import { RunSpecEntries } from '../contract/run-spec';
 
 /**
@@ -65,6 +65,12 @@ const TOOLS: Record<string, Tool<v.GenericSchema>> = {
       "What became of a trigger's deliveries (a monitor's or forge's webhooks), newest first: started, queued, deduplicated, filtered, resolved or refused, with the run each started.",
     input: v.strictObject({ trigger: id, limit, cursor: v.optional(v.string()) }),
     call: (client, { trigger, ...page }) => client.triggers.deliveries(trigger, page),
+  }),
+  get_usage: tool({
+    description:
+      'Runs, tokens and spend per UTC day (today first), in total and by workspace, agent, schedule and trigger, with the daily limits in force. estimatedCostUsd is the part of costUsd estimated from token counts.',
+    input: v.strictObject({ days: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(USAGE_DAYS_MAX))), workspaceId: v.optional(id) }),
+    call: (client, asked) => client.usage(asked),
   }),
   cancel_run: tool({
     description: 'Cancel a running run (its whole process group is stopped).',

@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { createServer as createTlsServer } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, type Daemon, api, cleanupDaemons, runCli, startDaemon, startFakeDaemon, tempDir, writeConfig } from '../helpers/daemon';
+import { HOSTILE_NAME, seedUsage } from '../helpers/usage-runs';
 import { waitFor } from '../helpers/wait';
 import { CALLER_COMMANDS } from '../../src/cli/caller/names';
 
@@ -317,5 +318,41 @@ describe('a closed standard output (docs/cli.md)', () => {
     server.close();
     expect(stderr).toBe('');
     expect(code).toBe(0);
+  });
+});
+
+describe('headless-run-webhook usage', () => {
+  it('prints each day (today first) by workspace, agent, schedule and trigger, the estimated part said, then the limits beside today; --json the report', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    writeConfig(dir, { workspaces: [{ id: 'ws', path: '.', agents: ['fake'], limits: { runsPerDay: 100, spendPerDayUsd: 20 } }] });
+    const { today, yesterday } = await seedUsage(join(dir, '.headless'));
+    const d = await startDaemon(dir);
+    const usage = (args: string[]) => runCli(['usage', ...args], { cwd: dir, env: { HEADLESS_URL: d.url } });
+    const text = await usage(['--days', '3']);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.split('\n');
+    expect(lines).toContain(`${today}  3 runs  3010 in / 401 out tokens  $0.88 ($0.25 of it estimated)`);
+    expect(lines).toContain('  workspace ws  3 runs  3010 in / 401 out tokens  $0.88 ($0.25 of it estimated)');
+    expect(lines).toContain('  agent codex  1 run  2000 in / 300 out tokens  $0.25 ($0.25 of it estimated)');
+    expect(lines).toContain('  schedule nightly  1 run  2000 in / 300 out tokens  $0.25 ($0.25 of it estimated)');
+    expect(lines).toContain(`  trigger ${HOSTILE_NAME}  1 run  10 in / 1 out tokens  $0.13`);
+    expect(lines).toContain(`${yesterday}  1 run  5 in / 5 out tokens  $1.00`);
+    expect(lines).toContain('daily limits (UTC):');
+    expect(lines).toContain('  workspace ws  100 runs a day, $20.00 a day  today 3 runs, $0.88');
+    const report = json((await usage(['--workspace', 'ws', '--json'])).stdout);
+    expect(report.days).toHaveLength(7);
+    expect(report.days.find((x: { day: string }) => x.day === today).total).toEqual({
+      runs: 3,
+      inputTokens: 3010,
+      outputTokens: 401,
+      costUsd: 0.875,
+      estimatedCostUsd: 0.25,
+    });
+    expect((await usage(['--days', '0'])).code).toBe(2);
+    expect((await usage(['--days', '91'])).code).toBe(2);
+    const unknown = await usage(['--workspace', 'nope']);
+    expect([unknown.code, unknown.stderr]).toEqual([6, expect.stringContaining('workspace_not_found')]);
+    await d.stop();
   });
 });

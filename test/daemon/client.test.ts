@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HeadlessError, type HeadlessClient, createClient } from '../../src/client/index';
+import { join } from 'node:path';
 import { type Daemon, cleanupDaemons, startDaemon, startFakeDaemon, tempDir, writeConfig } from '../helpers/daemon';
+import { seedUsage } from '../helpers/usage-runs';
 
 /** The typed client against the real daemon. */
 
@@ -127,6 +129,37 @@ describe('schedules and the queue through the client', () => {
     await expect(c.schedules.run('nope')).rejects.toMatchObject({ code: 'schedule_not_found' });
     await c.cancel(now.taskId);
     expect((await c.wait(queued.taskId)).status).toBe('succeeded');
+    await d.stop();
+  });
+});
+
+describe('usage through the client', () => {
+  it('usage(): runs, tokens and spend per day from the stored records, the estimated part apart, the limits beside; usage(id) is still today', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    writeConfig(dir, {
+      workspaces: [{ id: 'ws', path: '.', agents: ['fake'], limits: { runsPerDay: 100, spendPerDayUsd: 20 } }],
+      schedules: [{ name: 'nightly', cron: '0 3 * * *', workspace: 'ws', run: { agent: 'fake' }, prompt: 'echo x', limits: { spendPerDayUsd: 2 } }],
+    });
+    const { today, yesterday } = await seedUsage(join(dir, '.headless'));
+    const d = await startDaemon(dir);
+    const c = createClient({ url: d.url });
+    const report = await c.usage({ days: 3, workspaceId: 'ws' });
+    expect(report.days).toHaveLength(3);
+    const day = (name: string) => report.days.find((x) => x.day === name);
+    expect(day(today)?.total).toEqual({ runs: 3, inputTokens: 3010, outputTokens: 401, costUsd: 0.875, estimatedCostUsd: 0.25 });
+    expect(day(today)?.schedules).toEqual({ nightly: { runs: 1, inputTokens: 2000, outputTokens: 300, costUsd: 0.25, estimatedCostUsd: 0.25 } });
+    expect(day(today)?.agents.claude).toMatchObject({ runs: 1, costUsd: 0.5 });
+    expect(day(yesterday)?.total).toMatchObject({ runs: 1, costUsd: 1 });
+    expect(report.limits).toEqual({
+      workspaces: { ws: { runsPerDay: 100, spendPerDayUsd: 20 } },
+      schedules: { nightly: { workspaceId: 'ws', spendPerDayUsd: 2 } },
+      triggers: {},
+    });
+    expect((await c.usage()).days).toHaveLength(7);
+    expect(await c.usage('ws')).toMatchObject({ workspaceId: 'ws', limits: { runsPerDay: 100 } });
+    await expect(c.usage({ days: 91 })).rejects.toMatchObject({ status: 400, code: 'invalid_body' });
+    await expect(c.usage({ workspaceId: 'nope' })).rejects.toMatchObject({ status: 404, code: 'workspace_not_found' });
     await d.stop();
   });
 });

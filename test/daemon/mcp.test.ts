@@ -53,6 +53,7 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
       'cancel_run',
       'get_run',
       'get_run_changes',
+      'get_usage',
       'inbox_push',
       'list_approvals',
       'list_runs',
@@ -99,6 +100,21 @@ describe.each(['stdio', 'http'] as const)('MCP over %s', (transport) => {
     await api(daemon, 'POST', '/api/workspaces/ws/inbox', { title: `note ${transport}` });
     const inbox = (await call(client, 'read_inbox', { workspaceId: 'ws', unread: true })).structuredContent!;
     expect(inbox.items.map((i: { title: string }) => i.title)).toContain(`note ${transport}`);
+  });
+
+  it('get_usage: runs and spend per day from the records, the limits beside; bad days are refused', async () => {
+    const client = await connect(transport);
+    const { taskId } = (await call(client, 'start_run', { workspaceId: 'ws', prompt: 'echo counted', agent: 'fake' })).structuredContent!;
+    await call(client, 'wait_run', { taskId });
+    const usage = (await call(client, 'get_usage', { days: 2, workspaceId: 'ws' })).structuredContent!;
+    expect(usage.days).toHaveLength(2);
+    // Today's, or (should midnight pass meanwhile) yesterday's: the run is counted once, on one of them.
+    const runs = usage.days.reduce((sum: number, d: { agents: Record<string, { runs: number }> }) => sum + (d.agents.fake?.runs ?? 0), 0);
+    expect(runs).toBeGreaterThanOrEqual(1);
+    expect(usage.limits).toEqual({ workspaces: { ws: {} }, schedules: {}, triggers: {} });
+    const bad = await call(client, 'get_usage', { days: 91 });
+    expect(bad.isError).toBe(true);
+    expect(bad.content[0]!.text).toMatch(/^invalid_body: argument "days"/);
   });
 
   it('errors come back as tool errors with the problem code; bad arguments too', async () => {

@@ -3,6 +3,7 @@ import { delimiter, join, resolve } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Daemon, api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
+import { HOSTILE_NAME, seedUsage } from '../helpers/usage-runs';
 import { waitFor } from '../helpers/wait';
 import { mockEnv, writeHome } from '../fixtures/mock-model/homes.mjs';
 import { type MockModel, startMockModel } from '../fixtures/mock-model/server.mjs';
@@ -21,6 +22,7 @@ const dirs: string[] = [];
 let daemon: Daemon;
 let browser: Browser;
 let mock: MockModel;
+let seeded: { today: string; yesterday: string };
 
 beforeAll(async () => {
   if (!present && !process.env.CI) return;
@@ -33,6 +35,8 @@ beforeAll(async () => {
     workspaces: [
       { id: 'ws', path: '.', tag: 'main', agents: ['fake'] },
       { id: 'other', path: '.' },
+      // Runs stored before the daemon starts, with known usage (helpers/usage-runs.ts): the Costs.
+      { id: 'costs', path: '.', agents: ['fake'], limits: { runsPerDay: 3, spendPerDayUsd: 20 } },
       // The real gemini over ACP, against the mock model: its file-writing turn asks.
       {
         id: 'ask',
@@ -43,6 +47,7 @@ beforeAll(async () => {
       },
     ],
   });
+  seeded = await seedUsage(join(dir, '.headless'), 'costs');
   daemon = await startDaemon(dir, ['--port', '0', '--demo']);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -75,7 +80,7 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     page.on('pageerror', (e) => errors.push(e.message));
     const res = await page.goto(`${daemon.url}/`);
     expect(res!.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
-    await expect.poll(() => page.locator('#workspace option').allTextContents()).toEqual(['ws (main)', 'other', 'ask']);
+    await expect.poll(() => page.locator('#workspace option').allTextContents()).toEqual(['ws (main)', 'other', 'costs', 'ask']);
 
     // A run that runs a while: listed as running, then succeeded, without a reload.
     const run = await start('session page-1; echo working; sleep 5000; echo done');
@@ -315,6 +320,61 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     });
     expect(violations).toEqual([]);
     await context.close();
+  });
+
+  it('Costs: per day, by workspace, agent, schedule and trigger, estimated figures marked, the daily limits beside; names stay text; at 1280 and 400 px', async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${daemon.url}/`);
+    await page.locator('#workspace').selectOption('costs');
+    const table = () => page.evaluate(() => [...document.querySelectorAll('#costs tr')].map((tr) => [...tr.children].map((td) => td.textContent)));
+    const { today, yesterday } = seeded;
+    await expect.poll(table).toEqual([
+      [today, '3', '3010 / 401', '$0.88$0.25 estimated'],
+      ['workspace costs', '3', '3010 / 401', '$0.88$0.25 estimated'],
+      // Costliest first.
+      ['agent claude', '1', '1000 / 100', '$0.50'],
+      ['agent codex', '1', '2000 / 300', '$0.25$0.25 estimated'],
+      [`agent ${HOSTILE_NAME}`, '1', '10 / 1', '$0.13'],
+      ['schedule nightly', '1', '2000 / 300', '$0.25$0.25 estimated'],
+      [`trigger ${HOSTILE_NAME}`, '1', '10 / 1', '$0.13'],
+      [yesterday, '1', '5 / 5', '$1.00'],
+      ['workspace costs', '1', '5 / 5', '$1.00'],
+      ['agent claude', '1', '5 / 5', '$1.00'],
+    ]);
+    // Its names are text: the stored markup made no element and ran nothing.
+    expect(await page.locator('#costs img').count()).toBe(0);
+    expect(await page.title()).toBe('headless-run-webhook');
+    // The daily limits beside what today used; one reached is marked.
+    expect(await page.locator('#limits li').allTextContents()).toEqual(['workspace costs: 3 of 3 runs, $0.88 of $20.00 today: reached']);
+    expect(await page.locator('#limits li.over').count()).toBe(1);
+    await page.locator('#c-days').selectOption('1');
+    await expect.poll(async () => (await table()).map((row) => row[0])).not.toContain(yesterday);
+    await page.locator('#c-scope').selectOption('all');
+    await expect
+      .poll(() => page.locator('#limits li').allTextContents())
+      .toEqual([
+        'workspace ws: no daily limit',
+        'workspace other: no daily limit',
+        'workspace costs: 3 of 3 runs, $0.88 of $20.00 today: reached',
+        'workspace ask: no daily limit',
+      ]);
+    await page.locator('#c-scope').selectOption('one');
+    await page.locator('#c-days').selectOption('7');
+    // At 400 px: nothing wider than the window, no figure cut.
+    await page.setViewportSize({ width: 400, height: 900 });
+    await expect.poll(async () => (await table()).length).toBe(10);
+    await page.locator('#costs-section').scrollIntoViewIfNeeded();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(400);
+    const cut = await page.evaluate(() =>
+      [...document.querySelectorAll('#costs td')].filter((td) => td.scrollWidth > td.clientWidth).map((td) => td.textContent),
+    );
+    expect(cut).toEqual([]);
+    const folder = process.env.SCREENSHOTS ? resolve(process.env.SCREENSHOTS) : dirs[0]!;
+    await page.locator('#costs-section').screenshot({ path: join(folder, 'status-page-costs-400.png') });
+    expect(errors).toEqual([]);
+    await page.close();
   });
 
   it('is refused to a page of another site, like every route', async () => {

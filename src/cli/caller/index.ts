@@ -7,6 +7,7 @@ import { approvals, approve, deny } from './approvals';
 import { inbox, sessions } from './inbox';
 import { cancel, changes, follow, list, logs, message, run, status } from './runs';
 import { schedules } from './schedules';
+import { spend } from './spend';
 import { triggers } from './triggers';
 import { type Command, EXIT, OPTIONS, print, printJson, usage } from './shared';
 import type { CallerName } from './names';
@@ -60,6 +61,7 @@ const COMMANDS: Record<CallerName, { command: Command; takes: Array<keyof typeof
   sessions: { command: sessions, takes: [] },
   schedules: { command: schedules, takes: [] },
   triggers: { command: triggers, takes: ['limit', 'cursor'] },
+  usage: { command: spend, takes: ['days', 'workspace'] },
 };
 
 export async function caller(name: string, argv: string[]): Promise<void> {

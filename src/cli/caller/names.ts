@@ -15,5 +15,6 @@ export const CALLER_COMMANDS = [
   'sessions',
   'schedules',
   'triggers',
+  'usage',
 ] as const;
 export type CallerName = (typeof CALLER_COMMANDS)[number];

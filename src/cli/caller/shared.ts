@@ -40,6 +40,7 @@ export const OPTIONS = {
   attempts: { type: 'string' },
   rubric: { type: 'string' },
   always: { type: 'boolean' },
+  days: { type: 'string' },
 } as const satisfies ParseArgsConfig['options'];
 
 export type Values = {

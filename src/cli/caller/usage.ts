@@ -84,4 +84,11 @@ export const CALLER_USAGE: Record<string, string> = {
        headless-run-webhook triggers deliveries <name> [--limit N] [--cursor C]
 
   Lists the triggers, or what became of a trigger's deliveries, newest first.`,
+  usage: `Usage: headless-run-webhook usage [--days N] [--workspace ID]
+
+  Runs, tokens and spend per UTC day, today first, in total and by workspace, agent, schedule
+  and trigger (the estimated part of a cost said apart), then the daily limits in force beside
+  what today used of them.
+  --days N        how many days, today included (default 7, at most 90)
+  --workspace ID  one workspace (default: every listed one)`,
 };

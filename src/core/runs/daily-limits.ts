@@ -4,11 +4,11 @@
  * they hold across restarts and across a fleet sharing a store, and checked at admission. A start
  * over a limit is refused until the next UTC midnight; it is never held.
  */
-import type { DailyLimits, StoredRun } from '../types';
+import type { DailyLimits } from '../types';
 import { costUsd } from '../agents/reported-usage';
 import { sourceOf } from '../public-record';
-import { sortableIdBound } from '../util/ids';
 import type { RunRecords } from './records';
+import { DAY_MS, dayName, dayStart, runsSince } from './runs-since';
 
 export interface DayUsage {
   runs: number;
@@ -29,16 +29,31 @@ export interface WorkspaceDay extends ScopeUsage {
   triggers: Record<string, DayUsage>;
 }
 
+/** A schedule's or trigger's daily limits, and its workspace. */
+export interface ScopeLimits extends DailyLimits {
+  workspaceId: string;
+}
+
+/** Each named scope of these workspaces that has a daily limit, by name, with its limits only. */
+export function limitsOf(scopes: Array<{ name: string; workspace: string; limits?: DailyLimits }>, workspaceIds: string[]): Record<string, ScopeLimits> {
+  const limited: Record<string, ScopeLimits> = {};
+  for (const { name, workspace, limits } of scopes) {
+    if (!workspaceIds.includes(workspace) || (limits?.runsPerDay === undefined && limits?.spendPerDayUsd === undefined)) continue;
+    const { runsPerDay, spendPerDayUsd } = limits;
+    limited[name] = {
+      workspaceId: workspace,
+      ...(runsPerDay === undefined ? {} : { runsPerDay }),
+      ...(spendPerDayUsd === undefined ? {} : { spendPerDayUsd }),
+    };
+  }
+  return limited;
+}
+
 /** A limit a start would pass: which, and when the next day starts. */
 export interface DailyRefusal {
   detail: string;
   retryAfterSeconds: number;
 }
-
-const PAGE = 500;
-const DAY_MS = 86_400_000;
-
-const dayStart = (now: number) => Math.floor(now / DAY_MS) * DAY_MS;
 
 /** Throws, naming where, on daily limits that cannot work. */
 export function checkDailyLimits(limits: DailyLimits | undefined, where: string): void {
@@ -49,35 +64,21 @@ export function checkDailyLimits(limits: DailyLimits | undefined, where: string)
 }
 
 export class DailyUsage {
-  constructor(private readonly $: { records: RunRecords; find: (taskId: string) => Promise<StoredRun | undefined> }) {}
-
-  /** Today's runs of a workspace, newest first (every run accepted since UTC midnight). */
-  private async *today(workspaceId: string, now: number): AsyncGenerator<StoredRun> {
-    const bound = sortableIdBound('run_', dayStart(now));
-    for (let cursor: string | undefined; ; ) {
-      const page = await this.$.records.page(workspaceId, undefined, PAGE, cursor, { stored: true });
-      for (const id of page.ids) {
-        if (id < bound) return;
-        const run = await this.$.find(id);
-        if (run) yield run;
-      }
-      if (page.next === null) return;
-      cursor = page.next;
-    }
-  }
+  constructor(private readonly $: { records: RunRecords }) {}
 
   /** What a workspace, and each of its schedules and triggers, used today. */
   async day(workspaceId: string, limits: DailyLimits = {}, now = Date.now()): Promise<WorkspaceDay> {
     const usage: WorkspaceDay = {
       workspaceId,
-      day: new Date(dayStart(now)).toISOString().slice(0, 10),
+      day: dayName(dayStart(now)),
       runs: 0,
       spendUsd: 0,
       limits,
       schedules: {},
       triggers: {},
     };
-    for await (const run of this.today(workspaceId, now)) {
+    // Read from the store: a decision (a start's admission) rests on it.
+    for await (const run of runsSince(this.$.records, workspaceId, dayStart(now), { stored: true })) {
       // Bounded again: a record stored by an older version (or another instance) may hold a negative cost.
       const cost = costUsd(run.usage?.costUsd) ?? 0;
       usage.runs += 1;

@@ -43,6 +43,7 @@ import { newSortableId } from '../util/ids';
 import { takeOverRuns } from './recovery';
 import { judgeAnswer, schemaProblem } from './structured-output';
 import { type ListQuery, listRuns } from './run-list';
+import { type UsageDay, usageByDay } from './usage-report';
 
 const SHUTDOWN_WAIT_MS = 6000;
 const API_SOURCE = { kind: 'api' } as const;
@@ -354,6 +355,11 @@ export class RunService implements RunStarter {
   /** What a workspace, and each of its schedules and triggers, started and spent today (UTC), with its daily limits. */
   usage(workspace: Workspace): Promise<WorkspaceDay> {
     return this.$.daily.day(workspace.id, workspace.limits);
+  }
+
+  /** Spend and tokens of these workspaces' runs, per UTC day for the last `days` days, today first. */
+  usageByDay(workspaceIds: string[], days: number): Promise<UsageDay[]> {
+    return usageByDay(this.$.records, workspaceIds, days);
   }
 
   /** What a run in a worktree changed, with its patch, once it has ended. */

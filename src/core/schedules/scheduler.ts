@@ -1,6 +1,7 @@
 import { Refusal } from '../../contract/problems';
 import type { RunRecord } from '../../contract/records';
 import type { HeadlessLogger, Log } from '../logger';
+import { type ScopeLimits, limitsOf } from '../runs/daily-limits';
 import type { ServiceObserver } from '../telemetry/observer';
 import { type Fired, Firing, type FiringDeps, HANDLED_ALREADY, firedElsewhere } from './firing';
 import { type ScheduleDefinition, cronOf } from './schedule-spec';
@@ -111,6 +112,14 @@ export class Scheduler {
     const s = this.$.schedules.find((x) => x.name === name);
     if (!s) throw new Refusal('schedule_not_found', `No schedule "${name}".`);
     return s;
+  }
+
+  /** The daily limits of the schedules of these workspaces that have any (docs/queue-and-schedules.md: Daily limits). */
+  dailyLimits(workspaceIds: string[]): Record<string, ScopeLimits> {
+    return limitsOf(
+      this.$.schedules.map((s) => ({ name: s.name, workspace: s.workspace, limits: s.limits })),
+      workspaceIds,
+    );
   }
 
   async list(): Promise<ScheduleView[]> {

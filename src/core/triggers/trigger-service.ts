@@ -5,6 +5,7 @@ import { TITLE_MAX } from '../../contract/run-spec';
 import type { TimelineWriter } from '../events/timeline-writer';
 import type { IdempotencyKeys } from '../idempotency';
 import type { HeadlessLogger } from '../logger';
+import { type ScopeLimits, limitsOf } from '../runs/daily-limits';
 import { type KeptStart, keptOf, keptStart } from '../runs/kept-start';
 import type { StartedRun } from '../runs/live-run';
 import type { RunStarter } from '../runs/run-starter';
@@ -100,6 +101,14 @@ export class TriggerService {
   /** Its deliveries log, and the sample of those that failed verification (never logged one by one). */
   async deliveries(name: string, limit: number, cursor?: string) {
     return { ...(await this.$.deliveries.list(name, limit, cursor)), unverified: this.unverified.of(name) };
+  }
+
+  /** The daily limits of the triggers of these workspaces that have any (docs/queue-and-schedules.md: Daily limits). */
+  dailyLimits(workspaceIds: string[]): Record<string, ScopeLimits> {
+    return limitsOf(
+      [...this.$.triggers.values()].map(({ definition: d }) => d),
+      workspaceIds,
+    );
   }
 
   list() {

@@ -9,6 +9,7 @@ import { SERVICE_ROUTES } from './service';
 import { SCHEDULE_ROUTES } from './schedules';
 import { SESSION_ROUTES } from './sessions';
 import { TRIGGER_ROUTES } from './triggers';
+import { USAGE_ROUTES } from './usage';
 
 let openApi: Record<string, unknown> | undefined;
 
@@ -20,6 +21,7 @@ export const ROUTES: Route[] = [
   ...APPROVAL_ROUTES,
   ...SCHEDULE_ROUTES,
   ...TRIGGER_ROUTES,
+  ...USAGE_ROUTES,
   ...SERVICE_ROUTES,
   ...OPERATIONS_ROUTES,
   route(

@@ -146,6 +146,70 @@ async function refreshInbox() {
   );
 }
 
+const usd = (n) => `$${n > 0 && n < 0.01 ? n.toFixed(4) : n.toFixed(2)}`;
+const tokens = (n) => (n >= 10_000 ? `${(n / 1000).toFixed(n >= 100_000 ? 0 : 1)}k` : String(n));
+
+/** One row of the Costs: a day's totals (bold), or one workspace's, agent's, schedule's or trigger's in it; the estimated part said. */
+function costRow(label, f, day) {
+  const tr = el('tr', undefined, day ? 'day' : '');
+  const cost = el('td', usd(f.costUsd), 'num');
+  if (f.estimatedCostUsd > 0) cost.append(el('span', `${usd(f.estimatedCostUsd)} estimated`, 'est'));
+  tr.append(el('td', label, day ? '' : 'scope'), el('td', f.runs, 'num'), el('td', `${tokens(f.inputTokens)} / ${tokens(f.outputTokens)}`, 'num'), cost);
+  return tr;
+}
+
+/** Each daily limit in force beside what today (UTC, the report's first day) used of it. */
+function limitItems(report) {
+  const today = report.days[0];
+  const item = (who, limits, used = { runs: 0, costUsd: 0 }) => {
+    const parts = [];
+    if (limits.runsPerDay !== undefined) parts.push(`${used.runs} of ${limits.runsPerDay} runs`);
+    if (limits.spendPerDayUsd !== undefined) parts.push(`${usd(used.costUsd)} of ${usd(limits.spendPerDayUsd)}`);
+    const reached =
+      (limits.runsPerDay !== undefined && used.runs >= limits.runsPerDay) || (limits.spendPerDayUsd !== undefined && used.costUsd >= limits.spendPerDayUsd);
+    const text = parts.length > 0 ? `${who}: ${parts.join(', ')} today${reached ? ': reached' : ''}` : `${who}: no daily limit`;
+    return el('li', text, reached ? 'over' : '');
+  };
+  return [
+    ...Object.entries(report.limits.workspaces).map(([id, l]) => item(`workspace ${id}`, l, today?.workspaces[id])),
+    ...Object.entries(report.limits.schedules).map(([name, l]) => item(`schedule ${name}`, l, today?.schedules[name])),
+    ...Object.entries(report.limits.triggers).map(([name, l]) => item(`trigger ${name}`, l, today?.triggers[name])),
+  ];
+}
+
+/** Spend and tokens per day (docs/status-page.md: Costs): this workspace's, or every one's. */
+async function refreshCosts() {
+  if (!workspace) return;
+  const days = $('c-days').value;
+  const q = new URLSearchParams({ days });
+  if ($('c-scope').value !== 'all') q.set('workspaceId', workspace);
+  let report;
+  try {
+    report = await api(`api/usage?${q}`);
+  } catch (error) {
+    $('costs-state').textContent = `Could not load the costs: ${error.message}`;
+    return;
+  }
+  const rows = [];
+  for (const d of report.days) {
+    if (d.total.runs === 0) continue;
+    rows.push(costRow(d.day, d.total, true));
+    for (const [kind, of] of [
+      ['workspace', d.workspaces],
+      ['agent', d.agents],
+      ['schedule', d.schedules],
+      ['trigger', d.triggers],
+    ])
+      for (const [name, f] of Object.entries(of)) rows.push(costRow(`${kind} ${name}`, f, false));
+  }
+  $('costs').replaceChildren(...rows);
+  $('costs-state').textContent =
+    rows.length > 0
+      ? 'An estimated cost is reckoned from token counts at list prices; a run whose agent reports no cost counts $0.'
+      : `No runs ${days === '1' ? 'today' : `in the last ${days} days`}.`;
+  $('limits').replaceChildren(...limitItems(report));
+}
+
 /** The workspace's questions waiting for an answer (docs/approvals.md), each with its buttons. */
 async function refreshQuestions() {
   if (!workspace) return;
@@ -298,7 +362,10 @@ async function start() {
   $('workspace').onchange = () => {
     workspace = $('workspace').value;
     fromStart();
+    refreshCosts().catch(showError);
   };
+  $('costs-filters').onchange = () => refreshCosts().catch(showError);
+  $('costs-filters').onsubmit = (ev) => ev.preventDefault();
   $('filters').onchange = fromStart;
   $('filters').onsubmit = (ev) => {
     ev.preventDefault();
@@ -306,9 +373,11 @@ async function start() {
   };
   $('newest').onclick = fromStart;
   window.onhashchange = () => location.hash.length > 1 && showRun(decodeURIComponent(location.hash.slice(1)), true).catch(showError);
-  await Promise.all([refreshRuns(), refreshInbox(), refreshQuestions()]);
+  await Promise.all([refreshRuns(), refreshInbox(), refreshQuestions(), refreshCosts()]);
   window.onhashchange();
   setInterval(reload, 3000);
+  // The costs sum up to 90 days of records: read less often than the runs.
+  setInterval(() => refreshCosts().catch(showError), 30_000);
   setInterval(() => {
     for (const td of document.querySelectorAll('td.time[data-since]')) td.textContent = seconds(Date.now() - Date.parse(td.dataset.since));
   }, 1000);
