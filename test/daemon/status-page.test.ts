@@ -32,6 +32,20 @@ beforeAll(async () => {
   const home = join(dir, 'gemini-home');
   writeHome(home, mock.url);
   writeConfig(dir, {
+    // Its deliveries are the Trigger deliveries view's: one started, a repeat, one filtered.
+    triggers: [
+      {
+        name: 'alerts',
+        workspace: 'ws',
+        sender: 'generic',
+        secret: 'alerts-token',
+        verify: { method: 'bearer' },
+        prompt: 'Alert {{ payload.n }}',
+        when: { 'payload.severity': 'page' },
+        dedupe: { key: '{{ payload.n }}' },
+        run: { agent: 'fake' },
+      },
+    ],
     workspaces: [
       { id: 'ws', path: '.', tag: 'main', agents: ['fake'] },
       { id: 'other', path: '.' },
@@ -373,6 +387,42 @@ describe.skipIf(!present && !process.env.CI)('the status page at /', () => {
     expect(cut).toEqual([]);
     const folder = process.env.SCREENSHOTS ? resolve(process.env.SCREENSHOTS) : dirs[0]!;
     await page.locator('#costs-section').screenshot({ path: join(folder, 'status-page-costs-400.png') });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('Trigger deliveries: every outcome of the workspace’s triggers, filtered by outcome, each run linked', async () => {
+    const deliver = (payload: Record<string, unknown>) =>
+      fetch(`${daemon.url}/api/triggers/alerts`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer alerts-token' },
+        body: JSON.stringify(payload),
+      }).then(async (res) => (await res.json()) as { outcome: string; taskId?: string });
+    const started = await deliver({ n: 1, severity: 'page' });
+    expect(started.outcome).toBe('started');
+    expect(await deliver({ n: 1, severity: 'page' })).toMatchObject({ outcome: 'deduplicated', taskId: started.taskId });
+    expect(await deliver({ n: 2, severity: 'info' })).toMatchObject({ outcome: 'filtered' });
+    const page = await browser.newPage({ viewport: { width: 400, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${daemon.url}/`);
+    const rows = () => page.evaluate(() => [...document.querySelectorAll('#deliveries tr')].map((tr) => [...tr.children].slice(1).map((td) => td.textContent)));
+    const run = started.taskId!.slice(-8);
+    await expect.poll(rows).toEqual([
+      ['filtered', '', 'payload.severity does not match', ''],
+      ['deduplicated', '', 'seen within the dedupe window', run],
+      ['started', '', '', run],
+    ]);
+    await page.locator('#t-outcome').selectOption('deduplicated');
+    await expect.poll(rows).toEqual([['deduplicated', '', 'seen within the dedupe window', run]]);
+    await page.locator('#deliveries a').click();
+    await expect.poll(() => page.evaluate(() => location.hash)).toBe(`#${started.taskId}`);
+    // Another workspace has no trigger: the view is not shown.
+    await page.locator('#workspace').selectOption('other');
+    await expect.poll(() => page.locator('#triggers-section').isHidden()).toBe(true);
+    await page.locator('#workspace').selectOption('ws');
+    await page.locator('#triggers-section').scrollIntoViewIfNeeded();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(400);
     expect(errors).toEqual([]);
     await page.close();
   });

@@ -146,6 +146,42 @@ async function refreshInbox() {
   );
 }
 
+/** The deliveries of one of the workspace's triggers (the newest 50), every outcome or one: what the CLI's `trigger deliveries` shows. */
+async function refreshTriggers() {
+  if (!workspace) return;
+  const mine = (await api('api/triggers')).triggers.filter((t) => t.workspace === workspace);
+  $('triggers-section').hidden = mine.length === 0;
+  if (mine.length === 0) return;
+  const picked = mine.some((t) => t.name === $('t-name').value) ? $('t-name').value : mine[0].name;
+  $('t-name').replaceChildren(
+    ...mine.map((t) => {
+      const o = el('option', `${t.name} (${t.sender}${t.enabled ? '' : ', disabled'})`);
+      o.value = t.name;
+      return o;
+    }),
+  );
+  $('t-name').value = picked;
+  const { deliveries, unverified } = await api(`api/triggers/${encodeURIComponent(picked)}/deliveries?limit=50`);
+  const outcome = $('t-outcome').value;
+  const shown = deliveries.filter((d) => !outcome || d.outcome === outcome);
+  const refused = unverified.count > 0 ? ` ${unverified.count} failed verification since ${new Date(unverified.since).toLocaleString()} (not listed).` : '';
+  $('triggers-state').textContent = `${shown.length ? '' : `No ${outcome || ''} deliveries among the newest 50.`}${refused}`.trim();
+  $('deliveries').replaceChildren(...shown.map(deliveryRow));
+}
+
+function deliveryRow(d) {
+  const tr = el('tr');
+  const run = el('td');
+  if (d.taskId) {
+    const a = el('a', d.taskId.slice(-8));
+    a.href = `#${d.taskId}`;
+    run.append(a);
+  }
+  const what = [d.event, d.status, d.deliveryId && `(${d.deliveryId})`].filter(Boolean).join(' ');
+  tr.append(el('td', new Date(d.receivedAt).toLocaleString()), el('td', d.outcome, `outcome-${d.outcome}`), el('td', what), el('td', d.reason ?? ''), run);
+  return tr;
+}
+
 const usd = (n) => `$${n > 0 && n < 0.01 ? n.toFixed(4) : n.toFixed(2)}`;
 const tokens = (n) => (n >= 10_000 ? `${(n / 1000).toFixed(n >= 100_000 ? 0 : 1)}k` : String(n));
 
@@ -345,6 +381,7 @@ function reload() {
   refreshRuns().then(() => showError(null), showError);
   refreshInbox().catch(showError);
   refreshQuestions().catch(showError);
+  refreshTriggers().catch(showError);
 }
 
 async function start() {
@@ -365,6 +402,8 @@ async function start() {
     refreshCosts().catch(showError);
   };
   $('costs-filters').onchange = () => refreshCosts().catch(showError);
+  $('triggers-filters').onchange = () => refreshTriggers().catch(showError);
+  $('triggers-filters').onsubmit = (ev) => ev.preventDefault();
   $('costs-filters').onsubmit = (ev) => ev.preventDefault();
   $('filters').onchange = fromStart;
   $('filters').onsubmit = (ev) => {
@@ -373,7 +412,7 @@ async function start() {
   };
   $('newest').onclick = fromStart;
   window.onhashchange = () => location.hash.length > 1 && showRun(decodeURIComponent(location.hash.slice(1)), true).catch(showError);
-  await Promise.all([refreshRuns(), refreshInbox(), refreshQuestions(), refreshCosts()]);
+  await Promise.all([refreshRuns(), refreshInbox(), refreshQuestions(), refreshCosts(), refreshTriggers()]);
   window.onhashchange();
   setInterval(reload, 3000);
   // The costs sum up to 90 days of records: read less often than the runs.
