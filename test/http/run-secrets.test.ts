@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CommandAgentDefinition } from '../../src/core/agents/command-agent';
 import { createSqliteKeyv } from '../../src/core/store/keyvs';
-import { RunSecrets } from '../../src/core/runs/run-secrets';
+import { RunSecrets, redactText } from '../../src/core/runs/run-secrets';
+import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
+import type { AgentAdapter } from '../../src/core/agents/types';
 import { type TestHost, closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
 
@@ -164,6 +166,64 @@ describe('per-run secrets', () => {
       expect(problem.detail).toMatch(detail);
       expect(JSON.stringify(problem)).not.toContain(SECRET);
     }
+  });
+
+  it('hidden from the raw line, found once decoded: a value written in JSON escapes, split by ANSI or invisible characters, in a check or a failure', async () => {
+    // Claude Code's parser over a script: its message and its tool name spell the value in \\u escapes, which the raw line does not show.
+    const claude = BUILTIN_AGENTS.find((a) => a.name === 'claude') as AgentAdapter;
+    const escaped = [...'SUPERsecretVALUE_42'].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+    const lines = [
+      `{"type":"assistant","session_id":"e-1","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"${escaped}","input":{}}]}}`,
+      `{"type":"result","subtype":"success","is_error":false,"result":"final: ${escaped}","session_id":"e-1"}`,
+    ];
+    const escaper: AgentAdapter = {
+      ...claude,
+      name: 'escaper',
+      command: 'sh',
+      identity: undefined,
+      invocation: () => ({ command: 'sh', args: ['-c', `printf '%s\\n' '${lines.join("' '")}'`] }),
+    };
+    const splitter: CommandAgentDefinition = {
+      command: 'sh',
+      args: ['-c', 'printf "SUPER\\033[1msecretVALUE_42\\n" >&2; exit 1', 'sh', '{prompt}'],
+    };
+    const data = mkdtempSync(join(tmpdir(), 'hrw-secret-data-'));
+    dirs.push(data);
+    const h = await createTestHost({
+      store: await createSqliteKeyv(data),
+      workspaces: [
+        { id: 'ws', path: mkdtempSync(join(tmpdir(), 'hrw-secret-ws-')), agents: ['escaper', 'splitter', 'hostile'], env: { AGENT_MODE: 'careful' } },
+      ],
+      agents: { escaper: escaper as never, splitter, hostile },
+    });
+    const start = async (body: Record<string, unknown>) =>
+      h.waitEnded(((await (await h.request('POST', '/api/workspaces/ws/headless', { json: { prompt: 'ok', ...body } })).json()) as { taskId: string }).taskId);
+    const secrets = { K: 'SUPERsecretVALUE_42' };
+    const decoded = await start({ agent: 'escaper', secrets });
+    const events = await (await h.request('GET', `/api/headless/${decoded.taskId}/events?format=json`)).json();
+    expect(decoded).toMatchObject({ status: 'succeeded', lastMessage: 'final: [secret K]' });
+    expect(JSON.stringify(events)).toContain('"name":"[secret K]"');
+    const failed = await start({ agent: 'splitter', secrets });
+    expect(failed).toMatchObject({ status: 'failed', error: { message: expect.stringContaining('[secret K]') } });
+    const check = { name: 'split', command: 'printf "SUPER\\033[1msecretVALUE_42 SUPER\\342\\200\\213secretVALUE_42\\n"; exit 1' };
+    const checked = (await start({ agent: 'hostile', secrets, verify: { checks: [check], maxAttempts: 1, onExhausted: 'keep' } })) as Record<string, any>;
+    expect(checked.verify.attempts[0].checks[0].output).toBe('[secret K] [secret K]\n');
+    for (const run of [decoded, failed, checked, events]) expect(JSON.stringify(run)).not.toContain('SUPERsecretVALUE_42');
+    expect(everything(data)).not.toContain('SUPERsecretVALUE_42');
+    // A secret never replaces a variable its agent or its workspace sets.
+    const clash = await start({ agent: 'hostile', secrets: { AGENT_MODE: 'anything-goes' } });
+    expect(clash).toMatchObject({ status: 'failed', error: { code: 'secret_refused', message: expect.stringContaining('AGENT_MODE') } });
+  });
+
+  it('overlapping values leave no part of either; a tail cut into a value shows none of its end', () => {
+    const forms = [
+      { form: 'AAAAAAAABBBBBBBB', name: 'A' },
+      { form: 'BBBBBBBBCCCCCCCC', name: 'B' },
+    ];
+    expect(redactText('x AAAAAAAABBBBBBBBCCCCCCCC y', forms)).toBe('x [secret A, B] y');
+    expect(redactText('BBBBCCCCCCCC and more', forms, true)).toBe('[secret A, B] and more');
+    // Not a tail: the start of a line is the agent's own.
+    expect(redactText('CCCC and more', forms)).toBe('CCCC and more');
   });
 
   it('in a shared fleet only references are taken: another member may run the start, and a value lives in one member’s memory', () => {

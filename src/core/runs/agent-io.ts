@@ -13,6 +13,7 @@ import { type RunEvents, fromAgentEvent } from '../events/run-events';
 import type { LiveRun } from './live-run';
 import type { RunQuestions } from './questions';
 import { laterTurn } from './repair-turn';
+import { redactValue } from './run-secrets';
 import type { SupervisedProcess } from './supervisor';
 
 export interface AgentIOInput {
@@ -54,7 +55,9 @@ export function agentIO(o: AgentIOInput): AgentIO & { attach(proc: SupervisedPro
       ended = true;
       flush();
     },
-    emit: (reported) => {
+    emit: (emitted) => {
+      // Decoded by now: a value the raw line hid in escapes is taken out here.
+      const reported = redactValue(emitted, live.redact);
       // Its cost, where it reports tokens only, estimated here, over its turns before, and never lower than it was: the budget guard and the timeline see the same.
       if (reported.type === 'usage') live.usage = higherUsage(live.usage, afterTurns(live.usageBefore, priced(reported.usage, price)));
       if (reported.type === 'tool' && reported.status === 'started') live.toolCalls += 1;
@@ -63,8 +66,9 @@ export function agentIO(o: AgentIOInput): AgentIO & { attach(proc: SupervisedPro
       o.events.append(live.taskId, type, data);
       for (const watch of watchers) watch(event);
     },
-    ask: (question) => questions.ask(question),
-    next: (verdict) => {
+    ask: (question) => questions.ask(redactValue(question, live.redact)),
+    next: (told) => {
+      const verdict = redactValue(told, live.redact);
       live.verdict = live.earlier ? laterTurn(live.earlier, verdict) : verdict;
       return next();
     },

@@ -6,6 +6,7 @@
  */
 import { outputSchemaOf } from './new-record';
 import { StorageError } from '../../contract/problems';
+import { redactValue } from './run-secrets';
 import type { RunError } from '../../contract/records';
 import { type TokenPrice, priced } from '../agents/prices';
 import { higherUsage } from '../agents/reported-usage';
@@ -88,7 +89,7 @@ export class RunEnding {
     const { taskId, reservation } = live;
     const record = this.$.records.current(taskId);
     if (!record) return;
-    const reported = live.verdict ?? this.verdictOf(live, end.exitCode);
+    const reported = redactValue(live.verdict ?? this.verdictOf(live, end.exitCode), live.redact);
     const usage = this.usageOf(live, reported);
     const verdict = usage ? { ...reported, usage } : reported;
     const judged = structuredFields(record, live, finalFields(live, end, verdict), verdict);
@@ -96,7 +97,8 @@ export class RunEnding {
     await live.questions?.abandon(judged.status === 'interrupted' ? 'interrupted' : 'abandoned');
     const approvals = live.questions?.final();
     const placed = { ...judged, ...(approvals ? { approvals } : {}), ...(await this.placementFields(live, record)) };
-    const fields = await this.withPublish(live, record, placed);
+    // Whatever the service built of what the agent said (its error read from stderr, cleaned) goes without the run's secrets.
+    const fields = redactValue(await this.withPublish(live, record, placed), live.redact);
     // The agent failed before its model ever answered: its session may not exist.
     const failedUnanswered = fields.status === 'failed' && verdict.answered === false;
     const agentSessionId = verdict.agentSessionId ?? record.agentSessionId;

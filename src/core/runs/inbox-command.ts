@@ -1,4 +1,5 @@
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { processAlive } from '../process/alive';
@@ -8,6 +9,7 @@ import { builtFile } from '../util/package-file';
  * Puts `headless-inbox` on every run's `PATH`, however the service was started: through npx,
  * as `node dist/cli.cjs serve`, from an absolute bin path under a service manager, or embedded in
  * a host app. A folder of its own (0755, new at each start, removed at close) holds one launcher
+ * (and, in a subfolder no run may list, the output schemas codex reads)
  * that runs this package's `dist/inbox-cli.js` with this Node; one a killed service left is
  * removed by the next.
  */
@@ -15,6 +17,8 @@ export class InboxCommand {
   private dir: string | undefined;
   /** Looked for once: the package's built command (undefined where it is not built). */
   private cli: string | undefined | null = null;
+  /** The schema files of runs not ended yet. */
+  private readonly schemas = new Map<string, string[]>();
 
   /** The folder to put first on a run's PATH; undefined where the package's command is not built. */
   folder(): string | undefined {
@@ -37,13 +41,28 @@ export class InboxCommand {
   }
 
   /**
-   * A file holding a run's output schema, for a CLI that reads it from one (codex): in this folder,
-   * which a sandboxed run can read (it is on its PATH), else in the temporary folder.
+   * A file holding a run's output schema, for a CLI that reads it from one (codex): under this
+   * folder, which a sandboxed run can read (it is on its PATH), in a subfolder no run may list, by
+   * a name no other run can guess; removed when its run ends (`dropSchema`).
    */
   schemaFile(taskId: string, schema: object): string {
-    const file = join(this.folder() ?? tmpdir(), `output-schema-${taskId}.json`);
+    const folder = this.folder();
+    // Not built (no launcher folder): a private folder of its own, removed with the file.
+    const dir = folder ? join(folder, 'schemas') : mkdtempSync(join(tmpdir(), 'headless-schema-'));
+    if (folder) {
+      mkdirSync(dir, { recursive: true, mode: 0o711 });
+      chmodSync(dir, 0o711);
+    }
+    const file = join(dir, `${taskId}-${randomBytes(16).toString('hex')}.json`);
     writeFileSync(file, JSON.stringify(schema), { mode: 0o644 });
+    this.schemas.set(taskId, [...(this.schemas.get(taskId) ?? []), folder ? file : dir]);
     return file;
+  }
+
+  /** Its run has ended: its schema files go. */
+  dropSchema(taskId: string): void {
+    for (const path of this.schemas.get(taskId) ?? []) rmSync(path, { recursive: true, force: true });
+    this.schemas.delete(taskId);
   }
 
   close(): void {

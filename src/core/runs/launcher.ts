@@ -187,6 +187,14 @@ export class RunLauncher {
         'secrets_unavailable',
       );
     }
+    // A secret adds a variable; it never replaces one its agent or its operator sets (opencode's permissions, goose's mode, a proxy).
+    const clash = Object.keys(given.env).find((name) => [invocation.env, workspace.env, placed.env].some((set) => set !== undefined && name in set));
+    if (clash !== undefined) {
+      throw new SpawnFailure(
+        `Its secret ${clash} would replace a variable its agent (${adapter.name}) or its workspace sets: give it another name.`,
+        'secret_refused',
+      );
+    }
     live.redact ??= this.$.runSecrets.redactor(taskId, record.secrets);
     const env = buildRunEnv({
       base: this.$.baseEnv,
@@ -322,7 +330,7 @@ export class RunLauncher {
     // A guard's stop cuts short a decision its open session was waiting on.
     if (live.process?.stopped) live.halt.abort();
     const { redact } = live;
-    if (redact) end = { ...end, stdout: redact(end.stdout), stderr: redact(end.stderr) };
+    if (redact) end = { ...end, stdout: redact(end.stdout, end.truncated), stderr: redact(end.stderr, end.truncated) };
     const verdict = this.ending.verdictOf(live, end.exitCode);
     live.verdict = live.earlier ? laterTurn(live.earlier, verdict) : verdict;
     const prompt = live.turnDecided ? undefined : await this.nextTurn(live, input, false, end.exitCode);
@@ -342,6 +350,7 @@ export class RunLauncher {
     // Follow-ups that came after its last turn was decided: the run ends without them, and says so.
     for (const m of live.followUps.splice(0)) this.$.events.append(live.taskId, 'follow-up', { id: m.id, state: 'dropped', chars: m.text.length });
     await this.ending.finalize(live, processOutcome(end));
+    this.inboxCommand.dropSchema(live.taskId);
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { Redact } from './run-secrets';
 import type { RunRecord, RunStatus, RunUsage } from '../../contract/records';
 import type { AgentConversation, AgentVerdict } from '../agents/types';
 import type { ProcessOutput, Spawner } from '../process/spawner';
@@ -41,7 +42,7 @@ export interface LiveRun {
   /** A command the service runs beside its agent (its placement's setup, a verify check), while it runs: the run's stops stop it. */
   beside?: SupervisedProcess;
   /** Takes its secrets out of a text (runs/run-secrets.ts), where it was given any. */
-  redact?: (text: string) => string;
+  redact?: Redact;
   /** How its agent is started, once it was (its spawner, confined where its policy says, and its environment): what its checks run as. */
   confined?: { spawner: Spawner; env: Record<string, string> };
   /** The agent's verdict, once a turn ended: the last turn's, with the usage of every turn. */

@@ -28,7 +28,7 @@ export function outputPipe(o: OutputPipeOptions): (line: string) => void {
     const id = o.conversation.sessionId();
     if (!sessionIdNoted && id !== undefined) {
       sessionIdNoted = true;
-      o.onSessionId(id);
+      o.onSessionId(o.redact ? o.redact(id) : id);
     }
   };
 }

@@ -85,14 +85,56 @@ export class RunSecrets {
     return lost.length > 0 ? { lost } : { env };
   }
 
-  /** What takes each of the run's values out of a text (longest first, so one holding another goes whole). */
-  redactor(taskId: string, recorded: RunSecret[] | undefined): ((text: string) => string) | undefined {
+  /** What takes each of the run's values out of a text (runs/run-secrets.ts `redactText`), where it was given any. */
+  redactor(taskId: string, recorded: RunSecret[] | undefined): Redact | undefined {
     const given = this.envOf(taskId, recorded);
     if ('lost' in given) return undefined;
-    const pairs = Object.entries(given.env)
-      .flatMap(([name, value]) => formsOf(value).map((form) => [form, `[secret ${name}]`] as const))
-      .sort((a, b) => b[0].length - a[0].length);
-    if (pairs.length === 0) return undefined;
-    return (text) => pairs.reduce((out, [form, shown]) => (out.includes(form) ? out.split(form).join(shown) : out), text);
+    const forms = Object.entries(given.env).flatMap(([name, value]) => formsOf(value).map((form) => ({ form, name })));
+    return forms.length === 0 ? undefined : (text, cut) => redactText(text, forms, cut);
   }
+}
+
+/** The shortest end of a value that counts as the value cut by a tail (fewer would take innocent text). */
+const CUT_MIN = 4;
+
+/** Takes a run's secrets out of a text; `cut`: the text is a tail that may begin inside one. */
+export type Redact = (text: string, cut?: boolean) => string;
+
+/**
+ * Replaces every place a value shows, overlapping ones merged (so no part of any value is left),
+ * and, in a tail (`cut`), a value's end where the text begins with it.
+ */
+export function redactText(text: string, forms: ReadonlyArray<{ form: string; name: string }>, cut = false): string {
+  const spans: Array<{ from: number; to: number; name: string }> = [];
+  for (const { form, name } of forms) {
+    for (let at = text.indexOf(form); at !== -1; at = text.indexOf(form, at + 1)) spans.push({ from: at, to: at + form.length, name });
+    for (let k = form.length - 1; cut && k >= CUT_MIN; k--) {
+      if (text.startsWith(form.slice(-k))) {
+        spans.push({ from: 0, to: k, name });
+        break;
+      }
+    }
+  }
+  if (spans.length === 0) return text;
+  spans.sort((a, b) => a.from - b.from);
+  let out = '';
+  let at = 0;
+  for (let i = 0; i < spans.length; ) {
+    const first = spans[i] as { from: number; to: number; name: string };
+    let to = first.to;
+    const names = new Set([first.name]);
+    for (i++; i < spans.length && (spans[i]?.from ?? Infinity) < to; i++) {
+      to = Math.max(to, spans[i]?.to ?? to);
+      names.add(spans[i]?.name ?? first.name);
+    }
+    out += `${text.slice(at, first.from)}[secret ${[...names].join(', ')}]`;
+    at = to;
+  }
+  return out + text.slice(at);
+}
+
+/** A JSON value with the run's secrets taken out of every string in it (decoded: an escape the raw line hid is caught here). */
+export function redactValue<T>(value: T, redact: Redact | undefined): T {
+  if (redact === undefined || value === undefined) return value;
+  return JSON.parse(redact(JSON.stringify(value))) as T;
 }

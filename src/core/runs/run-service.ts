@@ -37,7 +37,7 @@ import { publishUnavailable } from '../worktrees/publish-settings';
 import type { RunStarter, StartInput } from './run-starter';
 import { tailOf } from './output-tail';
 import type { RunRecords } from './records';
-import type { RunSecrets } from './run-secrets';
+import { type RunSecrets, redactValue } from './run-secrets';
 import type { Approvals } from '../approvals/approvals';
 import { newSortableId } from '../util/ids';
 import { takeOverRuns } from './recovery';
@@ -376,8 +376,7 @@ export class RunService implements RunStarter {
 
   /** What a running run sends out (an Inbox item), without its secrets. */
   withoutSecrets<T>(taskId: string, value: T): T {
-    const redact = this.$.launcher.get(taskId)?.redact;
-    return redact ? (JSON.parse(redact(JSON.stringify(value))) as T) : value;
+    return redactValue(value, this.$.launcher.get(taskId)?.redact);
   }
 
   /** The last `bytes` bytes of each stream of a run, running or ended. */
@@ -387,8 +386,9 @@ export class RunService implements RunStarter {
     const running = live?.process && !live.ending ? live.process.output() : undefined;
     // What a running agent printed so far, without its secrets (an ended run's was stored so).
     const redact = live?.redact;
-    const output =
-      running && redact ? { ...running, stdout: redact(running.stdout), stderr: redact(running.stderr) } : (running ?? (await this.$.records.output(taskId)));
+    const shown =
+      running && redact ? { ...running, stdout: redact(running.stdout, running.truncated), stderr: redact(running.stderr, running.truncated) } : running;
+    const output = shown ?? (await this.$.records.output(taskId));
     return { taskId, status: record.status, ...tailOf(output, bytes), retained: output !== undefined };
   }
 

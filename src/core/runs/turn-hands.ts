@@ -3,6 +3,7 @@
  * run a command as the run's agent runs (confined-command.ts), note what it found on the running
  * record, take the callers' follow-ups, add its events to the timeline.
  */
+import { shownText } from '../util/text';
 import type { RunEvents } from '../events/run-events';
 import { runConfined } from './confined-command';
 import { timedOut } from './guards';
@@ -41,9 +42,10 @@ export function turnHands($: { lifecycle: RunLifecycle; events: RunEvents }, a: 
         const timedOutHere = end.stopped?.reason === 'timeout' && !signal.aborted;
         // What a command prints may end up on the record (a check's output): never the run's token or secrets.
         const token = confined.env.HEADLESS_RUN_TOKEN;
+        // With its secrets, what would not show goes first: an escape inside a value must not hide it.
         const hide = (text: string) => {
-          const shown = token ? text.split(token).join('[the run token]') : text;
-          return live.redact ? live.redact(shown) : shown;
+          if (!live.redact) return token ? text.split(token).join('[the run token]') : text;
+          return live.redact(shownText(token ? text.split(token).join('[the run token]') : text), end.truncated);
         };
         return { ...end, stdout: hide(end.stdout), stderr: hide(end.stderr), timedOut: timedOutHere, stopped: end.stopped !== undefined && !timedOutHere };
       } finally {

@@ -6,6 +6,7 @@
  * attempts (`maxAttempts`, and the loop's own `MAX_TURNS`), the run's own time and budget (which
  * every turn and check counts against), and no progress (the same failure twice ends it).
  */
+import { shownText } from '../util/text';
 import type { CheckResult, GraderVerdict, RunVerify, VerifyAttempt } from '../../contract/records';
 import { grade } from './grade-change';
 import { CHECK_OUTPUT_DEFAULT, type RunSpec } from '../../contract/run-spec';
@@ -17,10 +18,6 @@ type Check = NonNullable<Verify['checks']>[number];
 
 const DEFAULT_ATTEMPTS = 3;
 const CHECK_TIMEOUT_DEFAULT = 300_000;
-/** ANSI escapes, then every control or format character but a newline and a tab: what the output may hold of them. */
-const [ESC, BEL] = [String.fromCharCode(27), String.fromCharCode(7)];
-const ANSI = new RegExp(`${ESC}\\[[0-9;?]*[ -/]*[@-~]|${ESC}\\][^${BEL}]*${BEL}`, 'g');
-const UNSHOWN = /[\p{Cc}\p{Cf}]/gu;
 
 export const verifyTurn: TurnPolicy = {
   name: 'verify',
@@ -78,7 +75,7 @@ async function runCheck(context: TurnContext, check: Check, attempt: number): Pr
 
 /** The last `chars` characters of a check's output, with what would not show taken out. */
 function tailOf(text: string, chars: number): string {
-  const clean = text.replace(ANSI, '').replace(UNSHOWN, (c) => (c === '\n' || c === '\t' ? c : ''));
+  const clean = shownText(text);
   return clean.length > chars ? `…${clean.slice(-(chars - 1))}` : clean;
 }
 

@@ -26,3 +26,11 @@ export function fenced(text: string): string {
   const fence = '`'.repeat(longest + 1);
   return `${fence}\n${text}\n${fence}`;
 }
+
+/** ANSI escapes, then every control or format character but a newline and a tab: what a terminal would not show of them. */
+const [ESC, BEL] = [String.fromCharCode(27), String.fromCharCode(7)];
+const ANSI = new RegExp(`${ESC}\\[[0-9;?]*[ -/]*[@-~]|${ESC}\\][^${BEL}]*${BEL}`, 'g');
+const UNSHOWN = /[\p{Cc}\p{Cf}]/gu;
+
+/** A program's output with what would not show taken out. */
+export const shownText = (text: string): string => text.replace(ANSI, '').replace(UNSHOWN, (c) => (c === '\n' || c === '\t' ? c : ''));
