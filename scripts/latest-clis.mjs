@@ -16,7 +16,8 @@ const PACKAGES = {
   opencode: 'opencode-ai',
   copilot: '@github/copilot',
   goose: '@aaif/goose-binary-linux-x64',
-  pi: '@mariozechner/pi-coding-agent',
+  // pi's package since 1.0 (it was @mariozechner/pi-coding-agent).
+  pi: '@earendil-works/pi-coding-agent',
   // The platform package holds the binary itself (docs/agents.md: cline).
   cline: '@cline/cli-linux-x64',
   // Its successor @ampcode/cli ships no working Linux x64 build yet (docs/agents.md).

@@ -1,4 +1,4 @@
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanupDaemons } from '../helpers/daemon';
@@ -40,7 +40,10 @@ describe('headless-run-webhook doctor, on the real CLIs', () => {
       expect(check.path).toContain(check.agent === 'goose' ? links : REAL_BIN);
       expect(check.version).toMatch(/\d+\.\d+/);
     }
-    expect(checks.claude).toMatchObject({ version: '2.1.328 (Claude Code)', isAgent: true, credentials: ['ANTHROPIC_API_KEY'] });
+    // The version the pinned package prints (HEADLESS_REAL_CLI_BIN's newest, under test:latest-clis, prints its own).
+    const pinned = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')).devDependencies['@anthropic-ai/claude-code'];
+    expect(checks.claude).toMatchObject({ isAgent: true, credentials: ['ANTHROPIC_API_KEY'] });
+    if (!process.env.HEADLESS_REAL_CLI_BIN) expect(checks.claude?.version).toBe(`${pinned} (Claude Code)`);
     expect(checks.codex).toMatchObject({ isAgent: true, credentials: ['~/.codex/config.toml'] });
     // amp accepts --dangerously-allow-all without listing it in --help (the real-CLI tier proves it).
     expect(checks.amp).toMatchObject({ credentials: ['AMP_API_KEY'], problems: [] });

@@ -38,7 +38,8 @@ const REASONS: Record<Real, { e401: RegExp; e500: RegExp; nocreds: RegExp; unkno
   pi: {
     e401: /^401 Incorrect API key provided: mock-401$/,
     e500: /^500 The server had an error/,
-    nocreds: /401 Incorrect API key/,
+    // pi 1.x says so at once, on stderr (before 1.0 it sent the call without a key).
+    nocreds: /Use \/login to log into a provider/,
     unknownResume: /No session found matching/,
   },
   // cline cannot resume headless (docs/agents.md).

@@ -65,7 +65,9 @@ export function judgeOutcome(input: OutcomeInput): Outcome {
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching the escape character is the point.
 const ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
-const SAYS_WHY = /error|fail|invalid|denied|unauthori[sz]ed|forbidden|not found|missing|must|cannot|can't|refused|no such/i;
+// "No models available … /login" is pi's: without it, its last line is only a docs path.
+const SAYS_WHY =
+  /error|fail|invalid|denied|unauthori[sz]ed|forbidden|not found|missing|must|cannot|can't|refused|no such|no \w+ available|not configured|\/login/i;
 const MAX_REASON = 500;
 
 /**

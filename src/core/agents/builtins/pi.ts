@@ -14,6 +14,19 @@ const textOf = (content: unknown): string | undefined =>
       .join(''),
   );
 
+/** pi 1.x tells a provider's refusal as `401: {"message": …}`: its status, then the provider's own words. */
+function providerReason(text: string | undefined): string | undefined {
+  const said = text === undefined ? undefined : /^(\d{3}): (\{.*\})$/s.exec(text);
+  if (!said) return text;
+  try {
+    const body = obj(JSON.parse(said[2] ?? ''));
+    const words = str(body?.message) ?? str(obj(body?.error)?.message);
+    return words === undefined ? text : `${said[1]} ${words}`;
+  } catch {
+    return text;
+  }
+}
+
 export const pi = agent('pi', {
   identity: { args: ['--help'], pattern: /^pi - AI coding assistant/ },
   // Its providers' own variables, or its own files (`pi` login, or providers in models.json).
@@ -48,7 +61,7 @@ export const pi = agent('pi', {
       const usage = obj(message.usage);
       state.usage = addUsage(state.usage, usageOf(usage?.input, usage?.output, obj(usage?.cost)?.total));
       if (message.stopReason === 'error') {
-        const reason = str(message.errorMessage) ?? 'the model call failed';
+        const reason = providerReason(str(message.errorMessage)) ?? 'the model call failed';
         state.final = { error: reason };
         return emit({ type: 'error', message: reason });
       }
