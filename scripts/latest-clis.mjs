@@ -5,7 +5,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { ensureNodes } from './node-versions.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const PACKAGES = {
@@ -38,12 +39,21 @@ try {
   npm(['install', '--no-audit', '--no-fund', ...Object.entries(PACKAGES).map(([cli, pkg]) => `${pkg}@${latest[cli]}`)], dir);
 
   const report = join(dir, 'report.json');
+  // On the newest Node the suite installs, as `npm test` runs this tier: claude, qwen and pi need Node 22 or later.
+  const node = Object.entries(ensureNodes(ROOT)).sort(([a], [b]) => b.localeCompare(a, undefined, { numeric: true }))[0]?.[1] ?? process.execPath;
   spawnSync(
-    join(ROOT, 'node_modules/.bin/vitest'),
-    ['run', 'test/daemon/real-agents.test.ts', 'test/daemon/real-agents-features.test.ts', '--reporter=json', `--outputFile=${report}`],
+    node,
+    [
+      join(ROOT, 'node_modules/vitest/vitest.mjs'),
+      'run',
+      'test/daemon/real-agents.test.ts',
+      'test/daemon/real-agents-features.test.ts',
+      '--reporter=json',
+      `--outputFile=${report}`,
+    ],
     {
       cwd: ROOT,
-      env: { ...process.env, HEADLESS_REAL_CLI_BIN: join(dir, 'node_modules/.bin') },
+      env: { ...process.env, PATH: `${dirname(node)}:${process.env.PATH}`, HEADLESS_REAL_CLI_BIN: join(dir, 'node_modules/.bin') },
       stdio: 'inherit',
     },
   );
