@@ -5,7 +5,7 @@ import { DeliveryLog } from './triggers/deliveries';
 import { TriggerService } from './triggers/trigger-service';
 import { replyContext } from './triggers/reply-spec';
 import { type Trigger, loadTriggers, triggerSecrets } from './triggers/trigger-spec';
-import { readSecret } from './triggers/secret';
+import { readSecret } from './util/secret-source';
 import { publishSecrets } from './worktrees/publish-settings';
 import type { HeldSecrets } from './runs/env';
 import { diagnoseWorkspace } from './agents/doctor';

@@ -2,6 +2,7 @@
 import type { ApprovalRecord, RunRecord, RunSource, WebhookEvent } from '../contract/records';
 import type { RunSpec } from '../contract/run-spec';
 import type { RecordedProcess } from './process/process-host';
+import type { SecretSource } from './util/secret-source';
 
 /** What is stored for a run: the record plus what crash recovery needs to find its processes. */
 export interface StoredRun extends Omit<RunRecord, 'source'> {
@@ -238,8 +239,7 @@ export interface ForgeSettings {
   apiUrl?: string;
 }
 
-/** Where a secret comes from: the value itself, an environment variable, or a file (its content, trimmed). */
-export type SecretSource = string | { env: string } | { file: string };
+export type { SecretSource };
 
 /** Where a run's webhooks go; kept on the run record from its start. */
 export interface WebhookTarget {

@@ -1,6 +1,6 @@
 import type { ReplyContext } from '../delivery/replies';
 import type { ReplyAddress } from '../types';
-import { type SecretSource, readSecret } from './secret';
+import { type SecretSource, readSecret } from '../util/secret-source';
 import type { DeliveryFacts } from './sender';
 
 /** A trigger's reply where its delivery came from, when its run ends (docs/triggers.md: Replies). */

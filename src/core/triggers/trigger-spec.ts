@@ -3,13 +3,13 @@ import { checkDailyLimits } from '../runs/daily-limits';
 import { checkSpecLayer, refuseMovedKeys } from '../runs/run-spec';
 import type { DailyLimits } from '../types';
 import { type LoadedReply, type ReplySettings, loadReply, replySources } from './reply-spec';
-import { type SecretSource, readSecret } from './secret';
+import { type SecretSource, readSecret } from '../util/secret-source';
 import { type SenderName, SENDER_NAMES, type Sender, senderOf } from './senders';
 import { type PromptTemplate, parseTemplate, templateVariables } from './template';
 import { VERIFY_METHODS, type VerifySettings } from './verification';
 import { type When, checkWhen } from './when';
 
-export type { SecretSource } from './secret';
+export type { SecretSource } from '../util/secret-source';
 
 /** What becomes of a delivery that says its incident is over. */
 export type OnResolved = 'cancel' | 'annotate' | 'run' | 'ignore';

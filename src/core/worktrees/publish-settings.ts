@@ -4,10 +4,10 @@
  * from where the config points (its value, an environment variable, a file) and hands it to its own
  * git process and forge calls only; no run's environment ever holds it (resources.ts: held secrets).
  */
-import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import type { PublishSpec } from '../../contract/run-spec';
-import type { PublishSettings, SecretSource, Workspace } from '../types';
+import type { PublishSettings, Workspace } from '../types';
+import { readSecret } from '../util/secret-source';
 
 const GITHUB_REPOSITORY = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 const GITLAB_PROJECT = /^([0-9]+|[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+)$/;
@@ -44,22 +44,6 @@ export function checkPublishSettings(p: PublishSettings, where: string): void {
   if (api !== undefined) throw new Error(`${where}.publishTo.forge.apiUrl ${api}`);
 }
 
-/** A secret's value, read now: throws, naming where, when it cannot be read or is empty. */
-export function readSecretSource(source: SecretSource, where: string, env: NodeJS.ProcessEnv): string {
-  let value: string | undefined;
-  if (typeof source === 'string') value = source;
-  else if ('env' in source) value = env[source.env];
-  else {
-    try {
-      value = readFileSync(source.file, 'utf8').trim();
-    } catch (error) {
-      throw new Error(`${where}: cannot read ${source.file}: ${(error as Error).message}`);
-    }
-  }
-  if (!value) throw new Error(`${where} is empty${typeof source === 'object' && 'env' in source ? ` (environment variable ${source.env} is not set)` : ''}`);
-  return value;
-}
-
 /** The workspaces' publish tokens, for no run to see: by value, and by the variable they are read from; throws, naming it, on one that cannot be read. */
 export function publishSecrets(workspaces: Workspace[], env: NodeJS.ProcessEnv): { names: string[]; values: string[] } {
   const names: string[] = [];
@@ -68,7 +52,7 @@ export function publishSecrets(workspaces: Workspace[], env: NodeJS.ProcessEnv):
     const token = ws.publishTo?.token;
     if (token === undefined) continue;
     if (typeof token === 'object' && 'env' in token) names.push(token.env);
-    values.push(readSecretSource(token, `workspace "${ws.id}": publishTo.token`, env));
+    values.push(readSecret(token, `workspace "${ws.id}": publishTo.token`, env));
   }
   return { names, values };
 }

@@ -13,7 +13,8 @@ import { githubPullRequest } from './github';
 import { gitlabMergeRequest } from './gitlab';
 import { repositoryOf } from './places';
 import { type RunSummary, pullRequestBody, pullRequestTitle } from './pull-request-text';
-import { publishAsked, readSecretSource } from './publish-settings';
+import { readSecret } from '../util/secret-source';
+import { publishAsked } from './publish-settings';
 import { pushBranch } from './push';
 
 const DEFAULT_USERNAME = 'x-access-token';
@@ -52,7 +53,7 @@ export async function publishRun(input: PublishInput): Promise<RunPublish> {
   const pushed = { remote, branch: changes.branch, sha: changes.head };
   let token: string | undefined;
   try {
-    token = settings.token === undefined ? undefined : readSecretSource(settings.token, 'publishTo.token', input.env);
+    token = settings.token === undefined ? undefined : readSecret(settings.token, 'publishTo.token', input.env);
     const repo = await repositoryOf(input.workspacePath);
     if (repo === undefined) throw new Error(`${input.workspacePath} is no longer in a git repository`);
     const credential = token === undefined ? undefined : { username: settings.username ?? DEFAULT_USERNAME, token };

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 
-import type { SecretSource } from '../types';
-
-export type { SecretSource };
+/** Where a secret comes from: the value itself, an environment variable, or a file (its content, trimmed). */
+export type SecretSource = string | { env: string } | { file: string };
 
 /** Its value; throws, naming `where`, when it is empty or cannot be read. */
 export function readSecret(source: SecretSource, where: string, env: NodeJS.ProcessEnv): string {
