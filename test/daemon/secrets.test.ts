@@ -1,6 +1,7 @@
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { everything } from '../helpers/files';
 import { api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from '../helpers/daemon';
 
 /**
@@ -13,15 +14,6 @@ import { api, cleanupDaemons, startDaemon, tempDir, waitRun, writeConfig } from 
 const SECRET = 'sk-daemon-secret-0123456789';
 const dirs: string[] = [];
 afterAll(() => cleanupDaemons(dirs));
-
-/** Every file under `dir`, as text: the store's database, its WAL and journal, the logs. */
-function everything(dir: string): string {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .map((name) => join(dir, name))
-    .filter((path) => statSync(path).isFile())
-    .map((path) => readFileSync(path).toString('latin1'))
-    .join('\n');
-}
 
 const script = (text: string) => ({ command: 'sh', args: ['-c', `${text}\necho session=s-1`, 'sh', '{prompt}'] });
 

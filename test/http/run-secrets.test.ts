@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, rmSync, mkdtempSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
 import type { AgentAdapter } from '../../src/core/agents/types';
 import { type TestHost, closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
 import { waitFor } from '../helpers/wait';
+import { everything } from '../helpers/files';
 
 /**
  * docs/security.md "Per-run secrets": a start's secrets reach its agent and its checks as
@@ -48,15 +49,6 @@ const hostile: CommandAgentDefinition = {
   resumeArgs: ['-c', 'echo "again: $API_KEY"; echo session=s-1', 'sh', '{prompt}'],
   sessionIdPattern: 'session=([A-Za-z0-9-]+)',
 };
-
-/** Every file under `dir`, as text (the store's database, its WAL, its journal). */
-function everything(dir: string): string {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
-    .map((name) => join(dir, name))
-    .filter((path) => statSync(path).isFile())
-    .map((path) => readFileSync(path).toString('latin1'))
-    .join('\n');
-}
 
 async function host(o: { data: string; logger?: ReturnType<typeof memoryLogger>['logger']; webhookUrl?: string }): Promise<TestHost> {
   return createTestHost({
