@@ -84,6 +84,22 @@ describe('node:sqlite connection: statements committed in groups', () => {
     await expect(db.query('INSERT c')).resolves.toEqual([{ text: 'INSERT c' }]);
   });
 
+  it('a read whose group a full disk took back is read again from what is committed, once; the writes fail', async () => {
+    const { calls, failing, db } = recorder();
+    let commits = 0;
+    // The first COMMIT fails (SQLITE_FULL), the next goes through: the read is answered, the write is not.
+    const real = failing.has.bind(failing);
+    failing.has = (text: string) => (text === 'COMMIT' ? ++commits === 1 : real(text));
+    const [write, read] = await Promise.allSettled([db.query('INSERT a'), db.query('SELECT b', [1])]);
+    expect(write.status).toBe('rejected');
+    expect(read).toEqual({ status: 'fulfilled', value: [{ text: 'SELECT b' }] });
+    expect(calls.filter((c) => c.startsWith('SELECT b'))).toHaveLength(2);
+    // A disk that stays full: the read is tried once more only, then refused with its group.
+    failing.has = (text: string) => text === 'COMMIT' || real(text);
+    await expect(db.query('SELECT c')).rejects.toBeInstanceOf(StorageError);
+    expect(calls.filter((c) => c.startsWith('SELECT c'))).toHaveLength(2);
+  });
+
   it('a statement that fails fails alone: what its group wrote before it is committed and answered', async () => {
     const { calls, failing, db } = recorder();
     failing.add('INSERT bad');

@@ -56,7 +56,8 @@ const PREPARED_LIMIT = 500;
 const BUSY_RETRY_MS = 20;
 
 interface Waiting {
-  settle(error?: unknown): void;
+  /** `rolledBack`: the group's COMMIT failed and SQLite took it back (a full disk). */
+  settle(error?: unknown, rolledBack?: boolean): void;
 }
 
 interface Queued {
@@ -153,6 +154,11 @@ class GroupedSqlite implements GroupedConnection {
   ) {}
 
   query<T>(text: string, params: unknown[] = []): Promise<T[]> {
+    return this.run<T>(text, params, false);
+  }
+
+  /** `again`: a read whose group was taken back, read once more. */
+  private run<T>(text: string, params: unknown[], again: boolean): Promise<T[]> {
     if (this.queue) {
       // Another process holds the write lock: a read is answered from what is committed.
       if (/^\s*SELECT\b/i.test(text)) return this.now<T>(text, params);
@@ -165,10 +171,10 @@ class GroupedSqlite implements GroupedConnection {
         if (!isBusy(error)) return Promise.reject(StorageError.of('query', error));
         this.queue = { statements: [], since: Date.now() };
         setTimeout(() => this.retry(), BUSY_RETRY_MS);
-        return this.query<T>(text, params);
+        return this.run<T>(text, params, again);
       }
     }
-    return this.inGroup<T>(text, params);
+    return this.inGroup<T>(text, params, again);
   }
 
   async close(): Promise<void> {
@@ -217,10 +223,14 @@ class GroupedSqlite implements GroupedConnection {
     for (const queued of queue.statements) this.query(queued.text, queued.params).then(queued.resolve, queued.reject);
   }
 
-  /** Runs a statement in the open group; it answers once the group is committed. */
-  private inGroup<T>(text: string, params: unknown[]): Promise<T[]> {
+  /**
+   * Runs a statement in the open group; it answers once the group is committed. A read whose group
+   * was taken back (a full disk failed its COMMIT) is read again, once, from what is committed:
+   * reads go on while writes are refused.
+   */
+  private inGroup<T>(text: string, params: unknown[], again = false): Promise<T[]> {
     const waiting = this.group;
-    if (!waiting) return this.query<T>(text, params);
+    if (!waiting) return this.run<T>(text, params, again);
     let rows: T[];
     try {
       rows = this.statement(text).all(...params.map(bindable)) as T[];
@@ -230,7 +240,16 @@ class GroupedSqlite implements GroupedConnection {
       if (this.group === waiting) this.commit();
       return Promise.reject(StorageError.of('query', error));
     }
-    return new Promise<T[]>((resolve, reject) => waiting.push({ settle: (error) => (error ? reject(error) : resolve(rows)) }));
+    const read = !again && /^\s*SELECT\b/i.test(text);
+    return new Promise<T[]>((resolve, reject) =>
+      waiting.push({
+        settle: (error, rolledBack) => {
+          if (!error) return resolve(rows);
+          if (!read || !rolledBack) return reject(error);
+          this.run<T>(text, params, true).then(resolve, reject);
+        },
+      }),
+    );
   }
 
   /** A statement outside any transaction, answered once what it may have read is durable. */
@@ -256,8 +275,8 @@ class GroupedSqlite implements GroupedConnection {
   private commit(): void {
     const waiting = this.group ?? [];
     this.group = undefined;
-    const settle = (error?: unknown) => {
-      for (const one of waiting) one.settle(error === undefined ? undefined : StorageError.of('commit', error));
+    const settle = (error?: unknown, rolledBack = false) => {
+      for (const one of waiting) one.settle(error === undefined ? undefined : StorageError.of('commit', error), rolledBack);
     };
     try {
       this.db.exec('COMMIT');
@@ -267,7 +286,7 @@ class GroupedSqlite implements GroupedConnection {
       } catch {
         // SQLite already rolled it back (a full disk, an I/O error).
       }
-      settle(commitError);
+      settle(commitError, true);
       return;
     }
     if (this.wal) this.wal.afterCommit(settle);
