@@ -6,7 +6,7 @@ import { TriggerService } from './triggers/trigger-service';
 import { replyContext } from './triggers/reply-spec';
 import { type Trigger, loadTriggers, triggerSecrets } from './triggers/trigger-spec';
 import { readSecret } from './util/secret-source';
-import { publishSecrets } from './worktrees/publish-settings';
+import { checkOriginsPublish, publishSecrets } from './worktrees/publish-settings';
 import type { HeldSecrets } from './runs/env';
 import { diagnoseWorkspace } from './agents/doctor';
 import { probeEnv } from './agents/preflight';
@@ -214,6 +214,11 @@ function buildFoundation(options: HeadlessHandlerOptions, logger: HeadlessLogger
     if (!fleet.shared && !workspaces.runsHere(ws))
       throw new Error(`workspace "${ws.id}" asks for labels ${JSON.stringify(ws.labels)} this instance does not have (labels: ${JSON.stringify(labels)})`);
   }
+  const origins = [
+    ...(options.schedules ?? []).map((s) => ({ where: `schedule "${s.name}"`, workspace: s.workspace, run: s.run })),
+    ...(options.triggers ?? []).map((t) => ({ where: `trigger "${t.name}"`, workspace: t.workspace, run: t.run })),
+  ];
+  checkOriginsPublish(origins, workspaces.all() ?? []);
   const env = options.env ?? process.env;
   // Loaded with the foundation: the outbox sends their replies.
   const triggers = loadTriggers(options.triggers ?? [], (id) => workspaces.all()?.some((w) => w.id === id), env);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resolveSpec } from '../../src/core/runs/run-spec';
-import { publishUnavailable } from '../../src/core/worktrees/publish-settings';
+import { checkOriginsPublish, publishUnavailable } from '../../src/core/worktrees/publish-settings';
 
 /** docs/worktrees.md: Publishing: what a start may ask of publishing, over its operator's layers. */
 describe("a start's publish", () => {
@@ -37,5 +37,17 @@ describe("a start's publish", () => {
     expect(publishUnavailable({ ...ws, publishTo: remote }, { publish: {}, isolation: 'none' })).toMatch(/only a run in a worktree/);
     expect(publishUnavailable({ ...ws, publishTo: remote }, { publish: { push: false }, isolation: 'none' })).toBeUndefined();
     expect(publishUnavailable({ ...ws, publishTo: remote }, { publish: {}, isolation: 'worktree' })).toBeUndefined();
+  });
+
+  it('a schedule’s or trigger’s run.publish is checked against its workspace when the config loads, not first when it fires', () => {
+    const listed = [
+      { id: 'ws', path: '/srv/ws', run: { isolation: 'worktree' as const } },
+      { id: 'pub', path: '/srv/pub', publishTo: { remote: '/srv/r.git' } },
+    ];
+    expect(() => checkOriginsPublish([{ where: 'schedule "nightly"', workspace: 'ws', run: { publish: {} } }], listed)).toThrow(
+      'schedule "nightly": run.publish cannot be: workspace "ws" has no publishTo',
+    );
+    expect(() => checkOriginsPublish([{ where: 'trigger "gh"', workspace: 'pub', run: { publish: {} } }], listed)).toThrow(/only a run in a worktree/);
+    expect(() => checkOriginsPublish([{ where: 'trigger "gh"', workspace: 'pub', run: { publish: {}, isolation: 'worktree' } }], listed)).not.toThrow();
   });
 });

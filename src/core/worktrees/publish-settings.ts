@@ -72,3 +72,16 @@ export function publishUnavailable(ws: Workspace, spec: { publish?: PublishSpec;
   if (spec.isolation !== 'worktree') return 'only a run in a worktree ("isolation": "worktree") has a branch to publish';
   return undefined;
 }
+
+/** Schedules' and triggers' `run.publish`, checked against their workspace's when the config loads (not first when one fires). */
+export function checkOriginsPublish(
+  origins: ReadonlyArray<{ where: string; workspace: string; run?: { publish?: PublishSpec; isolation?: string } }>,
+  listed: readonly Workspace[],
+): void {
+  for (const o of origins) {
+    const ws = listed.find((w) => w.id === o.workspace);
+    if (ws === undefined || o.run?.publish === undefined) continue;
+    const why = publishUnavailable(ws, { publish: o.run.publish, isolation: o.run.isolation ?? ws.run?.isolation ?? 'none' });
+    if (why !== undefined) throw new Error(`${o.where}: run.publish cannot be: ${why}`);
+  }
+}
