@@ -135,6 +135,11 @@ describe('schema versions', () => {
     expect(await store.get(`output:${SUCCEEDED}`)).toMatchObject({ stdout: 'session=v1-a\nfirst\n' });
     expect(await versionOf(raw)).toBe(LATEST);
     expect(await rowsOf(raw)).toEqual(FIXTURE_ROWS);
+    // The fleet's tables are the store's (version 3), there before any member joins.
+    const fleetTables = await raw.query<{ name: string | null }>(
+      "SELECT to_regclass(t)::text AS name FROM unnest(ARRAY['headless_instances', 'headless_claims', 'headless_served']) AS t",
+    );
+    expect(fleetTables.map((r) => r.name)).toEqual(['headless_instances', 'headless_claims', 'headless_served']);
     await store.close();
     await raw.close();
   });

@@ -7,7 +7,7 @@ import type { AdvertisedWorkspace, Fleet, FleetAnswer, FleetHandlers, FleetOptio
 import { type FleetQueue, PgBossQueue } from './fleet-queue';
 import { MACHINE } from '../process/machine';
 import { claim, exclusive, holderOf, release } from './postgres-claims';
-import { DROP_GONE_SERVED, SERVED_TABLE, advertise, advertised, withdraw } from './postgres-served';
+import { DROP_GONE_SERVED, advertise, advertised, withdraw } from './postgres-served';
 
 const ASK_TIMEOUT_MS = 5000;
 /**
@@ -104,11 +104,7 @@ export class PostgresFleet implements Fleet {
     this.pool.on('error', (error) => this.o.log('a fleet database connection failed', error));
     this.outer = new this.pg.Pool({ connectionString: this.connectionString, max: 2 });
     this.outer.on('error', (error) => this.o.log('a fleet database connection failed', error));
-    const q = (text: string) => this.sql.query(text);
-    await q('CREATE TABLE IF NOT EXISTS headless_instances (id TEXT PRIMARY KEY, machine TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)');
-    await q('CREATE TABLE IF NOT EXISTS headless_claims (key TEXT PRIMARY KEY, holder TEXT NOT NULL, owner TEXT NOT NULL)');
-    await q('CREATE INDEX IF NOT EXISTS headless_claims_owner ON headless_claims (owner)');
-    await q(SERVED_TABLE);
+    // Its tables are the store's migration 3 (store/migrations.ts), made before any instance joins.
     await this.register(Date.now());
     await this.listen();
     this.heard = true;

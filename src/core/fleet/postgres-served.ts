@@ -6,9 +6,6 @@ import type { AdvertisedWorkspace } from './fleet';
  * what it advertised; a row goes with its member's lease (the sweeper drops those of gone ones).
  */
 
-export const SERVED_TABLE =
-  'CREATE TABLE IF NOT EXISTS headless_served (workspace_id TEXT NOT NULL, instance_id TEXT NOT NULL, definition JSONB NOT NULL, PRIMARY KEY (workspace_id, instance_id))';
-
 /** Drops the rows of the members whose lease has run out, but those of `kept` (alive when the sweep began). */
 export const DROP_GONE_SERVED =
   'DELETE FROM headless_served WHERE NOT (instance_id = ANY($1)) AND instance_id NOT IN (SELECT id FROM headless_instances WHERE expires_at >= now())';

@@ -61,7 +61,20 @@ END $$`,
   'CREATE TRIGGER headless_run_changed AFTER INSERT OR UPDATE OR DELETE ON headless_run FOR EACH ROW EXECUTE FUNCTION headless_run_changed()',
 ];
 
+/**
+ * Version 3: the fleet's own tables (fleet/postgres-fleet.ts), which its members made themselves
+ * before: its members and their leases, the claims they hold, and what each runs. `IF NOT EXISTS`,
+ * so a database a fleet already used keeps them as they are. SQLite has one instance: no fleet.
+ */
+const FLEET = [
+  'CREATE TABLE IF NOT EXISTS headless_instances (id TEXT PRIMARY KEY, machine TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)',
+  'CREATE TABLE IF NOT EXISTS headless_claims (key TEXT PRIMARY KEY, holder TEXT NOT NULL, owner TEXT NOT NULL)',
+  'CREATE INDEX IF NOT EXISTS headless_claims_owner ON headless_claims (owner)',
+  'CREATE TABLE IF NOT EXISTS headless_served (workspace_id TEXT NOT NULL, instance_id TEXT NOT NULL, definition JSONB NOT NULL, PRIMARY KEY (workspace_id, instance_id))',
+];
+
 export const MIGRATIONS: readonly Migration[] = [
   bothDialects(1, 'the tables made before the schema had a version', INITIAL),
   { version: 2, name: "each change of a run record is announced to the fleet's members", sqlite: [], postgres: RUN_CHANGED },
+  { version: 3, name: "the fleet's tables: its members, their claims, what each runs", sqlite: [], postgres: FLEET },
 ];
