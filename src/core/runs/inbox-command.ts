@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { processAlive } from '../process/alive';
+import { ownTempFolder } from '../process/own-temp';
 import { builtFile } from '../util/package-file';
 
 /**
@@ -26,8 +26,7 @@ export class InboxCommand {
     if (this.cli === null) this.cli = builtFile('inbox-cli.js');
     const cli = this.cli;
     if (!cli) return undefined;
-    removeLeftovers();
-    this.dir = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
+    this.dir = ownTempFolder(PREFIX);
     // Readable and runnable by all: a root daemon's sandboxed run is another user (docs/security.md),
     // and the folder holds nothing secret (the launcher and output schemas); only its owner writes.
     chmodSync(this.dir, 0o755);
@@ -73,13 +72,3 @@ export class InboxCommand {
 
 const PREFIX = 'headless-inbox-';
 const UNDER_DENO = typeof (globalThis as { Deno?: unknown }).Deno !== 'undefined';
-
-/** Folders of this user's services that died without closing (kill -9): their pid is gone. */
-function removeLeftovers(): void {
-  for (const name of readdirSync(tmpdir())) {
-    const pid = Number(/^headless-inbox-(\d+)-/.exec(name)?.[1]);
-    const dir = join(tmpdir(), name);
-    if (!pid || pid === process.pid || processAlive(pid) || statSync(dir, { throwIfNoEntry: false })?.uid !== process.getuid?.()) continue;
-    rmSync(dir, { recursive: true, force: true });
-  }
-}

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, lstatSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { ownTempFolder } from '../process/own-temp';
 import type { Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findExecutable } from '../agents/preflight';
 import { SpawnFailure, type Spawner } from '../process/spawner';
@@ -192,13 +192,13 @@ export class Sandbox {
   }
 
   private runsFolder(): string {
-    this.runs ??= mkdtempSync(join(tmpdir(), 'hrw-sandboxes-'));
+    this.runs ??= ownTempFolder('hrw-sandboxes-');
     return this.runs;
   }
 
   private agentState(): string {
     if (this.o.agentState) return this.o.agentState;
-    this.ownState ??= mkdtempSync(join(tmpdir(), 'hrw-agent-state-'));
+    this.ownState ??= ownTempFolder('hrw-agent-state-');
     return this.ownState;
   }
 }
