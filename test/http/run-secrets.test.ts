@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CommandAgentDefinition } from '../../src/core/agents/command-agent';
 import { createSqliteKeyv } from '../../src/core/store/keyvs';
-import { RunSecrets, redactText } from '../../src/core/runs/run-secrets';
+import { RunSecrets, redactText, redactValue } from '../../src/core/runs/run-secrets';
+import { shownText } from '../../src/core/util/text';
 import { BUILTIN_AGENTS } from '../../src/core/agents/builtins';
 import type { AgentAdapter } from '../../src/core/agents/types';
 import { type TestHost, closeAllHosts, createTestHost, memoryLogger } from '../helpers/harness';
@@ -216,6 +217,46 @@ describe('per-run secrets', () => {
     expect(redactText('BBBBCCCCCCCC and more', forms, true)).toBe('[secret A, B] and more');
     // Not a tail: the start of a line is the agent's own.
     expect(redactText('CCCC and more', forms)).toBe('CCCC and more');
+  });
+
+  it('are refused to a run its operator confines (read-only, ask): a variable could turn its tools back on or send its key elsewhere', async () => {
+    const data = mkdtempSync(join(tmpdir(), 'hrw-secret-data-'));
+    dirs.push(data);
+    const h = await createTestHost({
+      store: await createSqliteKeyv(data),
+      workspaces: [{ id: 'ro', path: mkdtempSync(join(tmpdir(), 'hrw-secret-ws-')), agents: ['hostile'], run: { permissions: 'read-only', sandbox: true } }],
+      agents: { hostile },
+    });
+    const res = await h.request('POST', '/api/workspaces/ro/headless', {
+      json: { prompt: 'ok', agent: 'hostile', secrets: { OPENCODE_CONFIG_CONTENT: '{"mcp":{"x":{"type":"local","command":["id"]}}}' } },
+    });
+    const problem = (await res.json()) as { code: string; detail: string };
+    expect(res.status).toBe(403);
+    expect(problem).toMatchObject({ code: 'policy_loosened', detail: expect.stringContaining('"permissions": "read-only"') });
+  });
+
+  it('what no delimiter, escape, invisible character or cut can hide: each string redacted on its own; a tail cut inside a character; a grader reads with its run’s redactor', () => {
+    const secrets = new RunSecrets(
+      new Map([
+        ['q', 'QQQQQQQQ"'],
+        ['p', 'ПАРОЛЬ-1234567890'],
+        ['s', 'zz/SECRET/0123456789'],
+      ]),
+    );
+    const redact = secrets.redactor('run_1', [
+      { name: 'Q', secret: 'q' },
+      { name: 'P', secret: 'p' },
+      { name: 'S', secret: 's' },
+    ]);
+    // A value holding a quote, matched across what JSON would escape: no parse to break, keys too.
+    expect(redactValue({ text: 'xQQQQQQQQ"y', 'QQQQQQQQ"': ['QQQQQQQQ"'] }, redact)).toEqual({ text: 'x[secret Q]y', '[secret Q]': ['[secret Q]'] });
+    expect(redact?.('\uFFFDАРОЛЬ-1234567890 rest', true)).toBe('[secret P] rest');
+    expect(redact?.('zz\\/SECRET\\/0123456789')).toBe('[secret S]');
+    expect(shownText('zz/SEC\u034FRET/0123\uFE0F456789')).toBe('zz/SECRET/0123456789');
+    // The grader of run_1 gets its redactor while run_1 runs, and nothing once it ended.
+    expect(secrets.redactorOf('run_1')).toBe(redact);
+    secrets.drop('run_1');
+    expect(secrets.redactorOf('run_1')).toBeUndefined();
   });
 
   it('in a shared fleet only references are taken: another member may run the start, and a value lives in one member’s memory', () => {

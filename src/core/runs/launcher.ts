@@ -39,7 +39,7 @@ import { answerOf, laterTurn } from './repair-turn';
 import { resultInstructions } from './structured-output';
 import { type ProcessEnd, type SupervisedProcess, superviseProcess } from './supervisor';
 import type { RunTokens } from './tokens';
-import type { RunSecrets } from './run-secrets';
+import { type RunSecrets, redactValue } from './run-secrets';
 import { RunQuestions } from './questions';
 import type { Approvals } from '../approvals/approvals';
 import type { RunGrader } from './grader';
@@ -139,6 +139,7 @@ export class RunLauncher {
       const message = failure?.message ?? 'the agent process could not be started';
       if (!failure) this.$.log('spawn failed', error);
       await this.ending.finalize(live, { ...emptyEnd, runtimeError: { code: failure?.code ?? 'spawn_failed', message } });
+      this.inboxCommand.dropSchema(taskId);
       throw new Refusal('spawn_failed', message, { extra: { taskId } });
     }
     return this.supervise(live, input, placed);
@@ -195,7 +196,8 @@ export class RunLauncher {
         'secret_refused',
       );
     }
-    live.redact ??= this.$.runSecrets.redactor(taskId, record.secrets);
+    // A grader reads what the run it grades wrote: that run's values are taken out of what it says too.
+    live.redact ??= this.$.runSecrets.redactor(taskId, record.secrets) ?? this.$.runSecrets.redactorOf(record.metadata?.['verify.grades']);
     const env = buildRunEnv({
       base: this.$.baseEnv,
       secrets: this.$.secrets,
@@ -391,7 +393,7 @@ export class RunLauncher {
     live.earlier = verdict;
     live.usageBefore = this.ending.usageOf(live, verdict);
     live.turnDecided = false;
-    this.$.events.append(live.taskId, 'message', { text: `(the service asks again: ${outcome.next.reason})` });
+    this.$.events.append(live.taskId, 'message', redactValue({ text: `(the service asks again: ${outcome.next.reason})` }, live.redact));
     return outcome.next.prompt;
   }
 

@@ -1,3 +1,4 @@
+import { shownText } from '../util/text';
 import { clip } from '../util/text';
 import type { RunError } from '../../contract/records';
 import { type FinishStatus, INTERRUPTED } from './transitions';
@@ -63,8 +64,6 @@ export function judgeOutcome(input: OutcomeInput): Outcome {
   return { status: 'failed', error: { code: 'agent_error', message: input.agentError || 'The agent reported a failure.' } };
 }
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching the escape character is the point.
-const ANSI = /\x1b\[[0-9;?]*[ -/]*[@-~]/g;
 // "No models available … /login" is pi's: without it, its last line is only a docs path.
 const SAYS_WHY =
   /error|fail|invalid|denied|unauthori[sz]ed|forbidden|not found|missing|must|cannot|can't|refused|no such|no \w+ available|not configured|\/login/i;
@@ -77,7 +76,7 @@ const MAX_REASON = 500;
  */
 export function reasonFromStderr(stderr: string): string | undefined {
   // A Rust program's backtrace (RUST_BACKTRACE=1) follows its message.
-  const [message = ''] = stderr.replace(ANSI, '').split(/^Stack backtrace:$/m);
+  const [message = ''] = shownText(stderr).split(/^Stack backtrace:$/m);
   const lines = message
     .split(/\r?\n/)
     .map((line) => line.trim())

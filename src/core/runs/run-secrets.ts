@@ -10,7 +10,11 @@ import type { SecretValue } from '../../contract/requests';
 import { Refusal } from '../../contract/problems';
 
 /** How a value shows in what a run prints or sends: as it is, and escaped inside a JSON string. */
-const formsOf = (value: string): string[] => [...new Set([value, JSON.stringify(value).slice(1, -1)])];
+const formsOf = (value: string): string[] => {
+  const escaped = JSON.stringify(value).slice(1, -1);
+  // JSON may also escape a slash (`\/`), as PHP's and some Go encoders do.
+  return [...new Set([value, escaped, escaped.replaceAll('/', '\\/')])];
+};
 
 export interface SecretsAccepted {
   /** What the record keeps: names, and the operator's secret each reference names. */
@@ -22,6 +26,8 @@ export interface SecretsAccepted {
 export class RunSecrets {
   /** The values starts gave, by run: only while the run is queued or running. */
   private readonly held = new Map<string, Record<string, string>>();
+  /** The redactors of runs that have not ended. */
+  private readonly redactors = new Map<string, Redact>();
 
   constructor(
     /** The operator's named secrets (`secrets` in the config), read once. */
@@ -71,6 +77,7 @@ export class RunSecrets {
 
   drop(taskId: string): void {
     this.held.delete(taskId);
+    this.redactors.delete(taskId);
   }
 
   /** The run's variables; `lost`: a value it was given is no longer held (this process is not the one that accepted it). */
@@ -85,12 +92,20 @@ export class RunSecrets {
     return lost.length > 0 ? { lost } : { env };
   }
 
-  /** What takes each of the run's values out of a text (runs/run-secrets.ts `redactText`), where it was given any. */
+  /** What takes each of the run's values out of a text (runs/run-secrets.ts `redactText`), where it was given any; kept while it runs. */
   redactor(taskId: string, recorded: RunSecret[] | undefined): Redact | undefined {
     const given = this.envOf(taskId, recorded);
     if ('lost' in given) return undefined;
     const forms = Object.entries(given.env).flatMap(([name, value]) => formsOf(value).map((form) => ({ form, name })));
-    return forms.length === 0 ? undefined : (text, cut) => redactText(text, forms, cut);
+    if (forms.length === 0) return undefined;
+    const redact: Redact = (text, cut) => redactText(text, forms, cut);
+    this.redactors.set(taskId, redact);
+    return redact;
+  }
+
+  /** The redactor of a running run, for a run that reads its work (its grader sees the files its agent wrote). */
+  redactorOf(taskId: string | undefined): Redact | undefined {
+    return taskId === undefined ? undefined : this.redactors.get(taskId);
   }
 }
 
@@ -108,9 +123,11 @@ export function redactText(text: string, forms: ReadonlyArray<{ form: string; na
   const spans: Array<{ from: number; to: number; name: string }> = [];
   for (const { form, name } of forms) {
     for (let at = text.indexOf(form); at !== -1; at = text.indexOf(form, at + 1)) spans.push({ from: at, to: at + form.length, name });
+    // A tail cut inside a character begins with replacement characters: the value's end follows them.
+    const lead = cut ? (/^\uFFFD*/.exec(text)?.[0].length ?? 0) : 0;
     for (let k = form.length - 1; cut && k >= CUT_MIN; k--) {
-      if (text.startsWith(form.slice(-k))) {
-        spans.push({ from: 0, to: k, name });
+      if (text.startsWith(form.slice(-k), lead)) {
+        spans.push({ from: 0, to: lead + k, name });
         break;
       }
     }
@@ -135,6 +152,13 @@ export function redactText(text: string, forms: ReadonlyArray<{ form: string; na
 
 /** A JSON value with the run's secrets taken out of every string in it (decoded: an escape the raw line hid is caught here). */
 export function redactValue<T>(value: T, redact: Redact | undefined): T {
-  if (redact === undefined || value === undefined) return value;
-  return JSON.parse(redact(JSON.stringify(value))) as T;
+  if (redact === undefined) return value;
+  // Each string on its own (keys too): a value can never span a JSON delimiter and break the whole.
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return redact(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v === null || typeof v !== 'object') return v;
+    return Object.fromEntries(Object.entries(v).map(([k, inner]) => [redact(k), walk(inner)]));
+  };
+  return walk(value) as T;
 }

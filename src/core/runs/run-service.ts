@@ -157,6 +157,13 @@ export class RunService implements RunStarter {
     // Another member may take a run of a shared fleet: a value held here could not go with it.
     const secrets = this.$.runSecrets.accept(input.request.secrets, { shared: this.$.fleet.shared });
     if (secrets === undefined) return this.startResolved(input, spec);
+    // A variable can reconfigure an agent (its config, its provider's URL, its tools): a run its operator confines gets none from a start.
+    if (spec.permissions !== 'full') {
+      throw new Refusal(
+        'policy_loosened',
+        `Field "secrets" cannot be given to a run with "permissions": "${spec.permissions}": a variable can turn an agent's tools back on or send its provider's key elsewhere; secrets go to "full" runs only.`,
+      );
+    }
     // Its id planned now: its values are held under it before anything could launch it.
     const taskId = input.taskId ?? newSortableId('run_');
     this.$.runSecrets.hold(taskId, secrets.given);

@@ -4,6 +4,7 @@
  * record, take the callers' follow-ups, add its events to the timeline.
  */
 import { shownText } from '../util/text';
+import { redactValue } from './run-secrets';
 import type { RunEvents } from '../events/run-events';
 import { runConfined } from './confined-command';
 import { timedOut } from './guards';
@@ -53,8 +54,9 @@ export function turnHands($: { lifecycle: RunLifecycle; events: RunEvents }, a: 
         signal.removeEventListener('abort', stopOnAbort);
       }
     },
-    note: (notes) => $.lifecycle.noteTurn(taskId, owner, notes),
+    // What a policy notes and tells may quote what the agent wrote (a grader's explanation): without the run's secrets.
+    note: (notes) => $.lifecycle.noteTurn(taskId, owner, redactValue(notes, live.redact)),
     takeFollowUps: () => live.followUps.splice(0),
-    event: (type, data) => void $.events.append(taskId, type, data as never),
+    event: (type, data) => void $.events.append(taskId, type, redactValue(data, live.redact) as never),
   };
 }

@@ -30,7 +30,8 @@ export function fenced(text: string): string {
 /** ANSI escapes, then every control or format character but a newline and a tab: what a terminal would not show of them. */
 const [ESC, BEL] = [String.fromCharCode(27), String.fromCharCode(7)];
 const ANSI = new RegExp(`${ESC}\\[[0-9;?]*[ -/]*[@-~]|${ESC}\\][^${BEL}]*${BEL}`, 'g');
-const UNSHOWN = /[\p{Cc}\p{Cf}]/gu;
+// Default-ignorable code points (a combining grapheme joiner, variation selectors, fillers) show as nothing too.
+const UNSHOWN = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/gu;
 
 /** A program's output with what would not show taken out. */
 export const shownText = (text: string): string => text.replace(ANSI, '').replace(UNSHOWN, (c) => (c === '\n' || c === '\t' ? c : ''));
