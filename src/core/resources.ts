@@ -4,10 +4,9 @@ import { Scheduler } from './schedules/scheduler';
 import { DeliveryLog } from './triggers/deliveries';
 import { TriggerService } from './triggers/trigger-service';
 import { replyContext } from './triggers/reply-spec';
-import { type Trigger, loadTriggers, triggerSecrets } from './triggers/trigger-spec';
-import { readSecret } from './util/secret-source';
-import { checkOriginsPublish, publishSecrets } from './worktrees/publish-settings';
-import type { HeldSecrets } from './runs/env';
+import { type Trigger, loadTriggers } from './triggers/trigger-spec';
+import { checkOriginsPublish } from './worktrees/publish-settings';
+import { heldSecrets, namedSecrets } from './service-secrets';
 import { diagnoseWorkspace } from './agents/doctor';
 import { probeEnv } from './agents/preflight';
 import { AgentRegistry } from './agents/registry';
@@ -45,7 +44,6 @@ import { RunService } from './runs/run-service';
 import { RunQueue } from './runs/run-queue';
 import { RunTokens } from './runs/tokens';
 import { RunSecrets } from './runs/run-secrets';
-import { SECRET_MIN } from '../contract/requests';
 import { SessionBook } from './sessions';
 import { type HeadlessStore, asHeadlessStore } from './store/keyv-store';
 import { createMemoryKeyv } from './store/keyvs';
@@ -415,32 +413,6 @@ async function diagnose({ workspaces, registry, env, options }: ServiceResources
   if (workspaceId === undefined && !listed) throw new Refusal('invalid_body', 'Query parameter "wsId" is required: workspaces come from a resolver.');
   const targets = workspaceId === undefined ? (listed ?? []) : [await workspaces.require(workspaceId)];
   return Promise.all(targets.map((workspace) => diagnoseWorkspace({ registry, workspace, baseEnv: env, defaultAgent: options.defaultAgent })));
-}
-
-/** What the service holds that no run may see: the admin token, the webhooks' secrets, the triggers', the publish tokens (docs/security.md: What runs get). */
-function heldSecrets(options: HeadlessHandlerOptions, env: NodeJS.ProcessEnv, workspaces: Workspaces, named: ReadonlyMap<string, string>): HeldSecrets {
-  const triggers = triggerSecrets(options.triggers ?? [], env);
-  const publish = publishSecrets(workspaces.all() ?? [], env);
-  const webhooks = [options.webhooks?.secret, ...(workspaces.all() ?? []).map((ws) => ws.webhook?.secret)];
-  const values = [options.adminToken, ...webhooks, ...triggers.values, ...publish.values].filter((v): v is string => typeof v === 'string' && v !== '');
-  // A `whsec_` secret's key is the part after the prefix: a copy of that alone signs as well.
-  const keys = values.filter((v) => v.startsWith('whsec_')).map((v) => v.slice('whsec_'.length));
-  // The operator's named secrets reach only the runs that name them (runs/run-secrets.ts), never the others through the environment.
-  const fromEnv = Object.values(options.secrets ?? {}).flatMap((source) => (typeof source === 'object' && 'env' in source ? [source.env] : []));
-  return { names: [...triggers.names, ...publish.names, ...fromEnv], values: [...values, ...keys, ...named.values()] };
-}
-
-/** The operator's named secrets, read once; one that cannot be read stops the start-up, naming it. */
-function namedSecrets(options: HeadlessHandlerOptions, env: NodeJS.ProcessEnv): Map<string, string> {
-  const named = new Map<string, string>();
-  for (const [name, source] of Object.entries(options.secrets ?? {})) {
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(name)) throw new Error(`secrets: "${name}" is not a name (letters, digits, _ . -)`);
-    const value = readSecret(source, `secrets["${name}"]`, env);
-    if (value.length < SECRET_MIN)
-      throw new Error(`secrets["${name}"] is shorter than ${SECRET_MIN} characters: it would be redacted wherever those characters appear`);
-    named.set(name, value);
-  }
-  return named;
 }
 
 /** The sandbox of confined runs: it hides the service's own files and every other listed workspace; bubblewrap must make one up front where one is asked for. */

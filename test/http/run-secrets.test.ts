@@ -24,6 +24,12 @@ import { everything } from '../helpers/files';
 const SECRET = 'sk-live-Zq8"x\\Ynot-for-anyone';
 const NAMED = 'operator-named-value-42';
 const dirs: string[] = [];
+/** A workspace folder, removed with the others after the file. */
+const workspaceDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hrw-secret-ws-'));
+  dirs.push(dir);
+  return dir;
+};
 afterEach(async () => {
   await closeAllHosts();
 });
@@ -54,7 +60,7 @@ const hostile: CommandAgentDefinition = {
 async function host(o: { data: string; logger?: ReturnType<typeof memoryLogger>['logger']; webhookUrl?: string }): Promise<TestHost> {
   return createTestHost({
     store: await createSqliteKeyv(o.data),
-    workspaces: [{ id: 'ws', path: mkdtempSync(join(tmpdir(), 'hrw-secret-ws-')), agents: ['hostile'] }],
+    workspaces: [{ id: 'ws', path: workspaceDir(), agents: ['hostile'] }],
     agents: { hostile },
     secrets: { npm: NAMED },
     env: { ...process.env, NPM_TOKEN: NAMED },
@@ -184,9 +190,7 @@ describe('per-run secrets', () => {
     dirs.push(data);
     const h = await createTestHost({
       store: await createSqliteKeyv(data),
-      workspaces: [
-        { id: 'ws', path: mkdtempSync(join(tmpdir(), 'hrw-secret-ws-')), agents: ['escaper', 'splitter', 'hostile'], env: { AGENT_MODE: 'careful' } },
-      ],
+      workspaces: [{ id: 'ws', path: workspaceDir(), agents: ['escaper', 'splitter', 'hostile'], env: { AGENT_MODE: 'careful' } }],
       agents: { escaper: escaper as never, splitter, hostile },
     });
     const start = async (body: Record<string, unknown>) =>
@@ -224,7 +228,7 @@ describe('per-run secrets', () => {
     dirs.push(data);
     const h = await createTestHost({
       store: await createSqliteKeyv(data),
-      workspaces: [{ id: 'ro', path: mkdtempSync(join(tmpdir(), 'hrw-secret-ws-')), agents: ['hostile'], run: { permissions: 'read-only', sandbox: true } }],
+      workspaces: [{ id: 'ro', path: workspaceDir(), agents: ['hostile'], run: { permissions: 'read-only', sandbox: true } }],
       agents: { hostile },
     });
     const res = await h.request('POST', '/api/workspaces/ro/headless', {
